@@ -1,0 +1,403 @@
+// Package store declares the storage contract chatd runs on: a Store that
+// opens transactions, a Tx with noun-first data operations, the row types and
+// the sentinel errors. Concrete stores live in store/sqlite and store/postgres;
+// both pass store/storetest unchanged.
+//
+// Stores provide data operations and the version bookkeeping of the
+// architecture spec (revisions, history_version, queue_version,
+// retry_state_version). They never decide whether a state transition is
+// allowed: that is app/chatstate's job.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Sentinel errors. Store packages translate driver errors into these so no
+// caller ever inspects a driver error.
+var (
+	// ErrNotFound: the row does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrConflict: a unique constraint was violated.
+	ErrConflict = errors.New("store: conflict")
+	// ErrForeignKey: a referenced row does not exist.
+	ErrForeignKey = errors.New("store: foreign key violation")
+	// ErrInvariant: a database-level invariant (trigger or check) refused the write.
+	ErrInvariant = errors.New("store: invariant violated")
+	// ErrReadOnly: a write was attempted inside a read transaction.
+	ErrReadOnly = errors.New("store: read-only transaction")
+	// ErrLocked: another process holds the database (SQLite single-owner rule).
+	ErrLocked = errors.New("store: database is in use by another process")
+	// ErrUnavailable: the database could not be reached or timed out.
+	ErrUnavailable = errors.New("store: unavailable")
+)
+
+// Store opens transactions. Every chat mutation runs in one write
+// transaction; every consistent multi-query read runs in one read transaction.
+type Store interface {
+	// InTx runs fn in a write transaction and commits when fn returns nil.
+	// On SQLite the transaction is BEGIN IMMEDIATE on the single writer
+	// connection; on Postgres rows are locked explicitly with ChatLock.
+	InTx(ctx context.Context, fn func(Tx) error) error
+	// ReadTx runs fn in a read-only transaction that sees one snapshot.
+	ReadTx(ctx context.Context, fn func(Tx) error) error
+	// Dialect names the database: "sqlite" or "postgres".
+	Dialect() string
+	// Close releases connections and the process lock.
+	Close() error
+}
+
+// Tx is the set of data operations available inside a transaction.
+// Method names put the noun first so they group when sorted.
+type Tx interface {
+	// ChatInsert creates a chat with snapshot_version = 1 and every other
+	// version at 0.
+	ChatInsert(ctx context.Context, p ChatInsertParams) (Chat, error)
+	// ChatLock takes the chat's row lock (FOR UPDATE on Postgres; the SQLite
+	// write transaction already holds the database write lock) and returns it.
+	ChatLock(ctx context.Context, id uuid.UUID) (Chat, error)
+	// ChatLockShared takes a shared row lock (FOR SHARE on Postgres).
+	ChatLockShared(ctx context.Context, id uuid.UUID) (Chat, error)
+	// ChatGet reads a chat without locking it.
+	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
+	// ChatGetMany reads the chats with the given ids, in no particular order;
+	// missing ids are skipped.
+	ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]Chat, error)
+	// ChatBumpSnapshot advances snapshot_version by one and returns the new value.
+	ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error)
+	// ChatUpdate writes the fields set in p and returns the row as the
+	// triggers left it.
+	ChatUpdate(ctx context.Context, id uuid.UUID, p ChatPatch) (Chat, error)
+	// ChatIncrementGenerationAttempt adds one to generation_attempt.
+	ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (Chat, error)
+	// ChatDelete removes a chat; messages, queue and heartbeats cascade.
+	ChatDelete(ctx context.Context, id uuid.UUID) error
+	// ChatDescendants returns every chat whose root is rootID (not the root itself).
+	ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]Chat, error)
+	// ChatList lists chats for the listing endpoint, newest first.
+	ChatList(ctx context.Context, p ChatListParams) ([]Chat, error)
+
+	// MessageInsert appends a message. The database assigns id and revision.
+	MessageInsert(ctx context.Context, p MessageInsertParams) (Message, error)
+	// MessageGet reads one message of a chat.
+	MessageGet(ctx context.Context, chatID uuid.UUID, id int64) (Message, error)
+	// MessageUpdate writes the fields set in p; the revision trigger decides
+	// whether history changed.
+	MessageUpdate(ctx context.Context, chatID uuid.UUID, id int64, p MessagePatch) (Message, error)
+	// MessageList returns a chat's messages in id order.
+	MessageList(ctx context.Context, chatID uuid.UUID, p MessageListParams) ([]Message, error)
+	// MessageSoftDeleteFrom marks every non-deleted message with id >= fromID
+	// as deleted and returns their ids.
+	MessageSoftDeleteFrom(ctx context.Context, chatID uuid.UUID, fromID int64) ([]int64, error)
+
+	// QueueInsert appends a queued message at the tail.
+	QueueInsert(ctx context.Context, p QueueInsertParams) (QueuedMessage, error)
+	// QueueList returns the queue in position order.
+	QueueList(ctx context.Context, chatID uuid.UUID) ([]QueuedMessage, error)
+	// QueueGet reads one queued message of a chat.
+	QueueGet(ctx context.Context, chatID uuid.UUID, id int64) (QueuedMessage, error)
+	// QueueSetPosition moves a queued message to position.
+	QueueSetPosition(ctx context.Context, chatID uuid.UUID, id int64, position int64) error
+	// QueueDelete removes one queued message and reports how many rows went.
+	QueueDelete(ctx context.Context, chatID uuid.UUID, id int64) (int64, error)
+	// QueueDeleteAll empties a chat's queue and reports how many rows went.
+	QueueDeleteAll(ctx context.Context, chatID uuid.UUID) (int64, error)
+	// QueueCount counts a chat's queued messages.
+	QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error)
+
+	// UserInsert creates a user.
+	UserInsert(ctx context.Context, p UserInsertParams) (User, error)
+	// UserGet reads a user by id.
+	UserGet(ctx context.Context, id uuid.UUID) (User, error)
+	// UserGetByName reads a user by name.
+	UserGetByName(ctx context.Context, name string) (User, error)
+
+	// TokenInsert stores a token's hash; the clear token never reaches the store.
+	TokenInsert(ctx context.Context, p TokenInsertParams) (Token, error)
+	// TokenGetByHash finds a token by its hash.
+	TokenGetByHash(ctx context.Context, hash []byte) (Token, error)
+	// TokenDeleteForUser removes all of a user's tokens and reports how many.
+	TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, error)
+
+	// ExecRaw runs one SQL statement in the dialect of the store (placeholders
+	// are ? on SQLite and $n on Postgres) and returns the affected row count.
+	// It exists for the conformance suite, which proves that the database
+	// itself refuses writes that bypass the typed operations.
+	ExecRaw(ctx context.Context, query string, args ...any) (int64, error)
+}
+
+// ChatStatus is the chats.status column.
+type ChatStatus string
+
+// The five statuses of the spec.
+const (
+	ChatStatusWaiting        ChatStatus = "waiting"
+	ChatStatusRunning        ChatStatus = "running"
+	ChatStatusInterrupting   ChatStatus = "interrupting"
+	ChatStatusRequiresAction ChatStatus = "requires_action"
+	ChatStatusError          ChatStatus = "error"
+)
+
+// AllChatStatuses lists every status, for validation and tests.
+var AllChatStatuses = []ChatStatus{
+	ChatStatusWaiting, ChatStatusRunning, ChatStatusInterrupting,
+	ChatStatusRequiresAction, ChatStatusError,
+}
+
+// TitleSource ranks title writes: fallback < generated < user.
+type TitleSource string
+
+// Title sources in rank order.
+const (
+	TitleSourceFallback  TitleSource = "fallback"
+	TitleSourceGenerated TitleSource = "generated"
+	TitleSourceUser      TitleSource = "user"
+)
+
+// Rank orders title sources; a write applies when its rank is >= the current one.
+func (s TitleSource) Rank() int {
+	switch s {
+	case TitleSourceFallback:
+		return 1
+	case TitleSourceGenerated:
+		return 2
+	case TitleSourceUser:
+		return 3
+	}
+	return 0
+}
+
+// Chat is one row of chats.
+type Chat struct {
+	ID                       uuid.UUID
+	OwnerID                  uuid.UUID
+	ParentChatID             uuid.NullUUID
+	RootChatID               uuid.NullUUID
+	Title                    string
+	TitleSource              TitleSource
+	TitleUpdatedAt           time.Time
+	Status                   ChatStatus
+	Archived                 bool
+	WorkerID                 uuid.NullUUID
+	RunnerID                 uuid.NullUUID
+	LastError                json.RawMessage // nil when NULL
+	RetryState               json.RawMessage // nil when NULL
+	SnapshotVersion          int64
+	HistoryVersion           int64
+	QueueVersion             int64
+	RetryStateVersion        int64
+	GenerationAttempt        int64
+	RequiresActionDeadlineAt *time.Time
+	CompactionRequestedAt    *time.Time
+	Labels                   map[string]string
+	PinOrder                 int64
+	LastModelConfigID        uuid.NullUUID
+	LastReasoningEffort      string
+	DynamicTools             json.RawMessage // nil when NULL
+	CreatedAt                time.Time
+	UpdatedAt                time.Time
+}
+
+// Root returns the id of the chat's family root (itself for a root chat).
+func (c Chat) Root() uuid.UUID {
+	if c.RootChatID.Valid {
+		return c.RootChatID.UUID
+	}
+	return c.ID
+}
+
+// ChatInsertParams are the columns a new chat is created with.
+type ChatInsertParams struct {
+	ID                  uuid.UUID
+	OwnerID             uuid.UUID
+	ParentChatID        uuid.NullUUID
+	RootChatID          uuid.NullUUID
+	Title               string
+	TitleSource         TitleSource
+	Status              ChatStatus
+	Labels              map[string]string
+	LastModelConfigID   uuid.NullUUID
+	LastReasoningEffort string
+	DynamicTools        json.RawMessage
+	Now                 time.Time
+}
+
+// Opt is an optional field of a patch: only set fields are written.
+type Opt[T any] struct {
+	Value T
+	Set   bool
+}
+
+// Some returns a set Opt.
+func Some[T any](v T) Opt[T] { return Opt[T]{Value: v, Set: true} }
+
+// ChatPatch names the chat columns an update writes. The version columns are
+// not here: snapshot_version moves with ChatBumpSnapshot, generation_attempt
+// with ChatIncrementGenerationAttempt, and the others only through triggers.
+type ChatPatch struct {
+	Status                   Opt[ChatStatus]
+	Archived                 Opt[bool]
+	WorkerID                 Opt[uuid.NullUUID]
+	RunnerID                 Opt[uuid.NullUUID]
+	LastError                Opt[json.RawMessage] // nil value writes NULL
+	RetryState               Opt[json.RawMessage] // nil value writes NULL
+	RequiresActionDeadlineAt Opt[*time.Time]
+	CompactionRequestedAt    Opt[*time.Time]
+	Title                    Opt[string]
+	TitleSource              Opt[TitleSource]
+	TitleUpdatedAt           Opt[time.Time]
+	Labels                   Opt[map[string]string]
+	PinOrder                 Opt[int64]
+	LastModelConfigID        Opt[uuid.NullUUID]
+	LastReasoningEffort      Opt[string]
+	UpdatedAt                Opt[time.Time]
+}
+
+// ChatListParams filter and page the chat listing.
+type ChatListParams struct {
+	OwnerID  uuid.NullUUID // unset lists every owner (admins)
+	Archived *bool
+	Query    string            // case-insensitive substring of the title
+	Labels   map[string]string // every pair must match
+	AfterID  uuid.NullUUID     // keyset: chats listed after this one
+	Limit    int
+}
+
+// Message roles.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message visibilities: who sees a row. "model" rows go to the provider but
+// not to people; "user" rows are shown but never sent to the provider.
+const (
+	VisibilityBoth  = "both"
+	VisibilityUser  = "user"
+	VisibilityModel = "model"
+)
+
+// Usage is the token accounting of one assistant message.
+type Usage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	ReasoningTokens     int64 `json:"reasoning_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	ContextLimit        int64 `json:"context_limit"`
+}
+
+// Message is one row of chat_messages.
+type Message struct {
+	ID              int64
+	ChatID          uuid.UUID
+	Role            string
+	Content         json.RawMessage // JSON array of parts
+	Visibility      string
+	Compressed      bool
+	Deleted         bool
+	Revision        int64
+	QueuedMessageID *int64
+	CreatedBy       uuid.NullUUID
+	ModelConfigID   uuid.NullUUID
+	ReasoningEffort string
+	Usage           *Usage
+	CreatedAt       time.Time
+}
+
+// MessageInsertParams are the columns of a new message. Revision is
+// assigned by the database; setting it is rejected by the store.
+type MessageInsertParams struct {
+	ChatID          uuid.UUID
+	Role            string
+	Content         json.RawMessage
+	Visibility      string // defaults to VisibilityBoth
+	Compressed      bool
+	QueuedMessageID *int64
+	CreatedBy       uuid.NullUUID
+	ModelConfigID   uuid.NullUUID
+	ReasoningEffort string
+	Usage           *Usage
+	Now             time.Time
+}
+
+// MessagePatch names the message columns an update writes.
+type MessagePatch struct {
+	Content    Opt[json.RawMessage]
+	Visibility Opt[string]
+	Compressed Opt[bool]
+	Deleted    Opt[bool]
+}
+
+// MessageListParams page a chat's messages.
+type MessageListParams struct {
+	IncludeDeleted bool
+	AfterID        int64 // exclusive; 0 means from the start
+	BeforeID       int64 // exclusive; 0 means to the end
+	Limit          int   // 0 means no limit
+	Descending     bool  // newest first (used with BeforeID for "load older")
+}
+
+// QueuedMessage is one row of chat_queued_messages.
+type QueuedMessage struct {
+	ID              int64
+	ChatID          uuid.UUID
+	Position        int64
+	CreatedBy       uuid.NullUUID
+	Content         json.RawMessage
+	ModelConfigID   uuid.NullUUID
+	ReasoningEffort string
+	CreatedAt       time.Time
+}
+
+// QueueInsertParams are the columns of a new queued message.
+type QueueInsertParams struct {
+	ChatID          uuid.UUID
+	CreatedBy       uuid.NullUUID
+	Content         json.RawMessage
+	ModelConfigID   uuid.NullUUID
+	ReasoningEffort string
+	Now             time.Time
+}
+
+// User is a local chatd user.
+type User struct {
+	ID        uuid.UUID
+	Name      string
+	Admin     bool
+	CreatedAt time.Time
+}
+
+// UserInsertParams create a user.
+type UserInsertParams struct {
+	ID    uuid.UUID
+	Name  string
+	Admin bool
+	Now   time.Time
+}
+
+// Token is an API token; only its hash is stored.
+type Token struct {
+	ID        uuid.UUID
+	UserID    uuid.UUID
+	Hash      []byte
+	Name      string
+	CreatedAt time.Time
+}
+
+// TokenInsertParams store a token hash.
+type TokenInsertParams struct {
+	ID     uuid.UUID
+	UserID uuid.UUID
+	Hash   []byte
+	Name   string
+	Now    time.Time
+}

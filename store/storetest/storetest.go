@@ -1,0 +1,911 @@
+// Package storetest is the conformance suite every chatd store runs. Each
+// behaviour is tested once here and must hold on SQLite and on Postgres:
+// a difference between the two is a bug.
+package storetest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/store"
+)
+
+// Run runs the whole suite. newStore must return a migrated, empty store
+// that is closed when the test ends.
+func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+	tests := []struct {
+		name string
+		fn   func(t *testing.T, b *bundle)
+	}{
+		{"RevisionAssignedByDatabase", testRevisionAssignedByDatabase},
+		{"ClientRevisionRejected", testClientRevisionRejected},
+		{"ChatIDImmutable", testChatIDImmutable},
+		{"NoOpMessageUpdateAdvancesNothing", testNoOpMessageUpdate},
+		{"EveryMessageColumnIsMeaningful", testEveryMessageColumnIsMeaningful},
+		{"HistoryVersionFollowsMessageWrites", testHistoryVersion},
+		{"GenerationAttemptResetsOnHistoryChange", testGenerationAttemptReset},
+		{"QueueVersion", testQueueVersion},
+		{"RetryStateClearedOnNewAttempt", testRetryClearedOnAttempt},
+		{"RetryStateVersionFollowsRetryState", testRetryStateVersion},
+		{"RetryStateClearedWhenLeavingRunning", testRetryClearedLeavingRunning},
+		{"RetryStateVersionRejectsClientWrite", testRetryStateVersionGuard},
+		{"ForeignKeyCascades", testForeignKeyCascades},
+		{"ForeignKeyRejects", testForeignKeyRejects},
+		{"ConcurrentWritersSerialised", testConcurrentWriters},
+		{"RollbackLeavesNothing", testRollback},
+		{"ReadTxRefusesWrites", testReadTxRefusesWrites},
+		{"Errors", testErrors},
+		{"ChatList", testChatList},
+		{"ChatPatchAndFamily", testChatPatchAndFamily},
+		{"MessageListPaging", testMessageList},
+		{"QueueOperations", testQueueOperations},
+		{"UsersAndTokens", testUsersAndTokens},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tc.fn(t, setup(t, newStore(t)))
+		})
+	}
+}
+
+// bundle is what each test starts with: a store, a user and one chat.
+type bundle struct {
+	ctx   context.Context
+	s     store.Store
+	user  store.User
+	chat  store.Chat
+	now   time.Time
+}
+
+func setup(t *testing.T, s store.Store) *bundle {
+	t.Helper()
+	b := &bundle{ctx: context.Background(), s: s, now: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)}
+	require.NoError(t, s.InTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		b.user, err = tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: b.now})
+		return err
+	}))
+	b.chat = b.newChat(t, nil)
+	return b
+}
+
+// newChat creates a running chat, like Create does (without history).
+func (b *bundle) newChat(t *testing.T, mod func(*store.ChatInsertParams)) store.Chat {
+	t.Helper()
+	p := store.ChatInsertParams{
+		ID: uuid.New(), OwnerID: b.user.ID, Title: "a chat", TitleSource: store.TitleSourceFallback,
+		Status: store.ChatStatusRunning, Now: b.now,
+	}
+	if mod != nil {
+		mod(&p)
+	}
+	var c store.Chat
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatInsert(b.ctx, p)
+		return err
+	}))
+	return c
+}
+
+// transition runs fn the way app/chatstate runs a transition bundle: lock
+// the chat, bump snapshot_version once, then mutate.
+func (b *bundle) transition(t *testing.T, chatID uuid.UUID, fn func(tx store.Tx) error) {
+	t.Helper()
+	require.NoError(t, b.tryTransition(chatID, fn))
+}
+
+func (b *bundle) tryTransition(chatID uuid.UUID, fn func(tx store.Tx) error) error {
+	return b.s.InTx(b.ctx, func(tx store.Tx) error {
+		if _, err := tx.ChatLock(b.ctx, chatID); err != nil {
+			return err
+		}
+		if _, err := tx.ChatBumpSnapshot(b.ctx, chatID); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
+func (b *bundle) get(t *testing.T, id uuid.UUID) store.Chat {
+	t.Helper()
+	var c store.Chat
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatGet(b.ctx, id)
+		return err
+	}))
+	return c
+}
+
+func (b *bundle) text(s string) json.RawMessage {
+	raw, _ := json.Marshal([]map[string]string{{"type": "text", "text": s}})
+	return raw
+}
+
+func (b *bundle) insertMessage(t *testing.T, tx store.Tx, chatID uuid.UUID, role, text string) store.Message {
+	t.Helper()
+	m, err := tx.MessageInsert(b.ctx, store.MessageInsertParams{
+		ChatID: chatID, Role: role, Content: b.text(text), CreatedBy: uuid.NullUUID{UUID: b.user.ID, Valid: true}, Now: b.now,
+	})
+	require.NoError(t, err)
+	return m
+}
+
+func (b *bundle) messages(t *testing.T, chatID uuid.UUID) []store.Message {
+	t.Helper()
+	var ms []store.Message
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		ms, err = tx.MessageList(b.ctx, chatID, store.MessageListParams{IncludeDeleted: true})
+		return err
+	}))
+	return ms
+}
+
+// q picks the statement text of the store's dialect.
+func q(s store.Store, sqlite, postgres string) string {
+	if s.Dialect() == "postgres" {
+		return postgres
+	}
+	return sqlite
+}
+
+func testRevisionAssignedByDatabase(t *testing.T, b *bundle) {
+	var m1, m2 store.Message
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		m1 = b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "hello")
+		m2 = b.insertMessage(t, tx, b.chat.ID, store.RoleAssistant, "hi")
+		return nil
+	})
+	c := b.get(t, b.chat.ID)
+	require.Equal(t, int64(2), c.SnapshotVersion)
+	require.Equal(t, c.SnapshotVersion, m1.Revision, "revision is the transaction's snapshot_version")
+	require.Equal(t, c.SnapshotVersion, m2.Revision, "rows changed in one transaction share a revision")
+	require.Greater(t, m2.ID, m1.ID)
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.MessageUpdate(b.ctx, b.chat.ID, m1.ID, store.MessagePatch{Deleted: store.Some(true)})
+		return err
+	})
+	ms := b.messages(t, b.chat.ID)
+	require.Equal(t, int64(3), ms[0].Revision, "an update moves the revision to the new snapshot")
+	require.Equal(t, int64(2), ms[1].Revision, "untouched rows keep theirs")
+}
+
+func testClientRevisionRejected(t *testing.T, b *bundle) {
+	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ExecRaw(b.ctx, q(b.s,
+			`INSERT INTO chat_messages (chat_id, role, content, revision, created_at) VALUES (?, 'user', '[]', 7, '2026-01-01T00:00:00.000000Z')`,
+			`INSERT INTO chat_messages (chat_id, role, content, revision, created_at) VALUES ($1, 'user', '[]', 7, now())`),
+			b.chat.ID.String())
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrInvariant)
+	require.Contains(t, err.Error(), "revision must be assigned by trigger")
+
+	var m store.Message
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		m = b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "hello")
+		return nil
+	})
+	err = b.tryTransition(b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ExecRaw(b.ctx, q(b.s,
+			`UPDATE chat_messages SET revision = 99 WHERE id = ?`,
+			`UPDATE chat_messages SET revision = 99 WHERE id = $1`), m.ID)
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrInvariant)
+	require.Equal(t, m.Revision, b.messages(t, b.chat.ID)[0].Revision)
+}
+
+func testChatIDImmutable(t *testing.T, b *bundle) {
+	other := b.newChat(t, nil)
+	var m store.Message
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		m = b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "hello")
+		return nil
+	})
+	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ExecRaw(b.ctx, q(b.s,
+			`UPDATE chat_messages SET chat_id = ? WHERE id = ?`,
+			`UPDATE chat_messages SET chat_id = $1 WHERE id = $2`), other.ID.String(), m.ID)
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrInvariant)
+	require.Contains(t, err.Error(), "chat_id is immutable")
+	require.Len(t, b.messages(t, b.chat.ID), 1)
+	require.Empty(t, b.messages(t, other.ID))
+}
+
+func testNoOpMessageUpdate(t *testing.T, b *bundle) {
+	var m store.Message
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		m = b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "hello")
+		return nil
+	})
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatIncrementGenerationAttempt(b.ctx, b.chat.ID)
+		return err
+	})
+	before := b.get(t, b.chat.ID)
+	require.Equal(t, int64(1), before.GenerationAttempt)
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		got, err := tx.MessageUpdate(b.ctx, b.chat.ID, m.ID, store.MessagePatch{
+			Content: store.Some(m.Content), Deleted: store.Some(false), Visibility: store.Some(m.Visibility),
+		})
+		require.Equal(t, m.Revision, got.Revision)
+		return err
+	})
+	after := b.get(t, b.chat.ID)
+	require.Equal(t, before.SnapshotVersion+1, after.SnapshotVersion)
+	require.Equal(t, before.HistoryVersion, after.HistoryVersion, "no-op update must not advance history_version")
+	require.Equal(t, int64(1), after.GenerationAttempt, "no-op update must not reset generation_attempt")
+	require.Equal(t, m.Revision, b.messages(t, b.chat.ID)[0].Revision)
+}
+
+// Every column other than revision is part of the message: changing any of
+// them is a history change. This guards the SQLite trigger's column list.
+func testEveryMessageColumnIsMeaningful(t *testing.T, b *bundle) {
+	var m store.Message
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		m = b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "hello")
+		return nil
+	})
+	updates := map[string]string{
+		"role": `role = 'assistant'`, "content": `content = '[{"type":"text","text":"x"}]'`,
+		"visibility": `visibility = 'model'`, "compressed": `compressed = ` + q(b.s, "1", "true"),
+		"deleted": `deleted = ` + q(b.s, "1", "true"), "queued_message_id": `queued_message_id = 5`,
+		"created_by": `created_by = NULL`, "model_config_id": `model_config_id = '` + uuid.NewString() + `'`,
+		"reasoning_effort": `reasoning_effort = 'high'`, "input_tokens": `input_tokens = 1`,
+		"output_tokens": `output_tokens = 1`, "total_tokens": `total_tokens = 1`,
+		"reasoning_tokens": `reasoning_tokens = 1`, "cache_creation_tokens": `cache_creation_tokens = 1`,
+		"cache_read_tokens": `cache_read_tokens = 1`, "context_limit": `context_limit = 1`,
+		"created_at": `created_at = ` + q(b.s, `'2030-01-01T00:00:00.000000Z'`, `'2030-01-01T00:00:00Z'`),
+	}
+	for col, set := range updates {
+		before := b.get(t, b.chat.ID)
+		b.transition(t, b.chat.ID, func(tx store.Tx) error {
+			n, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_messages SET `+set+` WHERE id = ?`,
+				`UPDATE chat_messages SET `+set+` WHERE id = $1`), m.ID)
+			require.Equal(t, int64(1), n)
+			return err
+		})
+		after := b.get(t, b.chat.ID)
+		require.Equal(t, before.SnapshotVersion+1, after.HistoryVersion, "changing %s is a history change", col)
+		require.Equal(t, after.SnapshotVersion, b.messages(t, b.chat.ID)[0].Revision, "changing %s moves revision", col)
+	}
+}
+
+func testHistoryVersion(t *testing.T, b *bundle) {
+	c := b.get(t, b.chat.ID)
+	require.Equal(t, int64(1), c.SnapshotVersion)
+	require.Equal(t, int64(0), c.HistoryVersion)
+
+	// A transition that touches no message leaves history_version alone.
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{PinOrder: store.Some(int64(3))})
+		return err
+	})
+	c = b.get(t, b.chat.ID)
+	require.Equal(t, int64(2), c.SnapshotVersion)
+	require.Equal(t, int64(0), c.HistoryVersion)
+
+	for i := range 3 {
+		b.transition(t, b.chat.ID, func(tx store.Tx) error {
+			b.insertMessage(t, tx, b.chat.ID, store.RoleUser, fmt.Sprint("m", i))
+			return nil
+		})
+		c = b.get(t, b.chat.ID)
+		require.Equal(t, c.SnapshotVersion, c.HistoryVersion)
+	}
+	require.Equal(t, int64(5), c.HistoryVersion)
+}
+
+func testGenerationAttemptReset(t *testing.T, b *bundle) {
+	for range 3 {
+		b.transition(t, b.chat.ID, func(tx store.Tx) error {
+			_, err := tx.ChatIncrementGenerationAttempt(b.ctx, b.chat.ID)
+			return err
+		})
+	}
+	c := b.get(t, b.chat.ID)
+	require.Equal(t, int64(3), c.GenerationAttempt)
+	require.Equal(t, int64(0), c.HistoryVersion, "attempts do not change history")
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		b.insertMessage(t, tx, b.chat.ID, store.RoleAssistant, "step")
+		return nil
+	})
+	c = b.get(t, b.chat.ID)
+	require.Equal(t, int64(0), c.GenerationAttempt)
+	require.Equal(t, c.SnapshotVersion, c.HistoryVersion)
+}
+
+func testQueueVersion(t *testing.T, b *bundle) {
+	var q1, q2 store.QueuedMessage
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		q1, err = tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: b.chat.ID, Content: b.text("one"), Now: b.now})
+		require.NoError(t, err)
+		q2, err = tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: b.chat.ID, Content: b.text("two"), Now: b.now})
+		return err
+	})
+	c := b.get(t, b.chat.ID)
+	require.Equal(t, c.SnapshotVersion, c.QueueVersion, "insert")
+	require.Equal(t, int64(0), c.HistoryVersion, "queue changes are not history changes")
+
+	// A non-queue transition leaves queue_version alone.
+	b.transition(t, b.chat.ID, func(tx store.Tx) error { return nil })
+	c2 := b.get(t, b.chat.ID)
+	require.Equal(t, c.QueueVersion, c2.QueueVersion)
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_queued_messages SET content = '[]' WHERE id = ?`,
+			`UPDATE chat_queued_messages SET content = '[]' WHERE id = $1`), q1.ID)
+		return err
+	})
+	c = b.get(t, b.chat.ID)
+	require.Equal(t, c.SnapshotVersion, c.QueueVersion, "update")
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		return tx.QueueSetPosition(b.ctx, b.chat.ID, q2.ID, 0)
+	})
+	c = b.get(t, b.chat.ID)
+	require.Equal(t, c.SnapshotVersion, c.QueueVersion, "reorder")
+	var list []store.QueuedMessage
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		list, err = tx.QueueList(b.ctx, b.chat.ID)
+		return err
+	}))
+	require.Equal(t, []int64{q2.ID, q1.ID}, []int64{list[0].ID, list[1].ID})
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		n, err := tx.QueueDelete(b.ctx, b.chat.ID, q1.ID)
+		require.Equal(t, int64(1), n)
+		return err
+	})
+	c = b.get(t, b.chat.ID)
+	require.Equal(t, c.SnapshotVersion, c.QueueVersion, "delete")
+}
+
+func retryPayload(attempt int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"attempt":%d,"delay_ms":1000}`, attempt))
+}
+
+func (b *bundle) setRetry(t *testing.T, raw json.RawMessage) store.Chat {
+	var c store.Chat
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{RetryState: store.Some(raw)})
+		return err
+	})
+	return c
+}
+
+func testRetryClearedOnAttempt(t *testing.T, b *bundle) {
+	c := b.setRetry(t, retryPayload(1))
+	require.JSONEq(t, string(retryPayload(1)), string(c.RetryState))
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatIncrementGenerationAttempt(b.ctx, b.chat.ID)
+		return err
+	})
+	c = b.get(t, b.chat.ID)
+	require.Nil(t, c.RetryState, "a new attempt clears retry_state")
+	require.Equal(t, c.SnapshotVersion, c.RetryStateVersion, "clearing is a retry-state change")
+
+	// A history change resets generation_attempt and with it the retry state.
+	b.setRetry(t, retryPayload(2))
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		b.insertMessage(t, tx, b.chat.ID, store.RoleAssistant, "step")
+		return nil
+	})
+	c = b.get(t, b.chat.ID)
+	require.Nil(t, c.RetryState)
+	require.Equal(t, c.SnapshotVersion, c.RetryStateVersion)
+}
+
+func testRetryStateVersion(t *testing.T, b *bundle) {
+	c := b.get(t, b.chat.ID)
+	require.Equal(t, int64(0), c.RetryStateVersion)
+	require.Nil(t, c.RetryState)
+
+	c = b.setRetry(t, retryPayload(1))
+	require.Equal(t, c.SnapshotVersion, c.RetryStateVersion)
+	v := c.RetryStateVersion
+
+	// Writing the same value is no change.
+	c = b.setRetry(t, retryPayload(1))
+	require.Equal(t, v, c.RetryStateVersion)
+
+	// A transition that does not touch retry_state leaves the version alone.
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{PinOrder: store.Some(int64(1))})
+		return err
+	})
+	require.Equal(t, v, b.get(t, b.chat.ID).RetryStateVersion)
+
+	c = b.setRetry(t, retryPayload(2))
+	require.Equal(t, c.SnapshotVersion, c.RetryStateVersion)
+	c = b.setRetry(t, nil)
+	require.Nil(t, c.RetryState)
+	require.Equal(t, c.SnapshotVersion, c.RetryStateVersion)
+}
+
+func testRetryClearedLeavingRunning(t *testing.T, b *bundle) {
+	for _, status := range []store.ChatStatus{
+		store.ChatStatusWaiting, store.ChatStatusInterrupting, store.ChatStatusRequiresAction, store.ChatStatusError,
+	} {
+		b.transition(t, b.chat.ID, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Status: store.Some(store.ChatStatusRunning)})
+			return err
+		})
+		c := b.setRetry(t, retryPayload(3))
+		require.NotNil(t, c.RetryState)
+		b.transition(t, b.chat.ID, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Status: store.Some(status)})
+			return err
+		})
+		c = b.get(t, b.chat.ID)
+		require.Nil(t, c.RetryState, "leaving running for %s clears retry_state", status)
+		require.Equal(t, c.SnapshotVersion, c.RetryStateVersion, status)
+	}
+}
+
+func testRetryStateVersionGuard(t *testing.T, b *bundle) {
+	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chats SET retry_state_version = 42 WHERE id = ?`,
+			`UPDATE chats SET retry_state_version = 42 WHERE id = $1`), b.chat.ID.String())
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrInvariant)
+	require.Equal(t, int64(0), b.get(t, b.chat.ID).RetryStateVersion)
+}
+
+func (b *bundle) count(t *testing.T, table string, chatID uuid.UUID) int64 {
+	t.Helper()
+	var n int64
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		switch table {
+		case "chat_messages":
+			ms, err := tx.MessageList(b.ctx, chatID, store.MessageListParams{IncludeDeleted: true})
+			n = int64(len(ms))
+			return err
+		case "chat_queued_messages":
+			var err error
+			n, err = tx.QueueCount(b.ctx, chatID)
+			return err
+		}
+		return fmt.Errorf("unknown table %s", table)
+	}))
+	return n
+}
+
+func testForeignKeyCascades(t *testing.T, b *bundle) {
+	child := b.newChat(t, func(p *store.ChatInsertParams) {
+		p.ParentChatID = uuid.NullUUID{UUID: b.chat.ID, Valid: true}
+		p.RootChatID = uuid.NullUUID{UUID: b.chat.ID, Valid: true}
+	})
+	for _, id := range []uuid.UUID{b.chat.ID, child.ID} {
+		b.transition(t, id, func(tx store.Tx) error {
+			b.insertMessage(t, tx, id, store.RoleUser, "hello")
+			_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: id, Content: b.text("q"), Now: b.now})
+			require.NoError(t, err)
+			_, err = tx.ExecRaw(b.ctx, q(b.s,
+				`INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES (?, ?, '2026-01-01T00:00:00.000000Z')`,
+				`INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES ($1, $2, now())`),
+				id.String(), uuid.NewString())
+			return err
+		})
+	}
+	heartbeats := func() int64 {
+		var n int64
+		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+			var err error
+			// A no-op update counts matching rows portably.
+			n, err = tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_heartbeats SET runner_id = runner_id WHERE chat_id IN (?, ?)`,
+				`UPDATE chat_heartbeats SET runner_id = runner_id WHERE chat_id IN ($1, $2)`), b.chat.ID.String(), child.ID.String())
+			return err
+		}))
+		return n
+	}
+	require.Equal(t, int64(2), heartbeats())
+
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ChatDelete(b.ctx, b.chat.ID) }))
+	for _, id := range []uuid.UUID{b.chat.ID, child.ID} {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+			_, err := tx.ChatGet(b.ctx, id)
+			require.ErrorIs(t, err, store.ErrNotFound, "deleting a root deletes its family")
+			return nil
+		}))
+		require.Zero(t, b.count(t, "chat_messages", id))
+		require.Zero(t, b.count(t, "chat_queued_messages", id))
+	}
+	require.Zero(t, heartbeats())
+
+	// Deleting a user deletes their chats and tokens.
+	other := b.newChat(t, nil)
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.TokenInsert(b.ctx, store.TokenInsertParams{ID: uuid.New(), UserID: b.user.ID, Hash: []byte("h"), Now: b.now})
+		require.NoError(t, err)
+		_, err = tx.ExecRaw(b.ctx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
+		return err
+	}))
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatGet(b.ctx, other.ID)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.TokenGetByHash(b.ctx, []byte("h"))
+		require.ErrorIs(t, err, store.ErrNotFound)
+		return nil
+	}))
+}
+
+func testForeignKeyRejects(t *testing.T, b *bundle) {
+	err := b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: uuid.New(), Content: b.text("q"), Now: b.now})
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrForeignKey)
+
+	err = b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatInsert(b.ctx, store.ChatInsertParams{ID: uuid.New(), OwnerID: uuid.New(), Status: store.ChatStatusWaiting, Now: b.now})
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrForeignKey)
+
+	// A message for a missing chat is refused (by the trigger or the key).
+	err = b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.MessageInsert(b.ctx, store.MessageInsertParams{ChatID: uuid.New(), Role: store.RoleUser, Content: b.text("x"), Now: b.now})
+		return err
+	})
+	require.True(t, errors.Is(err, store.ErrForeignKey) || errors.Is(err, store.ErrInvariant), "got %v", err)
+}
+
+// Two writers that read-modify-write one chat under its lock never lose an
+// update: the lock serialises them.
+func testConcurrentWriters(t *testing.T, b *bundle) {
+	const writers, rounds = 8, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, writers*rounds)
+	for range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range rounds {
+				errs <- b.s.InTx(b.ctx, func(tx store.Tx) error {
+					c, err := tx.ChatLock(b.ctx, b.chat.ID)
+					if err != nil {
+						return err
+					}
+					if _, err := tx.ChatBumpSnapshot(b.ctx, b.chat.ID); err != nil {
+						return err
+					}
+					_, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{PinOrder: store.Some(c.PinOrder + 1)})
+					return err
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	c := b.get(t, b.chat.ID)
+	require.Equal(t, int64(writers*rounds), c.PinOrder, "no lost update")
+	require.Equal(t, int64(1+writers*rounds), c.SnapshotVersion)
+}
+
+func testRollback(t *testing.T, b *bundle) {
+	boom := errors.New("boom")
+	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
+		b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "lost")
+		_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: b.chat.ID, Content: b.text("q"), Now: b.now})
+		require.NoError(t, err)
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	c := b.get(t, b.chat.ID)
+	require.Equal(t, b.chat, c, "a rolled-back transaction changes nothing")
+	require.Empty(t, b.messages(t, b.chat.ID))
+}
+
+func testReadTxRefusesWrites(t *testing.T, b *bundle) {
+	err := b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatBumpSnapshot(b.ctx, b.chat.ID)
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrReadOnly)
+	require.Equal(t, int64(1), b.get(t, b.chat.ID).SnapshotVersion)
+}
+
+func testErrors(t *testing.T, b *bundle) {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatGet(b.ctx, uuid.New())
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.MessageGet(b.ctx, b.chat.ID, 12345)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.QueueGet(b.ctx, b.chat.ID, 12345)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.UserGetByName(b.ctx, "nobody")
+		require.ErrorIs(t, err, store.ErrNotFound)
+		return nil
+	}))
+	err := b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: b.now})
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrConflict)
+
+	err = b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Status: store.Some(store.ChatStatus("bogus"))})
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrInvariant, "the status check constraint holds")
+
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatBumpSnapshot(b.ctx, uuid.New())
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.ChatLock(b.ctx, uuid.New())
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorIs(t, tx.ChatDelete(b.ctx, uuid.New()), store.ErrNotFound)
+		_, err = tx.MessageUpdate(b.ctx, b.chat.ID, 999, store.MessagePatch{Deleted: store.Some(true)})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorIs(t, tx.QueueSetPosition(b.ctx, b.chat.ID, 999, 1), store.ErrNotFound)
+		n, err := tx.QueueDelete(b.ctx, b.chat.ID, 999)
+		require.Zero(t, n)
+		return err
+	}))
+}
+
+func testChatList(t *testing.T, b *bundle) {
+	var bob store.User
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		bob, err = tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: "bob", Now: b.now})
+		return err
+	}))
+	var ids []uuid.UUID
+	for i := range 5 {
+		c := b.newChat(t, func(p *store.ChatInsertParams) {
+			p.Title = fmt.Sprintf("Report 100%% #%d", i)
+			p.Labels = map[string]string{"team": []string{"red", "blue"}[i%2]}
+			p.Now = b.now.Add(time.Duration(i+1) * time.Minute)
+		})
+		ids = append(ids, c.ID)
+	}
+	b.newChat(t, func(p *store.ChatInsertParams) { p.OwnerID = bob.ID; p.Title = "bob's" })
+
+	list := func(p store.ChatListParams) []uuid.UUID {
+		var out []uuid.UUID
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+			cs, err := tx.ChatList(b.ctx, p)
+			for _, c := range cs {
+				out = append(out, c.ID)
+			}
+			return err
+		}))
+		return out
+	}
+	owner := uuid.NullUUID{UUID: b.user.ID, Valid: true}
+	all := list(store.ChatListParams{OwnerID: owner})
+	require.Equal(t, []uuid.UUID{ids[4], ids[3], ids[2], ids[1], ids[0], b.chat.ID}, all, "newest first")
+	require.Len(t, list(store.ChatListParams{}), 7, "no owner filter lists everyone's")
+
+	page1 := list(store.ChatListParams{OwnerID: owner, Limit: 2})
+	page2 := list(store.ChatListParams{OwnerID: owner, Limit: 2, AfterID: uuid.NullUUID{UUID: page1[1], Valid: true}})
+	require.Equal(t, all[:2], page1)
+	require.Equal(t, all[2:4], page2)
+
+	require.Equal(t, []uuid.UUID{ids[4], ids[2], ids[0]}, list(store.ChatListParams{OwnerID: owner, Labels: map[string]string{"team": "red"}}))
+	require.Equal(t, []uuid.UUID{ids[3]}, list(store.ChatListParams{OwnerID: owner, Query: "report 100% #3"}), "case-insensitive, % is literal")
+	require.Empty(t, list(store.ChatListParams{OwnerID: owner, Query: "_"}), "_ is literal")
+
+	b.transition(t, ids[0], func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, ids[0], store.ChatPatch{Archived: store.Some(true)})
+		return err
+	})
+	yes, no := true, false
+	require.Equal(t, []uuid.UUID{ids[0]}, list(store.ChatListParams{OwnerID: owner, Archived: &yes}))
+	require.Len(t, list(store.ChatListParams{OwnerID: owner, Archived: &no}), 5)
+}
+
+func testChatPatchAndFamily(t *testing.T, b *bundle) {
+	deadline := b.now.Add(5 * time.Minute)
+	worker, runner := uuid.New(), uuid.New()
+	model := uuid.New()
+	var c store.Chat
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{
+			Status:                   store.Some(store.ChatStatusRequiresAction),
+			WorkerID:                 store.Some(uuid.NullUUID{UUID: worker, Valid: true}),
+			RunnerID:                 store.Some(uuid.NullUUID{UUID: runner, Valid: true}),
+			LastError:                store.Some(json.RawMessage(`{"message":"x"}`)),
+			RequiresActionDeadlineAt: store.Some(&deadline),
+			CompactionRequestedAt:    store.Some(&b.now),
+			Title:                    store.Some("renamed"),
+			TitleSource:              store.Some(store.TitleSourceUser),
+			TitleUpdatedAt:           store.Some(deadline),
+			Labels:                   store.Some(map[string]string{"k": "v"}),
+			PinOrder:                 store.Some(int64(2)),
+			LastModelConfigID:        store.Some(uuid.NullUUID{UUID: model, Valid: true}),
+			LastReasoningEffort:      store.Some("high"),
+			UpdatedAt:                store.Some(deadline),
+		})
+		return err
+	})
+	require.Equal(t, store.ChatStatusRequiresAction, c.Status)
+	require.Equal(t, worker, c.WorkerID.UUID)
+	require.Equal(t, runner, c.RunnerID.UUID)
+	require.JSONEq(t, `{"message":"x"}`, string(c.LastError))
+	require.True(t, deadline.Equal(*c.RequiresActionDeadlineAt))
+	require.True(t, b.now.Equal(*c.CompactionRequestedAt), "microsecond precision survives")
+	require.Equal(t, "renamed", c.Title)
+	require.Equal(t, store.TitleSourceUser, c.TitleSource)
+	require.Equal(t, map[string]string{"k": "v"}, c.Labels)
+	require.Equal(t, model, c.LastModelConfigID.UUID)
+	require.Equal(t, "high", c.LastReasoningEffort)
+	require.True(t, deadline.Equal(c.UpdatedAt))
+	require.Equal(t, c, b.get(t, b.chat.ID))
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{
+			WorkerID: store.Some(uuid.NullUUID{}), RunnerID: store.Some(uuid.NullUUID{}),
+			LastError: store.Some(json.RawMessage(nil)), RequiresActionDeadlineAt: store.Some[*time.Time](nil),
+		})
+		return err
+	})
+	require.False(t, c.WorkerID.Valid)
+	require.False(t, c.RunnerID.Valid)
+	require.Nil(t, c.LastError)
+	require.Nil(t, c.RequiresActionDeadlineAt)
+
+	child := b.newChat(t, func(p *store.ChatInsertParams) {
+		p.ParentChatID = uuid.NullUUID{UUID: b.chat.ID, Valid: true}
+		p.RootChatID = uuid.NullUUID{UUID: b.chat.ID, Valid: true}
+	})
+	require.Equal(t, b.chat.ID, child.Root())
+	require.Equal(t, b.chat.ID, b.chat.Root())
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatLockShared(b.ctx, b.chat.ID)
+		require.NoError(t, err)
+		fam, err := tx.ChatDescendants(b.ctx, b.chat.ID)
+		require.Len(t, fam, 1)
+		require.Equal(t, child.ID, fam[0].ID)
+		many, err2 := tx.ChatGetMany(b.ctx, []uuid.UUID{b.chat.ID, child.ID, uuid.New()})
+		require.NoError(t, err2)
+		require.Len(t, many, 2)
+		return err
+	}))
+}
+
+func testMessageList(t *testing.T, b *bundle) {
+	var ids []int64
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		for i := range 6 {
+			ids = append(ids, b.insertMessage(t, tx, b.chat.ID, store.RoleUser, fmt.Sprint(i)).ID)
+		}
+		return nil
+	})
+	var deleted []int64
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		deleted, err = tx.MessageSoftDeleteFrom(b.ctx, b.chat.ID, ids[4])
+		return err
+	})
+	require.Equal(t, ids[4:], deleted)
+
+	list := func(p store.MessageListParams) []int64 {
+		var out []int64
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+			ms, err := tx.MessageList(b.ctx, b.chat.ID, p)
+			for _, m := range ms {
+				out = append(out, m.ID)
+			}
+			return err
+		}))
+		return out
+	}
+	require.Equal(t, ids[:4], list(store.MessageListParams{}))
+	require.Equal(t, ids, list(store.MessageListParams{IncludeDeleted: true}))
+	require.Equal(t, ids[2:4], list(store.MessageListParams{AfterID: ids[1]}))
+	require.Equal(t, []int64{ids[2], ids[1]}, list(store.MessageListParams{BeforeID: ids[3], Descending: true, Limit: 2}))
+
+	ms := b.messages(t, b.chat.ID)
+	require.True(t, ms[5].Deleted)
+	require.Equal(t, store.VisibilityBoth, ms[0].Visibility)
+	require.Nil(t, ms[0].Usage)
+	require.Equal(t, b.user.ID, ms[0].CreatedBy.UUID)
+
+	usage := &store.Usage{InputTokens: 10, OutputTokens: 5, TotalTokens: 15, ContextLimit: 1000}
+	qid := int64(77)
+	var m store.Message
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		m, err = tx.MessageInsert(b.ctx, store.MessageInsertParams{
+			ChatID: b.chat.ID, Role: store.RoleAssistant, Content: b.text("a"), Visibility: store.VisibilityModel,
+			Compressed: true, QueuedMessageID: &qid, ReasoningEffort: "low", Usage: usage, Now: b.now,
+		})
+		return err
+	})
+	require.Equal(t, usage, m.Usage)
+	require.Equal(t, qid, *m.QueuedMessageID)
+	require.True(t, m.Compressed)
+	require.Equal(t, store.VisibilityModel, m.Visibility)
+	require.True(t, b.now.Equal(m.CreatedAt))
+}
+
+func testQueueOperations(t *testing.T, b *bundle) {
+	var qs []store.QueuedMessage
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		for i := range 3 {
+			q, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{
+				ChatID: b.chat.ID, Content: b.text(fmt.Sprint(i)), CreatedBy: uuid.NullUUID{UUID: b.user.ID, Valid: true},
+				ReasoningEffort: "medium", Now: b.now,
+			})
+			require.NoError(t, err)
+			qs = append(qs, q)
+		}
+		return nil
+	})
+	require.Less(t, qs[0].Position, qs[1].Position)
+	require.Less(t, qs[1].Position, qs[2].Position)
+	require.Equal(t, "medium", qs[0].ReasoningEffort)
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		n, err := tx.QueueDeleteAll(b.ctx, b.chat.ID)
+		require.Equal(t, int64(3), n)
+		return err
+	})
+	require.Zero(t, b.count(t, "chat_queued_messages", b.chat.ID))
+	c := b.get(t, b.chat.ID)
+	require.Equal(t, c.SnapshotVersion, c.QueueVersion)
+}
+
+func testUsersAndTokens(t *testing.T, b *bundle) {
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		admin, err := tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: "root", Admin: true, Now: b.now})
+		require.NoError(t, err)
+		got, err := tx.UserGetByName(b.ctx, "root")
+		require.NoError(t, err)
+		require.Equal(t, admin, got)
+		got, err = tx.UserGet(b.ctx, admin.ID)
+		require.NoError(t, err)
+		require.True(t, got.Admin)
+
+		tok, err := tx.TokenInsert(b.ctx, store.TokenInsertParams{ID: uuid.New(), UserID: admin.ID, Hash: []byte{1, 2, 3}, Name: "cli", Now: b.now})
+		require.NoError(t, err)
+		found, err := tx.TokenGetByHash(b.ctx, []byte{1, 2, 3})
+		require.NoError(t, err)
+		require.Equal(t, tok, found)
+		return nil
+	}))
+	err := b.s.InTx(b.ctx, func(tx store.Tx) error {
+		u, err := tx.UserGetByName(b.ctx, "root")
+		require.NoError(t, err)
+		_, err = tx.TokenInsert(b.ctx, store.TokenInsertParams{ID: uuid.New(), UserID: u.ID, Hash: []byte{1, 2, 3}, Now: b.now})
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrConflict, "token hashes are unique")
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		u, err := tx.UserGetByName(b.ctx, "root")
+		require.NoError(t, err)
+		n, err := tx.TokenDeleteForUser(b.ctx, u.ID)
+		require.Equal(t, int64(1), n)
+		return err
+	}))
+}
