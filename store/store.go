@@ -75,6 +75,10 @@ type Tx interface {
 	ChatUpdate(ctx context.Context, id uuid.UUID, p ChatPatch) (Chat, error)
 	// ChatIncrementGenerationAttempt adds one to generation_attempt.
 	ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (Chat, error)
+	// ChatTouchHistory records a history change without a message write:
+	// history_version = snapshot_version and generation_attempt = 0
+	// (RequestCompaction needs a fresh episode without inserting history).
+	ChatTouchHistory(ctx context.Context, id uuid.UUID) (Chat, error)
 	// ChatDelete removes a chat; messages, queue and heartbeats cascade.
 	ChatDelete(ctx context.Context, id uuid.UUID) error
 	// ChatDescendants returns every chat whose root is rootID (not the root itself).
@@ -109,6 +113,10 @@ type Tx interface {
 	QueueDeleteAll(ctx context.Context, chatID uuid.UUID) (int64, error)
 	// QueueCount counts a chat's queued messages.
 	QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error)
+
+	// HeartbeatInsert records a runner's lease on a chat (Acquire's initial
+	// heartbeat), replacing an existing row for the same pair.
+	HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at time.Time) error
 
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)

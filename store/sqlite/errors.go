@@ -18,8 +18,11 @@ func translate(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+	if errors.Is(err, context.Canceled) {
 		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return store.ErrNotFound

@@ -354,6 +354,27 @@ func (t *tx) ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (
 	return t.ChatGet(ctx, id)
 }
 
+// ChatTouchHistory moves history_version to snapshot_version and resets
+// generation_attempt.
+func (t *tx) ChatTouchHistory(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	res, err := t.exec(ctx, `UPDATE chats SET history_version = snapshot_version, generation_attempt = 0 WHERE id = ?`, id.String())
+	if err != nil {
+		return store.Chat{}, err
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return store.Chat{}, store.ErrNotFound
+	}
+	return t.ChatGet(ctx, id)
+}
+
+// HeartbeatInsert records a runner's lease.
+func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at time.Time) error {
+	_, err := t.exec(ctx, `INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES (?, ?, ?)
+		ON CONFLICT (chat_id, runner_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
+		chatID.String(), runnerID.String(), ts(at))
+	return err
+}
+
 // ChatDelete removes a chat and, through foreign keys, everything it owns.
 func (t *tx) ChatDelete(ctx context.Context, id uuid.UUID) error {
 	res, err := t.exec(ctx, `DELETE FROM chats WHERE id = ?`, id.String())

@@ -59,11 +59,11 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 
 // bundle is what each test starts with: a store, a user and one chat.
 type bundle struct {
-	ctx   context.Context
-	s     store.Store
-	user  store.User
-	chat  store.Chat
-	now   time.Time
+	ctx  context.Context
+	s    store.Store
+	user store.User
+	chat store.Chat
+	now  time.Time
 }
 
 func setup(t *testing.T, s store.Store) *bundle {
@@ -330,6 +330,19 @@ func testGenerationAttemptReset(t *testing.T, b *bundle) {
 	c = b.get(t, b.chat.ID)
 	require.Equal(t, int64(0), c.GenerationAttempt)
 	require.Equal(t, c.SnapshotVersion, c.HistoryVersion)
+
+	// ChatTouchHistory is a history change without a message.
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatIncrementGenerationAttempt(b.ctx, b.chat.ID)
+		return err
+	})
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		got, err := tx.ChatTouchHistory(b.ctx, b.chat.ID)
+		require.Equal(t, got.SnapshotVersion, got.HistoryVersion)
+		require.Zero(t, got.GenerationAttempt)
+		return err
+	})
+	require.Len(t, b.messages(t, b.chat.ID), 1)
 }
 
 func testQueueVersion(t *testing.T, b *bundle) {
@@ -503,11 +516,9 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 			b.insertMessage(t, tx, id, store.RoleUser, "hello")
 			_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: id, Content: b.text("q"), Now: b.now})
 			require.NoError(t, err)
-			_, err = tx.ExecRaw(b.ctx, q(b.s,
-				`INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES (?, ?, '2026-01-01T00:00:00.000000Z')`,
-				`INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES ($1, $2, now())`),
-				id.String(), uuid.NewString())
-			return err
+			runner := uuid.New()
+			require.NoError(t, tx.HeartbeatInsert(b.ctx, id, runner, b.now))
+			return tx.HeartbeatInsert(b.ctx, id, runner, b.now.Add(time.Second)) // an upsert
 		})
 	}
 	heartbeats := func() int64 {

@@ -1,0 +1,63 @@
+// Command chatd is a self-hosted, durable backend for AI agent chats.
+//
+//	chatd serve   [--addr 127.0.0.1:8080] [--db ./chatd.db | --db postgres://...]
+//	chatd migrate [--db ...] up|down|status
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "chatd:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+const usage = `chatd: a durable backend for AI agent chats
+
+Usage:
+  chatd [serve] [--addr ADDR] [--db PATH|URL]   serve the API and web UI (default)
+  chatd migrate [--db PATH|URL] up|down|status  manage the database schema
+
+Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return runServe(ctx, args, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, args, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// envDefault returns the environment variable's value, or def.
+func envDefault(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/chatd/chatd/app"
+)
+
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", envDefault("CHATD_DB", app.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("migrate needs one of: up, down, status")
+	}
+	action := fs.Arg(0)
+	if action != "up" && action != "down" && action != "status" {
+		return fmt.Errorf("migrate: unknown action %q (want up, down or status)", action)
+	}
+	s, err := app.OpenStore(ctx, *db)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", *db, err)
+	}
+	defer s.Close()
+	return app.Migrate(ctx, s, func(p *goose.Provider) error {
+		switch action {
+		case "up":
+			results, err := p.Up(ctx)
+			for _, r := range results {
+				fmt.Fprintf(stdout, "applied %d %s (%s)\n", r.Source.Version, r.Source.Path, r.Duration)
+			}
+			if err == nil && len(results) == 0 {
+				fmt.Fprintln(stdout, "already up to date")
+			}
+			return err
+		case "down":
+			r, err := p.Down(ctx)
+			if r != nil {
+				fmt.Fprintf(stdout, "rolled back %d %s\n", r.Source.Version, r.Source.Path)
+			}
+			return err
+		default:
+			statuses, err := p.Status(ctx)
+			if err != nil {
+				return err
+			}
+			for _, st := range statuses {
+				applied := "pending"
+				if st.State == goose.StateApplied {
+					applied = "applied " + st.AppliedAt.UTC().Format("2006-01-02 15:04:05")
+				}
+				fmt.Fprintf(stdout, "%5d  %-28s %s\n", st.Source.Version, st.Source.Path, applied)
+			}
+			return nil
+		}
+	})
+}

@@ -1,0 +1,324 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chatd/chatd/store"
+)
+
+// chatColumns lists the chats columns in the order scanChat reads them.
+const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_source,
+	title_updated_at, status, archived, worker_id, runner_id, last_error, retry_state,
+	snapshot_version, history_version, queue_version, retry_state_version,
+	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
+	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
+	created_at, updated_at`
+
+// Default and maximum page sizes of ChatList.
+const (
+	defaultChatListLimit = 50
+	maxChatListLimit     = 1000
+)
+
+func scanChat(row pgx.Row) (store.Chat, error) {
+	var (
+		c                            store.Chat
+		lastError, retry, dynTools   []byte
+		labels                       map[string]string
+		requiresAction, compactionAt *time.Time
+	)
+	err := row.Scan(
+		&c.ID, &c.OwnerID, &c.ParentChatID, &c.RootChatID, &c.Title, &c.TitleSource,
+		&c.TitleUpdatedAt, &c.Status, &c.Archived, &c.WorkerID, &c.RunnerID, &lastError, &retry,
+		&c.SnapshotVersion, &c.HistoryVersion, &c.QueueVersion, &c.RetryStateVersion,
+		&c.GenerationAttempt, &requiresAction, &compactionAt, &labels,
+		&c.PinOrder, &c.LastModelConfigID, &c.LastReasoningEffort, &dynTools,
+		&c.CreatedAt, &c.UpdatedAt,
+	)
+	if err != nil {
+		return store.Chat{}, translate(err)
+	}
+	c.LastError = rawJSON(lastError)
+	c.RetryState = rawJSON(retry)
+	c.DynamicTools = rawJSON(dynTools)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	c.Labels = labels
+	c.RequiresActionDeadlineAt = utcPtr(requiresAction)
+	c.CompactionRequestedAt = utcPtr(compactionAt)
+	c.TitleUpdatedAt = utc(c.TitleUpdatedAt)
+	c.CreatedAt = utc(c.CreatedAt)
+	c.UpdatedAt = utc(c.UpdatedAt)
+	return c, nil
+}
+
+// ChatInsert creates a chat; the column defaults give snapshot_version = 1
+// and every other version 0.
+func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Chat, error) {
+	labels, err := labelsJSON(p.Labels)
+	if err != nil {
+		return store.Chat{}, err
+	}
+	// An unset source is the column default: an empty string would fail
+	// the check constraint.
+	source := p.TitleSource
+	if source == "" {
+		source = store.TitleSourceFallback
+	}
+	row := t.tx.QueryRow(ctx, `
+		INSERT INTO chats (
+			id, owner_id, parent_chat_id, root_chat_id, title, title_source, title_updated_at,
+			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
+			snapshot_version, history_version, queue_version, retry_state_version,
+			generation_attempt, created_at, updated_at
+		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, 0, 0, 0, $7, $7)
+		RETURNING `+chatColumns,
+		p.ID, p.OwnerID, p.ParentChatID, p.RootChatID, p.Title, string(source), p.Now,
+		string(p.Status), labels, p.LastModelConfigID, p.LastReasoningEffort, p.DynamicTools,
+	)
+	c, err := scanChat(row)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)
+	}
+	return c, nil
+}
+
+// ChatLock takes the chat's row lock (FOR UPDATE) for the rest of the
+// transaction.
+func (t *tx) ChatLock(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id))
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("lock chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatLockShared takes a shared row lock (FOR SHARE): it keeps the row from
+// changing without serialising other readers that lock it the same way.
+func (t *tx) ChatLockShared(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR SHARE`, id))
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("lock chat %s shared: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatGet reads a chat without locking it.
+func (t *tx) ChatGet(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1`, id))
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatGetMany reads the chats with the given ids; missing ids are skipped.
+func (t *tx) ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]store.Chat, error) {
+	if len(ids) == 0 {
+		return []store.Chat{}, nil
+	}
+	rows, err := t.tx.Query(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ANY($1::uuid[])`, ids)
+	if err != nil {
+		return nil, fmt.Errorf("get chats: %w", translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("get chats: %w", err)
+	}
+	return chats, nil
+}
+
+// ChatBumpSnapshot advances snapshot_version by one and returns it.
+func (t *tx) ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error) {
+	var v int64
+	err := t.tx.QueryRow(ctx,
+		`UPDATE chats SET snapshot_version = snapshot_version + 1 WHERE id = $1 RETURNING snapshot_version`,
+		id).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("bump snapshot of chat %s: %w", id, translate(err))
+	}
+	return v, nil
+}
+
+// ChatUpdate writes only the fields set in p. The version columns are never
+// written here: the triggers own them, and writing retry_state_version
+// directly is refused by the database anyway.
+func (t *tx) ChatUpdate(ctx context.Context, id uuid.UUID, p store.ChatPatch) (store.Chat, error) {
+	var (
+		a    args
+		sets []string
+	)
+	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
+	if p.Status.Set {
+		set("status", string(p.Status.Value))
+	}
+	if p.Archived.Set {
+		set("archived", p.Archived.Value)
+	}
+	if p.WorkerID.Set {
+		set("worker_id", p.WorkerID.Value)
+	}
+	if p.RunnerID.Set {
+		set("runner_id", p.RunnerID.Value)
+	}
+	if p.LastError.Set {
+		set("last_error", p.LastError.Value)
+	}
+	if p.RetryState.Set {
+		set("retry_state", p.RetryState.Value)
+	}
+	if p.RequiresActionDeadlineAt.Set {
+		set("requires_action_deadline_at", p.RequiresActionDeadlineAt.Value)
+	}
+	if p.CompactionRequestedAt.Set {
+		set("compaction_requested_at", p.CompactionRequestedAt.Value)
+	}
+	if p.Title.Set {
+		set("title", p.Title.Value)
+	}
+	if p.TitleSource.Set {
+		set("title_source", string(p.TitleSource.Value))
+	}
+	if p.TitleUpdatedAt.Set {
+		set("title_updated_at", p.TitleUpdatedAt.Value)
+	}
+	if p.Labels.Set {
+		labels, err := labelsJSON(p.Labels.Value)
+		if err != nil {
+			return store.Chat{}, err
+		}
+		set("labels", labels)
+	}
+	if p.PinOrder.Set {
+		set("pin_order", p.PinOrder.Value)
+	}
+	if p.LastModelConfigID.Set {
+		set("last_model_config_id", p.LastModelConfigID.Value)
+	}
+	if p.LastReasoningEffort.Set {
+		set("last_reasoning_effort", p.LastReasoningEffort.Value)
+	}
+	if p.UpdatedAt.Set {
+		set("updated_at", p.UpdatedAt.Value)
+	}
+	if len(sets) == 0 {
+		return t.ChatGet(ctx, id)
+	}
+	query := `UPDATE chats SET ` + strings.Join(sets, ", ") +
+		` WHERE id = ` + a.add(id) + ` RETURNING ` + chatColumns
+	c, err := scanChat(t.tx.QueryRow(ctx, query, a...))
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatIncrementGenerationAttempt adds one to generation_attempt; the retry
+// trigger clears retry_state with it.
+func (t *tx) ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := scanChat(t.tx.QueryRow(ctx,
+		`UPDATE chats SET generation_attempt = generation_attempt + 1 WHERE id = $1 RETURNING `+chatColumns, id))
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("increment generation attempt of chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatTouchHistory records a history change without writing a message, the
+// way the message trigger does: history_version catches up with
+// snapshot_version and generation_attempt restarts (which, through the retry
+// trigger, also clears retry_state).
+func (t *tx) ChatTouchHistory(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := scanChat(t.tx.QueryRow(ctx,
+		`UPDATE chats SET history_version = snapshot_version, generation_attempt = 0 WHERE id = $1 RETURNING `+chatColumns, id))
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("touch history of chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatDelete removes a chat; its messages, queue, heartbeats and child chats
+// go with it (ON DELETE CASCADE).
+func (t *tx) ChatDelete(ctx context.Context, id uuid.UUID) error {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM chats WHERE id = $1`, id)
+	if err != nil {
+		return fmt.Errorf("delete chat %s: %w", id, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("delete chat %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ChatDescendants returns every chat of rootID's family except the root.
+func (t *tx) ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]store.Chat, error) {
+	rows, err := t.tx.Query(ctx,
+		`SELECT `+chatColumns+` FROM chats WHERE root_chat_id = $1 ORDER BY created_at, id`, rootID)
+	if err != nil {
+		return nil, fmt.Errorf("list descendants of chat %s: %w", rootID, translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("list descendants of chat %s: %w", rootID, err)
+	}
+	return chats, nil
+}
+
+// ChatList lists chats newest first by (updated_at, id), paging by keyset
+// after p.AfterID. A cursor whose chat no longer exists yields an empty page.
+func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat, error) {
+	var (
+		a     args
+		where []string
+	)
+	if p.OwnerID.Valid {
+		where = append(where, "owner_id = "+a.add(p.OwnerID.UUID))
+	}
+	if p.Archived != nil {
+		where = append(where, "archived = "+a.add(*p.Archived))
+	}
+	if p.Query != "" {
+		where = append(where, `title ILIKE '%' || `+a.add(likeEscape(p.Query))+` || '%' ESCAPE '\'`)
+	}
+	if len(p.Labels) > 0 {
+		labels, err := labelsJSON(p.Labels)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, "labels @> "+a.add(labels)+"::jsonb")
+	}
+	if p.AfterID.Valid {
+		// Row comparison matches the (updated_at DESC, id DESC) order and
+		// the index; an unknown cursor compares with NULL and selects nothing.
+		where = append(where,
+			"(updated_at, id) < (SELECT c.updated_at, c.id FROM chats c WHERE c.id = "+a.add(p.AfterID.UUID)+")")
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = defaultChatListLimit
+	}
+	limit = min(limit, maxChatListLimit)
+
+	query := `SELECT ` + chatColumns + ` FROM chats`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + strconv.Itoa(limit)
+	rows, err := t.tx.Query(ctx, query, a...)
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	return chats, nil
+}

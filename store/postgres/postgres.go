@@ -1,0 +1,133 @@
+// Package postgres is the PostgreSQL store of chatd, built on pgx. The
+// version bookkeeping of the architecture spec (message revisions,
+// history_version, queue_version, retry_state_version) is done by the real
+// triggers of migrations/postgres; this package only issues plain SQL.
+//
+// The package also provides Pubsub, a LISTEN/NOTIFY implementation of the
+// notification interface used when several replicas share one database.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/chatd/chatd/migrations"
+	"github.com/chatd/chatd/store"
+)
+
+// rollbackTimeout bounds a rollback issued after the caller's context is
+// already done, so a broken connection cannot hang the caller.
+const rollbackTimeout = 5 * time.Second
+
+// Options tune Open. The zero value is the production configuration.
+type Options struct {
+	// SearchPath, when set, becomes the search_path of every connection
+	// (tests use one schema per test).
+	SearchPath string
+}
+
+// Store is the PostgreSQL implementation of store.Store.
+type Store struct {
+	pool *pgxpool.Pool
+	// db serves goose only: goose speaks database/sql.
+	db *sql.DB
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects a pool to dsn (a libpq keyword/value string or a URL) and
+// checks that the database answers. It does not migrate; see Migrations.
+// Pool settings come from the DSN (pool_max_conns and friends of pgxpool).
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("parse postgres dsn: %w", err)
+	}
+	if opts.SearchPath != "" {
+		cfg.ConnConfig.RuntimeParams["search_path"] = opts.SearchPath
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open postgres pool: %w", translate(err))
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to postgres: %w", translate(err))
+	}
+	// The same connection settings (search_path included) so goose migrates
+	// the schema the pool reads.
+	db := stdlib.OpenDB(*cfg.ConnConfig.Copy())
+	return &Store{pool: pool, db: db}, nil
+}
+
+// Pool exposes the connection pool for the Postgres-only components
+// (pubsub, heartbeats).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// Dialect returns "postgres".
+func (s *Store) Dialect() string { return "postgres" }
+
+// Migrations returns a goose provider over the embedded PostgreSQL
+// migrations, bound to the store's database and search_path.
+func (s *Store) Migrations() (*goose.Provider, error) {
+	return goose.NewProvider(goose.DialectPostgres, s.db, migrations.Postgres())
+}
+
+// Close closes the pool and the migration connection.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return s.db.Close()
+}
+
+// InTx runs fn in a READ COMMITTED transaction. Transitions serialise on the
+// chat row lock (ChatLock), not on the isolation level. The transaction is
+// rolled back when fn returns an error or panics.
+func (s *Store) InTx(ctx context.Context, fn func(store.Tx) error) error {
+	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
+}
+
+// ReadTx runs fn in a REPEATABLE READ READ ONLY transaction: every query
+// sees the snapshot taken by the first one, and any write fails with
+// store.ErrReadOnly.
+func (s *Store) ReadTx(ctx context.Context, fn func(store.Tx) error) error {
+	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+}
+
+func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) (err error) {
+	pgTx, err := s.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("begin: %w", translate(err))
+	}
+	defer func() {
+		p := recover()
+		if p != nil || err != nil {
+			// Roll back even when ctx is done, so the connection goes back to
+			// the pool clean instead of being discarded.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+			_ = pgTx.Rollback(rctx)
+			cancel()
+		}
+		if p != nil {
+			panic(p)
+		}
+	}()
+	if err := fn(&tx{tx: pgTx}); err != nil {
+		return err
+	}
+	if err := pgTx.Commit(ctx); err != nil {
+		if errors.Is(err, pgx.ErrTxCommitRollback) {
+			// fn swallowed a failed statement: Postgres rolled back.
+			return fmt.Errorf("commit: transaction was aborted by an earlier error: %w", err)
+		}
+		return fmt.Errorf("commit: %w", translate(err))
+	}
+	return nil
+}

@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chatd/chatd/store"
+)
+
+const userColumns = `id, name, admin, created_at`
+
+func scanUser(row pgx.Row) (store.User, error) {
+	var u store.User
+	if err := row.Scan(&u.ID, &u.Name, &u.Admin, &u.CreatedAt); err != nil {
+		return store.User{}, translate(err)
+	}
+	u.CreatedAt = utc(u.CreatedAt)
+	return u, nil
+}
+
+// UserInsert creates a user; a taken name is store.ErrConflict.
+func (t *tx) UserInsert(ctx context.Context, p store.UserInsertParams) (store.User, error) {
+	u, err := scanUser(t.tx.QueryRow(ctx,
+		`INSERT INTO users (id, name, admin, created_at) VALUES ($1, $2, $3, $4) RETURNING `+userColumns,
+		p.ID, p.Name, p.Admin, p.Now))
+	if err != nil {
+		return store.User{}, fmt.Errorf("insert user %q: %w", p.Name, err)
+	}
+	return u, nil
+}
+
+// UserGet reads a user by id.
+func (t *tx) UserGet(ctx context.Context, id uuid.UUID) (store.User, error) {
+	u, err := scanUser(t.tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+	if err != nil {
+		return store.User{}, fmt.Errorf("get user %s: %w", id, err)
+	}
+	return u, nil
+}
+
+// UserGetByName reads a user by name.
+func (t *tx) UserGetByName(ctx context.Context, name string) (store.User, error) {
+	u, err := scanUser(t.tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE name = $1`, name))
+	if err != nil {
+		return store.User{}, fmt.Errorf("get user %q: %w", name, err)
+	}
+	return u, nil
+}
+
+const tokenColumns = `id, user_id, hash, name, created_at`
+
+func scanToken(row pgx.Row) (store.Token, error) {
+	var tok store.Token
+	if err := row.Scan(&tok.ID, &tok.UserID, &tok.Hash, &tok.Name, &tok.CreatedAt); err != nil {
+		return store.Token{}, translate(err)
+	}
+	tok.CreatedAt = utc(tok.CreatedAt)
+	return tok, nil
+}
+
+// TokenInsert stores a token hash.
+func (t *tx) TokenInsert(ctx context.Context, p store.TokenInsertParams) (store.Token, error) {
+	tok, err := scanToken(t.tx.QueryRow(ctx,
+		`INSERT INTO api_tokens (id, user_id, hash, name, created_at) VALUES ($1, $2, $3, $4, $5)
+		RETURNING `+tokenColumns,
+		p.ID, p.UserID, p.Hash, p.Name, p.Now))
+	if err != nil {
+		return store.Token{}, fmt.Errorf("insert token for user %s: %w", p.UserID, err)
+	}
+	return tok, nil
+}
+
+// TokenGetByHash finds a token by its hash. The hash is not in the error:
+// it is a credential's fingerprint.
+func (t *tx) TokenGetByHash(ctx context.Context, hash []byte) (store.Token, error) {
+	tok, err := scanToken(t.tx.QueryRow(ctx, `SELECT `+tokenColumns+` FROM api_tokens WHERE hash = $1`, hash))
+	if err != nil {
+		return store.Token{}, fmt.Errorf("get token by hash: %w", err)
+	}
+	return tok, nil
+}
+
+// TokenDeleteForUser removes all of a user's tokens.
+func (t *tx) TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM api_tokens WHERE user_id = $1`, userID)
+	if err != nil {
+		return 0, fmt.Errorf("delete tokens of user %s: %w", userID, translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
