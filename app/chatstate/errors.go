@@ -1,0 +1,75 @@
+package chatstate
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/chatd/chatd/store"
+)
+
+// Conditions callers map to API errors with errors.Is.
+var (
+	// ErrTransitionNotAllowed: the diagram does not allow the transition.
+	ErrTransitionNotAllowed = errors.New("transition not allowed")
+	// ErrInvalidState: the chat is in an invalid state; reconcile it first.
+	ErrInvalidState = errors.New("chat is in an invalid state")
+	// ErrChatArchived: the chat (or its family root) is archived.
+	ErrChatArchived = errors.New("chat is archived")
+	// ErrNotFound: the chat, message or queued message does not exist.
+	ErrNotFound = store.ErrNotFound
+	// ErrNothingToCompact: no uncompressed assistant message after the latest boundary.
+	ErrNothingToCompact = errors.New("nothing to compact")
+	// ErrNothingToClear: no model-visible message after the latest boundary.
+	ErrNothingToClear = errors.New("nothing to clear")
+	// ErrQueueFull: the chat's queue is at its limit.
+	ErrQueueFull = errors.New("queue is full")
+	// ErrValidation: the input is malformed; see ValidationError.
+	ErrValidation = errors.New("invalid input")
+)
+
+// TransitionError is a rejected transition. It unwraps to
+// ErrTransitionNotAllowed, and also to ErrNotFound (from N), ErrInvalidState
+// (from Invalid) or ErrChatArchived (from an archived state) so callers can
+// answer precisely.
+type TransitionError struct {
+	Transition Transition
+	From       State
+	Reason     string
+}
+
+func (e *TransitionError) Error() string {
+	msg := fmt.Sprintf("%s not allowed from %s", e.Transition, e.From)
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
+	return msg
+}
+
+// Unwrap returns the conditions the rejection implies.
+func (e *TransitionError) Unwrap() []error {
+	errs := []error{ErrTransitionNotAllowed}
+	switch {
+	case e.From == StateN:
+		errs = append(errs, ErrNotFound)
+	case e.From == StateInvalid:
+		errs = append(errs, ErrInvalidState)
+	case e.From.Archived():
+		errs = append(errs, ErrChatArchived)
+	}
+	return errs
+}
+
+// ValidationError is bad input for a transition, naming the field.
+type ValidationError struct {
+	Field  string
+	Detail string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Detail }
+
+// Unwrap returns ErrValidation.
+func (e *ValidationError) Unwrap() error { return ErrValidation }
+
+func invalid(field, format string, args ...any) error {
+	return &ValidationError{Field: field, Detail: fmt.Sprintf(format, args...)}
+}

@@ -1,0 +1,280 @@
+package chatstate_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// published is one notification the machine sent.
+type published struct {
+	Channel string
+	Payload []byte
+}
+
+// recorder is a Publisher that remembers what was published.
+type recorder struct {
+	mu   sync.Mutex
+	msgs []published
+}
+
+func (r *recorder) Publish(_ context.Context, channel string, payload []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, published{channel, append([]byte(nil), payload...)})
+	return nil
+}
+
+// take returns and forgets what was published so far.
+func (r *recorder) take() []published {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.msgs
+	r.msgs = nil
+	return out
+}
+
+// fixture is what a chatstate test needs: a machine over a real store, a
+// recorder for its notifications, a user and a controllable clock.
+type fixture struct {
+	ctx    context.Context
+	s      store.Store
+	m      *chatstate.Machine
+	pub    *recorder
+	user   store.User
+	worker uuid.UUID
+
+	mu  sync.Mutex
+	now time.Time
+}
+
+func setup(t testing.TB, newStore func(t testing.TB) store.Store) *fixture {
+	t.Helper()
+	f := &fixture{
+		ctx: context.Background(), s: newStore(t), pub: &recorder{}, worker: uuid.New(),
+		now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
+	}
+	f.m = chatstate.New(f.s, f.pub, chatstate.Config{Now: f.clock, QueueLimit: 5})
+	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
+		var err error
+		f.user, err = tx.UserInsert(f.ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: f.now})
+		return err
+	}))
+	return f
+}
+
+func (f *fixture) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fixture) advance(d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.now = f.now.Add(d)
+}
+
+// do runs one transition bundle and fails the test on error.
+func (f *fixture) do(t testing.TB, fn func(tx *chatstate.Tx) error) {
+	t.Helper()
+	require.NoError(t, f.m.Do(f.ctx, fn))
+}
+
+func text(s string) []sdk.ChatMessagePart {
+	return []sdk.ChatMessagePart{{Type: sdk.PartText, Text: s}}
+}
+
+func (f *fixture) input(s string) chatstate.UserInput {
+	return chatstate.UserInput{Content: text(s), CreatedBy: uuid.NullUUID{UUID: f.user.ID, Valid: true}}
+}
+
+// create makes a chat; an empty first message lands it in W.
+func (f *fixture) create(t testing.TB, first string) uuid.UUID {
+	t.Helper()
+	p := chatstate.CreateParams{OwnerID: f.user.ID, Title: "t"}
+	if first != "" {
+		p.Input = f.input(first)
+	}
+	var id uuid.UUID
+	f.do(t, func(tx *chatstate.Tx) error {
+		res, err := tx.Create(p)
+		id = res.Chat.ID
+		return err
+	})
+	return id
+}
+
+func (f *fixture) acquire(t testing.TB, id uuid.UUID) {
+	t.Helper()
+	f.do(t, func(tx *chatstate.Tx) error {
+		_, err := tx.Acquire(id, f.worker, uuid.New())
+		return err
+	})
+}
+
+// toolCallStep is an assistant step that calls one (dynamic) tool.
+func toolCallStep(callID, tool string) chatstate.Step {
+	content, _ := chatstate.EncodeParts([]sdk.ChatMessagePart{
+		{Type: sdk.PartText, Text: "let me check"},
+		{Type: sdk.PartToolCall, ToolCallID: callID, ToolName: tool, Args: json.RawMessage(`{"q":1}`)},
+	})
+	return chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}}
+}
+
+// assistantStep is a plain assistant reply.
+func assistantStep(s string) chatstate.Step {
+	content, _ := chatstate.EncodeParts(text(s))
+	return chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}}
+}
+
+// seed brings a new chat into st through real transitions (Invalid, which
+// no transition produces, is made with a direct store write). Running,
+// interrupting and requires_action chats are owned by f.worker.
+func (f *fixture) seed(t testing.TB, st chatstate.State) uuid.UUID {
+	t.Helper()
+	send := func(id uuid.UUID, msg string, busy chatstate.BusyBehavior) {
+		f.do(t, func(tx *chatstate.Tx) error {
+			_, err := tx.SendMessage(id, f.input(msg), busy)
+			return err
+		})
+	}
+	run := func(fn func(tx *chatstate.Tx, id uuid.UUID) error) func(uuid.UUID) uuid.UUID {
+		return func(id uuid.UUID) uuid.UUID {
+			f.do(t, func(tx *chatstate.Tx) error { return fn(tx, id) })
+			return id
+		}
+	}
+	finishError := run(func(tx *chatstate.Tx, id uuid.UUID) error {
+		_, err := tx.FinishError(id, sdk.ChatError{Message: "boom", Kind: sdk.ChatErrorGeneric})
+		return err
+	})
+	archive := run(func(tx *chatstate.Tx, id uuid.UUID) error {
+		_, err := tx.SetArchived(id, true)
+		return err
+	})
+	interrupt := run(func(tx *chatstate.Tx, id uuid.UUID) error {
+		_, err := tx.Interrupt(id)
+		return err
+	})
+	enterAction := run(func(tx *chatstate.Tx, id uuid.UUID) error {
+		if _, err := tx.CommitStep(id, toolCallStep("call-"+uuid.NewString(), "ask_user")); err != nil {
+			return err
+		}
+		_, err := tx.EnterRequiresAction(id)
+		return err
+	})
+	r0 := func() uuid.UUID {
+		id := f.create(t, "hello")
+		f.acquire(t, id)
+		return id
+	}
+	r1 := func() uuid.UUID {
+		id := r0()
+		send(id, "queued", chatstate.BusyQueue)
+		return id
+	}
+	switch st {
+	case chatstate.StateN:
+		return uuid.New()
+	case chatstate.StateW:
+		return f.create(t, "")
+	case chatstate.StateR0:
+		return r0()
+	case chatstate.StateR1:
+		return r1()
+	case chatstate.StateI0:
+		return interrupt(r0())
+	case chatstate.StateI1:
+		return interrupt(r1())
+	case chatstate.StateA0:
+		return enterAction(r0())
+	case chatstate.StateA1:
+		id := enterAction(r0())
+		send(id, "queued", chatstate.BusyQueue)
+		return id
+	case chatstate.StateE0:
+		return finishError(r0())
+	case chatstate.StateE1:
+		return finishError(r1())
+	case chatstate.StateXW:
+		return archive(f.create(t, ""))
+	case chatstate.StateXE0:
+		return archive(finishError(r0()))
+	case chatstate.StateXE1:
+		return archive(finishError(r1()))
+	case chatstate.StateInvalid:
+		// Archived while running: what a pre-state-machine row can look like.
+		id := r0()
+		require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(f.ctx, id, store.ChatPatch{Archived: store.Some(true)})
+			return err
+		}))
+		return id
+	}
+	t.Fatalf("seed: unknown state %s", st)
+	return uuid.Nil
+}
+
+// snapshot is everything a transition may change, for "changed nothing" checks.
+type snapshot struct {
+	Exists   bool
+	Chat     store.Chat
+	State    chatstate.State
+	Messages []store.Message
+	Queue    []store.QueuedMessage
+}
+
+func (f *fixture) snap(t testing.TB, id uuid.UUID) snapshot {
+	t.Helper()
+	var s snapshot
+	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Tx) error {
+		c, err := tx.ChatGet(f.ctx, id)
+		if err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				s.State = chatstate.StateN
+				return nil
+			}
+			return err
+		}
+		s.Exists, s.Chat = true, c
+		if s.Messages, err = tx.MessageList(f.ctx, id, store.MessageListParams{IncludeDeleted: true}); err != nil {
+			return err
+		}
+		if s.Queue, err = tx.QueueList(f.ctx, id); err != nil {
+			return err
+		}
+		s.State = chatstate.Classify(true, c.Status, c.Archived, len(s.Queue) > 0)
+		return nil
+	}))
+	return s
+}
+
+// active returns the non-deleted messages of a snapshot.
+func (s snapshot) active() []store.Message {
+	var out []store.Message
+	for _, m := range s.Messages {
+		if !m.Deleted {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// partsOf decodes a message's content.
+func partsOf(t testing.TB, m store.Message) []sdk.ChatMessagePart {
+	t.Helper()
+	var parts []sdk.ChatMessagePart
+	require.NoError(t, json.Unmarshal(m.Content, &parts))
+	return parts
+}

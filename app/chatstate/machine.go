@@ -1,0 +1,272 @@
+package chatstate
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultRequiresActionTimeout = 5 * time.Minute
+	DefaultQueueLimit            = 20
+)
+
+// Publisher is the part of pubsub the machine needs.
+type Publisher interface {
+	Publish(ctx context.Context, channel string, payload []byte) error
+}
+
+// Config tunes the machine. Zero values take the Default constants.
+type Config struct {
+	// RequiresActionTimeout is how long a dynamic tool call may wait for its
+	// result (requires_action_deadline_at = now + this).
+	RequiresActionTimeout time.Duration
+	// QueueLimit caps a chat's queued messages.
+	QueueLimit int
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+	// Log receives publish failures; slog.Default when nil.
+	Log *slog.Logger
+}
+
+// Machine applies transitions in transactions and publishes notifications
+// after they commit.
+type Machine struct {
+	store store.Store
+	pub   Publisher
+	cfg   Config
+}
+
+// New returns a Machine over s that publishes on pub.
+func New(s store.Store, pub Publisher, cfg Config) *Machine {
+	if cfg.RequiresActionTimeout == 0 {
+		cfg.RequiresActionTimeout = DefaultRequiresActionTimeout
+	}
+	if cfg.QueueLimit == 0 {
+		cfg.QueueLimit = DefaultQueueLimit
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Machine{store: s, pub: pub, cfg: cfg}
+}
+
+// Store is the machine's store, for reads.
+func (m *Machine) Store() store.Store { return m.store }
+
+// Tx is one transition bundle: every transition applied through it commits
+// or rolls back together. The first touch of a chat locks its row and bumps
+// its snapshot_version, once per transaction, before any mutation.
+type Tx struct {
+	ctx     context.Context
+	m       *Machine
+	tx      store.Tx
+	now     time.Time
+	touched []uuid.UUID
+	deleted map[uuid.UUID]bool
+}
+
+// Do runs fn as one transaction and, once it has committed, publishes
+// chat:update for every chat it touched and chat:ownership for those left
+// runnable and unowned. A rejected transition or any error rolls back
+// everything and publishes nothing.
+func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
+	var final []store.Chat
+	err := m.store.InTx(ctx, func(stx store.Tx) error {
+		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Now().UTC(), deleted: map[uuid.UUID]bool{}}
+		if err := fn(t); err != nil {
+			return err
+		}
+		final = final[:0]
+		for _, id := range t.touched {
+			if t.deleted[id] {
+				continue
+			}
+			c, err := stx.ChatGet(ctx, id)
+			if err != nil {
+				return fmt.Errorf("read chat %s after transition: %w", id, err)
+			}
+			final = append(final, c)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, c := range final {
+		m.publish(ctx, c)
+	}
+	return nil
+}
+
+// UpdatePayload is the chat:update:{chat_id} payload: the committed values
+// receivers use as a hint.
+type UpdatePayload struct {
+	ChatID            uuid.UUID        `json:"chat_id"`
+	SnapshotVersion   int64            `json:"snapshot_version"`
+	WorkerID          *uuid.UUID       `json:"worker_id"`
+	RunnerID          *uuid.UUID       `json:"runner_id"`
+	HistoryVersion    int64            `json:"history_version"`
+	QueueVersion      int64            `json:"queue_version"`
+	RetryStateVersion int64            `json:"retry_state_version"`
+	GenerationAttempt int64            `json:"generation_attempt"`
+	Status            store.ChatStatus `json:"status"`
+	Archived          bool             `json:"archived"`
+}
+
+// OwnershipPayload is the chat:ownership payload.
+type OwnershipPayload struct {
+	ChatID          uuid.UUID `json:"chat_id"`
+	SnapshotVersion int64     `json:"snapshot_version"`
+}
+
+// NewUpdatePayload projects a chat row to its notification payload.
+func NewUpdatePayload(c store.Chat) UpdatePayload {
+	p := UpdatePayload{
+		ChatID: c.ID, SnapshotVersion: c.SnapshotVersion, HistoryVersion: c.HistoryVersion,
+		QueueVersion: c.QueueVersion, RetryStateVersion: c.RetryStateVersion,
+		GenerationAttempt: c.GenerationAttempt, Status: c.Status, Archived: c.Archived,
+	}
+	if c.WorkerID.Valid {
+		p.WorkerID = &c.WorkerID.UUID
+	}
+	if c.RunnerID.Valid {
+		p.RunnerID = &c.RunnerID.UUID
+	}
+	return p
+}
+
+// Channel names (kept here too so chatstate needs no pubsub import).
+const channelOwnership = "chat:ownership"
+
+func channelUpdate(id uuid.UUID) string { return "chat:update:" + id.String() }
+
+func (m *Machine) publish(ctx context.Context, c store.Chat) {
+	// Notifications are best-effort hints: a failure is logged, never
+	// returned, because the transaction has already committed.
+	ctx = context.WithoutCancel(ctx)
+	payload, _ := json.Marshal(NewUpdatePayload(c))
+	if err := m.pub.Publish(ctx, channelUpdate(c.ID), payload); err != nil {
+		m.cfg.Log.Warn("publish chat update", "chat_id", c.ID, "err", err)
+	}
+	if !c.Archived && isRunnableStatus(c.Status) && !c.WorkerID.Valid {
+		payload, _ := json.Marshal(OwnershipPayload{ChatID: c.ID, SnapshotVersion: c.SnapshotVersion})
+		if err := m.pub.Publish(ctx, channelOwnership, payload); err != nil {
+			m.cfg.Log.Warn("publish chat ownership", "chat_id", c.ID, "err", err)
+		}
+	}
+}
+
+func isRunnableStatus(s store.ChatStatus) bool {
+	return s == store.ChatStatusRunning || s == store.ChatStatusInterrupting || s == store.ChatStatusRequiresAction
+}
+
+// Now is the transaction's clock reading.
+func (t *Tx) Now() time.Time { return t.now }
+
+// Store is the underlying store transaction, for reads inside a bundle.
+func (t *Tx) Store() store.Tx { return t.tx }
+
+// lock locks and bumps the chat on first touch. A missing chat is state N.
+func (t *Tx) lock(id uuid.UUID) (store.Chat, bool, error) {
+	if slices.Contains(t.touched, id) {
+		c, err := t.tx.ChatGet(t.ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Chat{}, false, nil
+		}
+		return c, err == nil, err
+	}
+	if _, err := t.tx.ChatLock(t.ctx, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return store.Chat{}, false, nil
+		}
+		return store.Chat{}, false, fmt.Errorf("lock chat %s: %w", id, err)
+	}
+	if _, err := t.tx.ChatBumpSnapshot(t.ctx, id); err != nil {
+		return store.Chat{}, false, fmt.Errorf("bump snapshot of chat %s: %w", id, err)
+	}
+	t.touched = append(t.touched, id)
+	c, err := t.tx.ChatGet(t.ctx, id)
+	return c, err == nil, err
+}
+
+// State locks the chat (on first touch) and classifies it.
+func (t *Tx) State(id uuid.UUID) (store.Chat, State, error) {
+	c, exists, err := t.lock(id)
+	if err != nil || !exists {
+		return c, StateN, err
+	}
+	st, err := t.classify(c)
+	return c, st, err
+}
+
+func (t *Tx) classify(c store.Chat) (State, error) {
+	n, err := t.tx.QueueCount(t.ctx, c.ID)
+	if err != nil {
+		return "", fmt.Errorf("count queue of chat %s: %w", c.ID, err)
+	}
+	return Classify(true, c.Status, c.Archived, n > 0), nil
+}
+
+// step is one transition in progress: where it started and what it may reach.
+type step struct {
+	t    *Tx
+	tr   Transition
+	chat store.Chat
+	from State
+	outs []State
+}
+
+// begin guards a transition: it locks the chat, classifies it and rejects
+// the transition when the matrix does not allow it from there.
+func (t *Tx) begin(id uuid.UUID, tr Transition) (*step, error) {
+	c, from, err := t.State(id)
+	if err != nil {
+		return nil, err
+	}
+	outs, ok := Allowed(from, tr)
+	if !ok {
+		return nil, &TransitionError{Transition: tr, From: from}
+	}
+	return &step{t: t, tr: tr, chat: c, from: from, outs: outs}, nil
+}
+
+// end re-classifies the chat and checks that it landed where the matrix
+// says this transition may land. A mismatch is a bug in this package; it
+// rolls the transaction back rather than commit a state the diagram forbids.
+func (s *step) end() (State, error) {
+	c, err := s.t.tx.ChatGet(s.t.ctx, s.chat.ID)
+	if err != nil {
+		return "", fmt.Errorf("read chat %s after %s: %w", s.chat.ID, s.tr, err)
+	}
+	to, err := s.t.classify(c)
+	if err != nil {
+		return "", err
+	}
+	if !slices.Contains(s.outs, to) {
+		return "", fmt.Errorf("chatstate bug: %s from %s landed in %s, allowed %v", s.tr, s.from, to, s.outs)
+	}
+	return to, nil
+}
+
+// update writes a chat patch, stamping updated_at.
+func (t *Tx) update(id uuid.UUID, p store.ChatPatch) error {
+	p.UpdatedAt = store.Some(t.now)
+	_, err := t.tx.ChatUpdate(t.ctx, id, p)
+	if err != nil {
+		return fmt.Errorf("update chat %s: %w", id, err)
+	}
+	return nil
+}

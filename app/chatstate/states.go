@@ -1,0 +1,269 @@
+// Package chatstate is chatd's core state machine (spec: "Core state
+// machine"). It decides which transitions a chat may take and applies them
+// over a store.Tx; stores only provide data operations. The allowed
+// transitions are data (Matrix) so tests can enumerate them.
+package chatstate
+
+import (
+	"github.com/chatd/chatd/store"
+)
+
+// State is an execution state of the spec's table.
+type State string
+
+// The 13 execution states, plus Invalid.
+const (
+	StateN       State = "N"
+	StateW       State = "W"
+	StateE0      State = "E0"
+	StateE1      State = "E1"
+	StateR0      State = "R0"
+	StateR1      State = "R1"
+	StateI0      State = "I0"
+	StateI1      State = "I1"
+	StateA0      State = "A0"
+	StateA1      State = "A1"
+	StateXW      State = "XW"
+	StateXE0     State = "XE0"
+	StateXE1     State = "XE1"
+	StateInvalid State = "Invalid"
+)
+
+// AllExecutionStates lists the 13 valid execution states.
+var AllExecutionStates = []State{
+	StateN, StateW, StateE0, StateE1, StateR0, StateR1, StateI0, StateI1,
+	StateA0, StateA1, StateXW, StateXE0, StateXE1,
+}
+
+// AllStates is AllExecutionStates plus Invalid.
+var AllStates = append(append([]State(nil), AllExecutionStates...), StateInvalid)
+
+// Archived reports whether s is one of the archived states.
+func (s State) Archived() bool { return s == StateXW || s == StateXE0 || s == StateXE1 }
+
+// Runnable reports whether a worker should process a chat in s
+// (spec: "Acquisition loop").
+func (s State) Runnable() bool {
+	switch s {
+	case StateR0, StateR1, StateI0, StateI1, StateA0, StateA1:
+		return true
+	}
+	return false
+}
+
+// Classify derives the execution state from what is in the database.
+func Classify(exists bool, status store.ChatStatus, archived, queued bool) State {
+	if !exists {
+		return StateN
+	}
+	pick := func(empty, nonEmpty State) State {
+		if queued {
+			return nonEmpty
+		}
+		return empty
+	}
+	if archived {
+		switch status {
+		case store.ChatStatusWaiting:
+			if !queued {
+				return StateXW
+			}
+		case store.ChatStatusError:
+			return pick(StateXE0, StateXE1)
+		}
+		return StateInvalid
+	}
+	switch status {
+	case store.ChatStatusWaiting:
+		if !queued {
+			return StateW
+		}
+	case store.ChatStatusError:
+		return pick(StateE0, StateE1)
+	case store.ChatStatusRunning:
+		return pick(StateR0, StateR1)
+	case store.ChatStatusInterrupting:
+		return pick(StateI0, StateI1)
+	case store.ChatStatusRequiresAction:
+		return pick(StateA0, StateA1)
+	}
+	return StateInvalid
+}
+
+// Ownership is U (unowned) or O (owned).
+type Ownership string
+
+// Ownership states.
+const (
+	OwnershipU Ownership = "U"
+	OwnershipO Ownership = "O"
+)
+
+// OwnershipOf classifies a chat's worker_id.
+func OwnershipOf(c store.Chat) Ownership {
+	if c.WorkerID.Valid {
+		return OwnershipO
+	}
+	return OwnershipU
+}
+
+// Transition names a transition of the spec.
+type Transition string
+
+// Execution-state transitions. SendMessage is split by busy behaviour
+// because the diagram allows different outputs for each.
+const (
+	Create                  Transition = "Create"
+	SetArchivedTrue         Transition = "SetArchived(true)"
+	SetArchivedFalse        Transition = "SetArchived(false)"
+	SendMessageQueue        Transition = "SendMessage(queue)"
+	SendMessageInterrupt    Transition = "SendMessage(interrupt)"
+	EditMessage             Transition = "EditMessage"
+	DeleteQueuedMessage     Transition = "DeleteQueuedMessage"
+	PromoteQueuedMessage    Transition = "PromoteQueuedMessage"
+	Interrupt               Transition = "Interrupt"
+	CompleteRequiresAction  Transition = "CompleteRequiresAction"
+	RequestCompaction       Transition = "RequestCompaction"
+	ClearContext            Transition = "ClearContext"
+	CommitStep              Transition = "CommitStep"
+	EnterRequiresAction     Transition = "EnterRequiresAction"
+	FinishInterruption      Transition = "FinishInterruption"
+	RecordGenerationAttempt Transition = "RecordGenerationAttempt"
+	RecordRetryState        Transition = "RecordRetryState"
+	FinishTurn              Transition = "FinishTurn"
+	FinishError             Transition = "FinishError"
+	CancelRequiresAction    Transition = "CancelRequiresAction"
+	ReconcileInvalidState   Transition = "ReconcileInvalidState"
+)
+
+// Ownership transitions (spec: "Ownership state transition diagram").
+const (
+	Acquire Transition = "Acquire"
+	Abandon Transition = "Abandon"
+)
+
+// AllTransitions lists every execution-state transition.
+var AllTransitions = []Transition{
+	Create, SetArchivedTrue, SetArchivedFalse, SendMessageQueue, SendMessageInterrupt,
+	EditMessage, DeleteQueuedMessage, PromoteQueuedMessage, Interrupt,
+	CompleteRequiresAction, RequestCompaction, ClearContext, CommitStep,
+	EnterRequiresAction, FinishInterruption, RecordGenerationAttempt, RecordRetryState,
+	FinishTurn, FinishError, CancelRequiresAction, ReconcileInvalidState,
+}
+
+// Matrix is the execution state transition diagram: from-state ->
+// transition -> the output states it may land in. A pair that is absent is
+// not allowed.
+var Matrix = map[State]map[Transition][]State{
+	StateN: {
+		Create: {StateR0, StateW},
+	},
+	StateW: {
+		SendMessageQueue:     {StateR0},
+		SendMessageInterrupt: {StateR0},
+		EditMessage:          {StateR0},
+		RequestCompaction:    {StateR0},
+		ClearContext:         {StateW},
+		FinishError:          {StateE0},
+		SetArchivedTrue:      {StateXW},
+	},
+	StateE0: {
+		SendMessageQueue:     {StateR0},
+		SendMessageInterrupt: {StateR0},
+		EditMessage:          {StateR0},
+		RequestCompaction:    {StateR0},
+		ClearContext:         {StateW},
+		SetArchivedTrue:      {StateXE0},
+	},
+	StateE1: {
+		SendMessageQueue:     {StateR1},
+		SendMessageInterrupt: {StateR1},
+		EditMessage:          {StateR0},
+		RequestCompaction:    {StateR1},
+		DeleteQueuedMessage:  {StateE0, StateE1},
+		PromoteQueuedMessage: {StateR0, StateR1},
+		SetArchivedTrue:      {StateXE1},
+	},
+	StateR0: {
+		RecordGenerationAttempt: {StateR0},
+		RecordRetryState:        {StateR0},
+		CommitStep:              {StateR0},
+		EnterRequiresAction:     {StateA0},
+		Interrupt:               {StateI0},
+		SendMessageInterrupt:    {StateI1},
+		EditMessage:             {StateR0},
+		FinishTurn:              {StateW},
+		FinishError:             {StateE0},
+		SendMessageQueue:        {StateR1},
+	},
+	StateR1: {
+		RecordGenerationAttempt: {StateR1},
+		RecordRetryState:        {StateR1},
+		CommitStep:              {StateR1},
+		EnterRequiresAction:     {StateA1},
+		Interrupt:               {StateI1},
+		SendMessageInterrupt:    {StateI1},
+		EditMessage:             {StateR0},
+		FinishError:             {StateE1},
+		SendMessageQueue:        {StateR1},
+		DeleteQueuedMessage:     {StateR0, StateR1},
+		PromoteQueuedMessage:    {StateI1},
+		FinishTurn:              {StateR0, StateR1},
+	},
+	StateI0: {
+		SendMessageQueue:     {StateI1},
+		SendMessageInterrupt: {StateI1},
+		EditMessage:          {StateR0},
+		FinishInterruption:   {StateW},
+	},
+	StateI1: {
+		SendMessageQueue:     {StateI1},
+		SendMessageInterrupt: {StateI1},
+		EditMessage:          {StateR0},
+		DeleteQueuedMessage:  {StateI0, StateI1},
+		PromoteQueuedMessage: {StateI1},
+		FinishInterruption:   {StateR0, StateR1},
+	},
+	StateA0: {
+		CompleteRequiresAction: {StateR0},
+		Interrupt:              {StateR0},
+		CancelRequiresAction:   {StateR0},
+		SendMessageQueue:       {StateA1},
+		SendMessageInterrupt:   {StateR1},
+		EditMessage:            {StateR0},
+	},
+	StateA1: {
+		CompleteRequiresAction: {StateR1},
+		Interrupt:              {StateR1},
+		CancelRequiresAction:   {StateR1},
+		SendMessageQueue:       {StateA1},
+		SendMessageInterrupt:   {StateR1},
+		EditMessage:            {StateR0},
+		DeleteQueuedMessage:    {StateA0, StateA1},
+		PromoteQueuedMessage:   {StateR0, StateR1},
+	},
+	StateXW: {
+		SetArchivedFalse: {StateW},
+	},
+	StateXE0: {
+		SetArchivedFalse: {StateE0},
+	},
+	StateXE1: {
+		SetArchivedFalse: {StateE1},
+	},
+	StateInvalid: {
+		ReconcileInvalidState: {StateE0, StateE1},
+	},
+}
+
+// OwnershipMatrix is the ownership diagram: Acquire U->O and O->O, Abandon O->U.
+var OwnershipMatrix = map[Ownership]map[Transition][]Ownership{
+	OwnershipU: {Acquire: {OwnershipO}},
+	OwnershipO: {Acquire: {OwnershipO}, Abandon: {OwnershipU}},
+}
+
+// Allowed reports whether t may be applied in state s, and its outputs.
+func Allowed(s State, t Transition) ([]State, bool) {
+	outs, ok := Matrix[s][t]
+	return outs, ok
+}
