@@ -14,17 +14,27 @@ import (
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/chatd/chatd/app/api"
+	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/postgres"
 	"github.com/chatd/chatd/store/sqlite"
 )
 
-// App is a running chatd: a migrated store and an HTTP handler.
+// App is a running chatd: a migrated store, the state machine and the
+// HTTP handler.
 type App struct {
-	cfg     Config
-	log     *slog.Logger
-	store   store.Store
-	handler http.Handler
+	cfg        Config
+	log        *slog.Logger
+	store      store.Store
+	pubsub     pubsub.Pubsub
+	closePub   func()
+	machine    *chatstate.Machine
+	models     *ModelList
+	handler    http.Handler
+	firstToken string // printed once on a first start without a bootstrap token
 }
 
 // migrator is what both stores offer for schema migrations.
@@ -70,8 +80,39 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		return nil, fmt.Errorf("migrate %s: %w", describeDB(cfg.DB), err)
 	}
 	a := &App{cfg: cfg, log: log, store: s}
-	a.handler = a.routes()
+	if err := a.init(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
 	return a, nil
+}
+
+func (a *App) init(ctx context.Context) error {
+	var err error
+	if a.models, err = NewModelList(a.cfg.Models, a.cfg.DefaultModel); err != nil {
+		return fmt.Errorf("models: %w", err)
+	}
+	switch s := a.store.(type) {
+	case *postgres.Store:
+		ps, err := postgres.NewPubsub(ctx, s.Pool())
+		if err != nil {
+			return fmt.Errorf("start LISTEN/NOTIFY: %w", err)
+		}
+		a.pubsub, a.closePub = ps, func() { ps.Close() }
+	default:
+		a.pubsub, a.closePub = pubsub.NewMemory(), func() {}
+	}
+	a.machine = chatstate.New(a.store, a.pubsub, chatstate.Config{
+		QueueLimit: a.cfg.QueueLimit, RequiresActionTimeout: a.cfg.RequiresActionTimeout, Log: a.log,
+	})
+	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken); err != nil {
+		return fmt.Errorf("bootstrap admin: %w", err)
+	}
+	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}, api.Deps{
+		Machine: a.machine, Store: a.store, Models: a.models, Log: a.log, Metrics: api.NewMetrics(),
+	})
+	a.handler = srv
+	return nil
 }
 
 // Store is the app's store.
@@ -80,31 +121,15 @@ func (a *App) Store() store.Store { return a.store }
 // Handler is the app's HTTP handler.
 func (a *App) Handler() http.Handler { return a.handler }
 
-// Close releases the store.
-func (a *App) Close() error { return a.store.Close() }
+// Machine is the app's state machine.
+func (a *App) Machine() *chatstate.Machine { return a.machine }
 
-func (a *App) routes() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", a.healthz)
-	return mux
-}
-
-// healthz answers 200 when the database answers a read.
-func (a *App) healthz(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	err := a.store.ReadTx(r.Context(), func(tx store.Tx) error {
-		_, err := tx.UserGetByName(r.Context(), "\x00healthz")
-		if errors.Is(err, store.ErrNotFound) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, `{"status":"unavailable","message":%q}`+"\n", err.Error())
-		return
+// Close stops the pubsub and releases the store.
+func (a *App) Close() error {
+	if a.closePub != nil {
+		a.closePub()
 	}
-	fmt.Fprintf(w, `{"status":"ok","database":%q}`+"\n", a.store.Dialect())
+	return a.store.Close()
 }
 
 // Run serves HTTP on cfg.Addr until ctx is cancelled, then shuts down
@@ -116,6 +141,12 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout}
 	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", describeDB(a.cfg.DB))
+	if a.firstToken != "" {
+		// Shown once: only its hash is stored.
+		a.log.Info("first start: created user admin; this token is shown only once",
+			"login_url", "http://"+ln.Addr().String()+"/login#token="+a.firstToken, "api_token", a.firstToken)
+		a.firstToken = ""
+	}
 	if ready != nil {
 		ready(ln.Addr())
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -24,14 +25,38 @@ type Config struct {
 	DB string
 	// ShutdownTimeout bounds graceful HTTP shutdown.
 	ShutdownTimeout time.Duration
+	// BootstrapToken, when set, is the admin user's token (automation, tests).
+	BootstrapToken string
+	// Models are extra "provider/model" names; the demo model is always there.
+	Models []string
+	// DefaultModel is the default model ("demo" or "provider/model").
+	DefaultModel string
+	// QueueLimit caps queued messages per chat (default 20).
+	QueueLimit int
+	// MaxBodyBytes caps request bodies (default 1 MiB).
+	MaxBodyBytes int64
+	// MaxTextBytes caps the text of one message (default 64 KiB).
+	MaxTextBytes int
+	// RequiresActionTimeout is how long dynamic tool calls wait (default 5m).
+	RequiresActionTimeout time.Duration
 }
 
 // FromEnv returns a Config filled from the environment.
 func FromEnv() Config {
-	return Config{
-		Addr: os.Getenv("CHATD_ADDR"),
-		DB:   os.Getenv("CHATD_DB"),
+	c := Config{
+		Addr:           os.Getenv("CHATD_ADDR"),
+		DB:             os.Getenv("CHATD_DB"),
+		BootstrapToken: os.Getenv("CHATD_BOOTSTRAP_TOKEN"),
+		DefaultModel:   os.Getenv("CHATD_DEFAULT_MODEL"),
 	}
+	if v := os.Getenv("CHATD_MODELS"); v != "" {
+		c.Models = strings.Split(v, ",")
+	}
+	c.QueueLimit, _ = strconv.Atoi(os.Getenv("CHATD_QUEUE_LIMIT"))
+	c.MaxBodyBytes, _ = strconv.ParseInt(os.Getenv("CHATD_MAX_BODY_BYTES"), 10, 64)
+	c.MaxTextBytes, _ = strconv.Atoi(os.Getenv("CHATD_MAX_TEXT_BYTES"))
+	c.RequiresActionTimeout, _ = time.ParseDuration(os.Getenv("CHATD_REQUIRES_ACTION_TIMEOUT"))
+	return c
 }
 
 func (c Config) withDefaults() Config {

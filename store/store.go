@@ -124,11 +124,17 @@ type Tx interface {
 	UserGet(ctx context.Context, id uuid.UUID) (User, error)
 	// UserGetByName reads a user by name.
 	UserGetByName(ctx context.Context, name string) (User, error)
+	// UserSetAdmin grants or revokes admin.
+	UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error
+	// UserCount counts users.
+	UserCount(ctx context.Context) (int64, error)
 
 	// TokenInsert stores a token's hash; the clear token never reaches the store.
 	TokenInsert(ctx context.Context, p TokenInsertParams) (Token, error)
 	// TokenGetByHash finds a token by its hash.
 	TokenGetByHash(ctx context.Context, hash []byte) (Token, error)
+	// TokenDeleteByHash removes one token and reports whether it existed.
+	TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error)
 	// TokenDeleteForUser removes all of a user's tokens and reports how many.
 	TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, error)
 

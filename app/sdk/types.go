@@ -101,3 +101,203 @@ type ToolResult struct {
 	Output     json.RawMessage `json:"output"`
 	IsError    bool            `json:"is_error"`
 }
+
+// OrganizationID is the one built-in organization every chat belongs to.
+var OrganizationID = uuid.MustParse("00000000-0000-4000-8000-00000000c4a7")
+
+// Chat is a chat as the API returns it.
+type Chat struct {
+	ID                  uuid.UUID         `json:"id"`
+	OrganizationID      uuid.UUID         `json:"organization_id"`
+	OwnerID             uuid.UUID         `json:"owner_id"`
+	ParentChatID        *uuid.UUID        `json:"parent_chat_id"`
+	RootChatID          *uuid.UUID        `json:"root_chat_id"`
+	LastModelConfigID   *uuid.UUID        `json:"last_model_config_id"`
+	LastReasoningEffort *string           `json:"last_reasoning_effort"`
+	Title               string            `json:"title"`
+	TitleSource         string            `json:"title_source"`
+	TitleUpdatedAt      time.Time         `json:"title_updated_at"`
+	Status              ChatStatus        `json:"status"`
+	LastError           *ChatError        `json:"last_error"`
+	Retry               *ChatRetry        `json:"retry,omitempty"`
+	Archived            bool              `json:"archived"`
+	PinOrder            int64             `json:"pin_order"`
+	Labels              map[string]string `json:"labels"`
+	CreatedAt           time.Time         `json:"created_at"`
+	UpdatedAt           time.Time         `json:"updated_at"`
+	Children            []Chat            `json:"children"`
+	WorkspaceID         *uuid.UUID        `json:"workspace_id"`
+	// RequiresActionDeadlineAt is set while the chat waits for tool results.
+	RequiresActionDeadlineAt *time.Time `json:"requires_action_deadline_at,omitempty"`
+	// SnapshotVersion lets clients order chat snapshots.
+	SnapshotVersion int64 `json:"snapshot_version"`
+}
+
+// ChatMessageUsage is the token accounting of a message.
+type ChatMessageUsage struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	TotalTokens         int64 `json:"total_tokens"`
+	ReasoningTokens     int64 `json:"reasoning_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	ContextLimit        int64 `json:"context_limit"`
+}
+
+// ChatMessage is a message of a chat's history.
+type ChatMessage struct {
+	ID              int64             `json:"id"`
+	ChatID          uuid.UUID         `json:"chat_id"`
+	CreatedBy       *uuid.UUID        `json:"created_by"`
+	ModelConfigID   *uuid.UUID        `json:"model_config_id"`
+	CreatedAt       time.Time         `json:"created_at"`
+	Role            string            `json:"role"`
+	Content         []ChatMessagePart `json:"content"`
+	Usage           *ChatMessageUsage `json:"usage,omitempty"`
+	QueuedMessageID *int64            `json:"queued_message_id,omitempty"`
+	ReasoningEffort *string           `json:"reasoning_effort,omitempty"`
+	// Compressed marks the visible half of a compaction or clear boundary.
+	Compressed bool `json:"compressed,omitempty"`
+}
+
+// ChatQueuedMessage is a message waiting in a chat's queue.
+type ChatQueuedMessage struct {
+	ID            int64             `json:"id"`
+	ChatID        uuid.UUID         `json:"chat_id"`
+	ModelConfigID *uuid.UUID        `json:"model_config_id"`
+	Content       []ChatMessagePart `json:"content"`
+	CreatedAt     time.Time         `json:"created_at"`
+}
+
+// CreateChatRequest is the body of POST /chats.
+type CreateChatRequest struct {
+	OrganizationID     uuid.UUID         `json:"organization_id,omitempty"`
+	Content            []ChatMessagePart `json:"content"`
+	Title              string            `json:"title,omitempty"`
+	SystemPrompt       string            `json:"system_prompt,omitempty"`
+	ModelConfigID      *uuid.UUID        `json:"model_config_id,omitempty"`
+	ReasoningEffort    string            `json:"reasoning_effort,omitempty"`
+	Labels             map[string]string `json:"labels,omitempty"`
+	UnsafeDynamicTools []DynamicTool     `json:"unsafe_dynamic_tools,omitempty"`
+	ParentChatID       *uuid.UUID        `json:"parent_chat_id,omitempty"`
+	RequestID          *uuid.UUID        `json:"request_id,omitempty"`
+}
+
+// UpdateChatRequest is the body of PATCH /chats/{chat}.
+type UpdateChatRequest struct {
+	Title    *string            `json:"title,omitempty"`
+	Archived *bool              `json:"archived,omitempty"`
+	PinOrder *int64             `json:"pin_order,omitempty"`
+	Labels   *map[string]string `json:"labels,omitempty"`
+}
+
+// Busy behaviours of CreateChatMessageRequest.
+const (
+	BusyBehaviorQueue     = "queue"
+	BusyBehaviorInterrupt = "interrupt"
+)
+
+// CreateChatMessageRequest is the body of POST /chats/{chat}/messages.
+type CreateChatMessageRequest struct {
+	Content         []ChatMessagePart `json:"content"`
+	BusyBehavior    string            `json:"busy_behavior,omitempty"`
+	ModelConfigID   *uuid.UUID        `json:"model_config_id,omitempty"`
+	ReasoningEffort string            `json:"reasoning_effort,omitempty"`
+	RequestID       *uuid.UUID        `json:"request_id,omitempty"`
+}
+
+// CreateChatMessageResponse is the answer of POST /chats/{chat}/messages.
+type CreateChatMessageResponse struct {
+	Message       *ChatMessage       `json:"message,omitempty"`
+	Messages      []ChatMessage      `json:"messages,omitempty"`
+	QueuedMessage *ChatQueuedMessage `json:"queued_message,omitempty"`
+	Queued        bool               `json:"queued"`
+	RequestID     *uuid.UUID         `json:"request_id,omitempty"`
+	Replayed      *bool              `json:"replayed,omitempty"`
+}
+
+// EditChatMessageRequest is the body of PATCH /chats/{chat}/messages/{message}.
+type EditChatMessageRequest struct {
+	Content         []ChatMessagePart `json:"content"`
+	ModelConfigID   *uuid.UUID        `json:"model_config_id,omitempty"`
+	ReasoningEffort string            `json:"reasoning_effort,omitempty"`
+}
+
+// EditChatMessageResponse is the answer of PATCH /chats/{chat}/messages/{message}.
+type EditChatMessageResponse struct {
+	Message           ChatMessage   `json:"message"`
+	Messages          []ChatMessage `json:"messages,omitempty"`
+	DeletedMessageIDs []int64       `json:"deleted_message_ids,omitempty"`
+}
+
+// ChatMessagesResponse is the answer of GET /chats/{chat}/messages.
+type ChatMessagesResponse struct {
+	Messages       []ChatMessage       `json:"messages"`
+	QueuedMessages []ChatQueuedMessage `json:"queued_messages"`
+	HasMore        bool                `json:"has_more"`
+}
+
+// SubmitToolResultsRequest is the body of POST /chats/{chat}/tool-results.
+type SubmitToolResultsRequest struct {
+	Results []ToolResult `json:"results"`
+}
+
+// ChatModel is one entry of GET /chats/models.
+type ChatModel struct {
+	ID          uuid.UUID `json:"id"`
+	Provider    string    `json:"provider"`
+	Model       string    `json:"model"`
+	DisplayName string    `json:"display_name"`
+	Default     bool      `json:"default"`
+}
+
+// ChatModelsResponse is the answer of GET /chats/models.
+type ChatModelsResponse struct {
+	Models []ChatModel `json:"models"`
+}
+
+// User is the authenticated user (GET /users/me).
+type User struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"username"`
+	Admin     bool      `json:"admin"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// LoginRequest exchanges an API token for a session cookie.
+type LoginRequest struct {
+	Token string `json:"token"`
+}
+
+// ValidationError names one bad field.
+type ValidationError struct {
+	Field  string `json:"field"`
+	Detail string `json:"detail"`
+}
+
+// Response is the body of every non-2xx answer.
+type Response struct {
+	Message     string            `json:"message"`
+	Detail      string            `json:"detail,omitempty"`
+	Code        string            `json:"code"`
+	Validations []ValidationError `json:"validations,omitempty"`
+}
+
+// Error codes of API.md.
+const (
+	CodeValidation           = "VALIDATION"
+	CodeChatArchived         = "CHAT_ARCHIVED"
+	CodeUnauthorized         = "UNAUTHORIZED"
+	CodeForbidden            = "FORBIDDEN"
+	CodeNotFound             = "NOT_FOUND"
+	CodeTransitionNotAllowed = "TRANSITION_NOT_ALLOWED"
+	CodeInvalidState         = "INVALID_STATE"
+	CodeNothingToCompact     = "NOTHING_TO_COMPACT"
+	CodeNothingToClear       = "NOTHING_TO_CLEAR"
+	CodeTooLarge             = "TOO_LARGE"
+	CodeQueueFull            = "QUEUE_FULL"
+	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
+	CodeInternal             = "INTERNAL"
+	CodeAuditUnavailable     = "AUDIT_UNAVAILABLE"
+	CodeLoopError            = "LOOP_ERROR"
+)

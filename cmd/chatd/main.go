@@ -32,6 +32,7 @@ const usage = `chatd: a durable backend for AI agent chats
 Usage:
   chatd [serve] [--addr ADDR] [--db PATH|URL]   serve the API and web UI (default)
   chatd migrate [--db PATH|URL] up|down|status  manage the database schema
+  chatd token create --user NAME [--admin]     print a new API token for NAME
 
 Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
 `
@@ -46,6 +47,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runServe(ctx, args, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, args, stdout, stderr)
+	case "token":
+		return runToken(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

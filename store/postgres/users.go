@@ -91,3 +91,33 @@ func (t *tx) TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, e
 	}
 	return tag.RowsAffected(), nil
 }
+
+// UserSetAdmin grants or revokes admin.
+func (t *tx) UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error {
+	tag, err := t.tx.Exec(ctx, `UPDATE users SET admin = $1 WHERE id = $2`, admin, id)
+	if err != nil {
+		return fmt.Errorf("set admin of user %s: %w", id, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return store.ErrNotFound
+	}
+	return nil
+}
+
+// UserCount counts users.
+func (t *tx) UserCount(ctx context.Context) (int64, error) {
+	var n int64
+	if err := t.tx.QueryRow(ctx, `SELECT COUNT(*) FROM users`).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count users: %w", translate(err))
+	}
+	return n, nil
+}
+
+// TokenDeleteByHash removes one token.
+func (t *tx) TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM api_tokens WHERE hash = $1`, hash)
+	if err != nil {
+		return 0, fmt.Errorf("delete token: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
+}

@@ -767,6 +767,22 @@ func (t *tx) UserGetByName(ctx context.Context, name string) (store.User, error)
 	return scanUser(t.tx.QueryRowContext(ctx, `SELECT id, name, admin, created_at FROM users WHERE name = ?`, name))
 }
 
+// UserSetAdmin grants or revokes admin.
+func (t *tx) UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error {
+	n, err := t.ExecRaw(ctx, `UPDATE users SET admin = ? WHERE id = ?`, boolInt(admin), id.String())
+	if err == nil && n == 0 {
+		return store.ErrNotFound
+	}
+	return err
+}
+
+// UserCount counts users.
+func (t *tx) UserCount(ctx context.Context) (int64, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&n)
+	return n, translate(err)
+}
+
 func scanToken(r rowScanner) (store.Token, error) {
 	var (
 		tok               store.Token
@@ -793,6 +809,11 @@ func (t *tx) TokenInsert(ctx context.Context, p store.TokenInsertParams) (store.
 func (t *tx) TokenGetByHash(ctx context.Context, hash []byte) (store.Token, error) {
 	return scanToken(t.tx.QueryRowContext(ctx, `SELECT id, user_id, hash, name, created_at
 		FROM api_tokens WHERE hash = ?`, hash))
+}
+
+// TokenDeleteByHash removes one token.
+func (t *tx) TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error) {
+	return t.ExecRaw(ctx, `DELETE FROM api_tokens WHERE hash = ?`, hash)
 }
 
 // TokenDeleteForUser removes a user's tokens.

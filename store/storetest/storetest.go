@@ -912,8 +912,24 @@ func testUsersAndTokens(t *testing.T, b *bundle) {
 		return err
 	})
 	require.ErrorIs(t, err, store.ErrConflict, "token hashes are unique")
+
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		n, err := tx.UserCount(b.ctx)
+		require.NoError(t, err)
+		require.Equal(t, int64(2), n)
+		require.NoError(t, tx.UserSetAdmin(b.ctx, b.user.ID, true))
+		u, err := tx.UserGet(b.ctx, b.user.ID)
+		require.NoError(t, err)
+		require.True(t, u.Admin)
+		require.ErrorIs(t, tx.UserSetAdmin(b.ctx, uuid.New(), true), store.ErrNotFound)
+		n, err = tx.TokenDeleteByHash(b.ctx, []byte{1, 2, 3})
+		require.Equal(t, int64(1), n)
+		return err
+	}))
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 		u, err := tx.UserGetByName(b.ctx, "root")
+		require.NoError(t, err)
+		_, err = tx.TokenInsert(b.ctx, store.TokenInsertParams{ID: uuid.New(), UserID: u.ID, Hash: []byte{4}, Now: b.now})
 		require.NoError(t, err)
 		n, err := tx.TokenDeleteForUser(b.ctx, u.ID)
 		require.Equal(t, int64(1), n)

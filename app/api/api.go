@@ -1,0 +1,142 @@
+// Package api serves chatd's HTTP API (API.md): chat routes under /api/v2
+// and /api/experimental, auth, health and metrics. Handlers translate
+// requests into chatstate transitions and map errors in one place.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// Defaults for Config's zero values.
+const (
+	DefaultMaxBodyBytes   = 1 << 20  // 1 MiB
+	DefaultMaxTextBytes   = 64 << 10 // 64 KiB of text per message
+	DefaultListLimit      = 50
+	MaxListLimit          = 500
+	DefaultMessagesLimit  = 100
+	DefaultFallbackLength = 60
+)
+
+// Config holds the API's limits. Zero values take the Defaults.
+type Config struct {
+	// MaxBodyBytes caps every request body (413 TOO_LARGE beyond).
+	MaxBodyBytes int64
+	// MaxTextBytes caps the text of one message (413 TOO_LARGE beyond).
+	MaxTextBytes int
+	// SecureCookies marks the session cookie Secure (behind TLS).
+	SecureCookies bool
+}
+
+// Models is the configured model list; the API validates model ids with it.
+type Models interface {
+	List() []sdk.ChatModel
+}
+
+// TitleGenerator is told about chats that got a fallback title so it can
+// generate a better one in the background. It must not block.
+type TitleGenerator interface {
+	GenerateTitle(chatID uuid.UUID)
+}
+
+// Deps are the API's collaborators.
+type Deps struct {
+	Machine *chatstate.Machine
+	Store   store.Store
+	Models  Models
+	Titles  TitleGenerator // optional
+	Log     *slog.Logger
+	Metrics *Metrics // optional
+	Now     func() time.Time
+}
+
+// Server is the HTTP API.
+type Server struct {
+	cfg  Config
+	deps Deps
+	mux  *http.ServeMux
+}
+
+// New builds the API handler.
+func New(cfg Config, deps Deps) *Server {
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxTextBytes == 0 {
+		cfg.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	if deps.Now == nil {
+		deps.Now = time.Now
+	}
+	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux()}
+	s.routes()
+	return s
+}
+
+// Handle registers an extra route (the app adds the UI and streams).
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+func (s *Server) routes() {
+	chat := func(method, path string, h func(http.ResponseWriter, *http.Request, *caller)) {
+		for _, prefix := range []string{"/api/v2", "/api/experimental"} {
+			s.mux.Handle(method+" "+prefix+path, s.instrument(method+" /api/*"+path, s.authed(h)))
+		}
+	}
+	chat("POST", "/chats", s.createChat)
+	chat("GET", "/chats", s.listChats)
+	chat("GET", "/chats/models", s.listModels)
+	chat("GET", "/chats/{chat}", s.getChat)
+	chat("PATCH", "/chats/{chat}", s.patchChat)
+	chat("DELETE", "/chats/{chat}", s.deleteChat)
+	chat("GET", "/chats/{chat}/messages", s.listMessages)
+	chat("POST", "/chats/{chat}/messages", s.sendMessage)
+	chat("PATCH", "/chats/{chat}/messages/{message}", s.editMessage)
+	chat("DELETE", "/chats/{chat}/queue/{queuedMessage}", s.deleteQueued)
+	chat("POST", "/chats/{chat}/queue/{queuedMessage}/promote", s.promoteQueued)
+	chat("POST", "/chats/{chat}/interrupt", s.interrupt)
+	chat("POST", "/chats/{chat}/tool-results", s.submitToolResults)
+	chat("POST", "/chats/{chat}/compact", s.compact)
+	chat("POST", "/chats/{chat}/clear", s.clear)
+	chat("POST", "/chats/{chat}/reconcile-invalid", s.reconcileInvalid)
+	chat("GET", "/users/me", s.me)
+
+	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
+		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", http.HandlerFunc(s.login)))
+		s.mux.Handle("POST "+prefix+"/auth/logout", s.instrument("POST /api/*/auth/logout", http.HandlerFunc(s.logout)))
+		// Unknown API paths answer JSON, not the UI's index page.
+		s.mux.Handle(prefix+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, r, errNotFoundRoute)
+		}))
+	}
+	s.mux.Handle("GET /healthz", s.instrument("GET /healthz", http.HandlerFunc(s.healthz)))
+	if s.deps.Metrics != nil {
+		s.mux.Handle("GET /metrics", s.deps.Metrics.Handler())
+	}
+}
+
+// ServeHTTP serves the API.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	err := s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+		_, err := tx.UserCount(r.Context())
+		return err
+	})
+	if err != nil {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "message": err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": s.deps.Store.Dialect()})
+}

@@ -1,0 +1,112 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// SessionCookie is the web UI's session cookie. It holds a session token
+// minted at login, so revoking it (logout) ends the session.
+const SessionCookie = "chatd_session"
+
+// caller is the authenticated user of a request.
+type caller struct {
+	user store.User
+}
+
+func (c *caller) owns(chat store.Chat) bool {
+	return c.user.Admin || chat.OwnerID == c.user.ID
+}
+
+// requestToken finds the token: Authorization: Bearer, then
+// Coder-Session-Token, then the session cookie.
+func requestToken(r *http.Request) string {
+	if h := r.Header.Get("Authorization"); h != "" {
+		if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(tok)
+		}
+	}
+	if tok := r.Header.Get("Coder-Session-Token"); tok != "" {
+		return tok
+	}
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		return c.Value
+	}
+	return ""
+}
+
+// Authenticate resolves the request's user (exported for the stream and UI).
+func (s *Server) Authenticate(r *http.Request) (store.User, error) {
+	return auth.Authenticate(r.Context(), s.deps.Store, requestToken(r))
+}
+
+type callerKey struct{}
+
+// authed wraps a handler that needs a user; it also caps the body.
+func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *caller)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.Authenticate(r)
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		c := &caller{user: u}
+		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)), c)
+	})
+}
+
+// login exchanges an API token for an HttpOnly SameSite=Strict cookie that
+// carries a fresh session token of the same user.
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	var req sdk.LoginRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	u, err := auth.Authenticate(r.Context(), s.deps.Store, req.Token)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	session, _, err := auth.CreateToken(r.Context(), s.deps.Store, u.Name, false, "web session")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: session, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: s.cfg.SecureCookies, MaxAge: 30 * 24 * 3600,
+	})
+	writeJSON(w, http.StatusOK, toUser(u))
+}
+
+// logout revokes the session token and clears the cookie.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		if err := auth.RevokeToken(r.Context(), s.deps.Store, c.Value); err != nil && !errors.Is(err, store.ErrNotFound) {
+			writeError(w, r, err)
+			return
+		}
+	}
+	http.SetCookie(w, &http.Cookie{
+		Name: SessionCookie, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: s.cfg.SecureCookies, MaxAge: -1,
+	})
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) me(w http.ResponseWriter, r *http.Request, c *caller) {
+	writeJSON(w, http.StatusOK, toUser(c.user))
+}
+
+func toUser(u store.User) sdk.User {
+	return sdk.User{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: u.CreatedAt}
+}

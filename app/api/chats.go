@@ -1,0 +1,613 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// Label limits: labels are small key/value tags for filtering.
+const (
+	maxLabels        = 32
+	maxLabelKeyLen   = 64
+	maxLabelValueLen = 256
+	maxTitleLen      = 200
+)
+
+// readChat reads a chat the caller may see; anything else is 404.
+func (s *Server) readChat(ctx context.Context, c *caller, tx store.Tx, id uuid.UUID) (store.Chat, error) {
+	chat, err := tx.ChatGet(ctx, id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !c.owns(chat)) {
+		return store.Chat{}, errChatNotFound
+	}
+	return chat, err
+}
+
+// transition runs fn as one bundle on a chat the caller may see, and
+// returns the chat as committed.
+func (s *Server) transition(r *http.Request, c *caller, id uuid.UUID, fn func(t *chatstate.Tx) error) (store.Chat, error) {
+	ctx := r.Context()
+	var chat store.Chat
+	err := s.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+		if _, err := s.readChat(ctx, c, t.Store(), id); err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		var err error
+		chat, err = t.Store().ChatGet(ctx, id)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil // deleted by fn
+		}
+		return err
+	})
+	return chat, err
+}
+
+func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
+	var req sdk.CreateChatRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	parts, err := s.inputParts(req.Content, true)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	model := optUUID(req.ModelConfigID)
+	if err := errors.Join(s.checkModel("model_config_id", model), checkEffort("reasoning_effort", req.ReasoningEffort),
+		checkLabels(req.Labels), checkTitle(req.Title, true)); err != nil {
+		writeError(w, r, firstError(err))
+		return
+	}
+	tools, err := dynamicTools(req.UnsafeDynamicTools)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p := chatstate.CreateParams{
+		OwnerID: c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
+		Labels: req.Labels, DynamicTools: tools,
+		Input: chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
+			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort},
+		Title: strings.TrimSpace(req.Title), TitleSource: store.TitleSourceUser,
+	}
+	generate := p.Title == ""
+	if generate {
+		p.Title, p.TitleSource = chatstate.FallbackTitle(firstText(parts), DefaultFallbackLength), store.TitleSourceFallback
+	}
+	var res chatstate.CreateResult
+	err = s.deps.Machine.Do(r.Context(), func(t *chatstate.Tx) error {
+		if p.ParentChatID.Valid {
+			if _, err := s.readChat(r.Context(), c, t.Store(), p.ParentChatID.UUID); err != nil {
+				return validation("parent_chat_id", "the parent chat does not exist")
+			}
+		}
+		var err error
+		res, err = t.Create(p)
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if generate && len(parts) > 0 && s.deps.Titles != nil {
+		s.deps.Titles.GenerateTitle(res.Chat.ID)
+	}
+	writeJSON(w, http.StatusCreated, ToChat(res.Chat))
+}
+
+func firstText(parts []sdk.ChatMessagePart) string {
+	for _, p := range parts {
+		if p.Type == sdk.PartText && strings.TrimSpace(p.Text) != "" {
+			return p.Text
+		}
+	}
+	return ""
+}
+
+func firstError(err error) error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		if errs := j.Unwrap(); len(errs) > 0 {
+			return errs[0]
+		}
+	}
+	return err
+}
+
+func checkTitle(title string, allowEmpty bool) error {
+	t := strings.TrimSpace(title)
+	switch {
+	case t == "" && !allowEmpty:
+		return validation("title", "title is empty")
+	case len([]rune(t)) > maxTitleLen:
+		return validation("title", fmt.Sprintf("title is longer than %d characters", maxTitleLen))
+	}
+	return nil
+}
+
+func checkLabels(labels map[string]string) error {
+	if len(labels) > maxLabels {
+		return validation("labels", fmt.Sprintf("at most %d labels", maxLabels))
+	}
+	for k, v := range labels {
+		switch {
+		case k == "" || len(k) > maxLabelKeyLen || strings.ContainsAny(k, ":\x00"):
+			return validation("labels", fmt.Sprintf("label key %q must be 1-%d characters without ':'", k, maxLabelKeyLen))
+		case len(v) > maxLabelValueLen || strings.ContainsRune(v, 0):
+			return validation("labels", fmt.Sprintf("label %q: value longer than %d characters", k, maxLabelValueLen))
+		}
+	}
+	return nil
+}
+
+func dynamicTools(tools []sdk.DynamicTool) (json.RawMessage, error) {
+	if len(tools) == 0 {
+		return nil, nil
+	}
+	seen := map[string]bool{}
+	for i, t := range tools {
+		field := fmt.Sprintf("unsafe_dynamic_tools[%d]", i)
+		if t.Name == "" || len(t.Name) > 64 || strings.ContainsFunc(t.Name, func(r rune) bool {
+			return !(r == '_' || r == '-' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		}) {
+			return nil, validation(field+".name", fmt.Sprintf("tool name %q must be 1-64 of [A-Za-z0-9_-]", t.Name))
+		}
+		if seen[t.Name] {
+			return nil, validation(field+".name", fmt.Sprintf("duplicate tool name %q", t.Name))
+		}
+		seen[t.Name] = true
+		if len(t.InputSchema) > 0 {
+			var schema map[string]any
+			if err := json.Unmarshal(t.InputSchema, &schema); err != nil {
+				return nil, validation(field+".input_schema", "input_schema must be a JSON object")
+			}
+		}
+	}
+	return json.Marshal(tools)
+}
+
+func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
+	q := r.URL.Query()
+	p := store.ChatListParams{Query: strings.TrimSpace(q.Get("q"))}
+	if !c.user.Admin {
+		p.OwnerID = uuid.NullUUID{UUID: c.user.ID, Valid: true}
+	}
+	switch a := q.Get("archived"); a {
+	case "", "false":
+		no := false
+		p.Archived = &no
+	case "true":
+		yes := true
+		p.Archived = &yes
+	case "all":
+	default:
+		writeError(w, r, validation("archived", fmt.Sprintf("%q must be true, false or all", a)))
+		return
+	}
+	for _, l := range q["label"] {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok || k == "" {
+			writeError(w, r, validation("label", fmt.Sprintf("%q must be key:value", l)))
+			return
+		}
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[k] = v
+	}
+	limit, err := queryInt(r, "limit", DefaultListLimit, 1, MaxListLimit)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	p.Limit = int(limit)
+	if raw := q.Get("after_id"); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil {
+			writeError(w, r, validation("after_id", fmt.Sprintf("%q is not a valid UUID", raw)))
+			return
+		}
+		p.AfterID = uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}
+	}
+	var chats []store.Chat
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+		var err error
+		chats, err = tx.ChatList(r.Context(), p)
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	out := make([]sdk.Chat, 0, len(chats))
+	for _, ch := range chats {
+		out = append(out, ToChat(ch))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) {
+	writeJSON(w, http.StatusOK, sdk.ChatModelsResponse{Models: s.deps.Models.List()})
+}
+
+func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var out sdk.Chat
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+		chat, err := s.readChat(r.Context(), c, tx, id)
+		if err != nil {
+			return err
+		}
+		out = ToChat(chat)
+		family, err := tx.ChatDescendants(r.Context(), chat.Root())
+		for _, f := range family {
+			if f.ParentChatID.Valid && f.ParentChatID.UUID == id {
+				out.Children = append(out.Children, ToChat(f))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var req sdk.UpdateChatRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if req.Title != nil {
+		if err := checkTitle(*req.Title, false); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
+	if req.Labels != nil {
+		if err := checkLabels(*req.Labels); err != nil {
+			writeError(w, r, err)
+			return
+		}
+	}
+	if req.PinOrder != nil && *req.PinOrder < 0 {
+		writeError(w, r, validation("pin_order", "pin_order must be >= 0 (0 unpins)"))
+		return
+	}
+	now := s.deps.Now().UTC()
+	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
+		ctx := r.Context()
+		chat, err := t.Store().ChatGet(ctx, id)
+		if err != nil {
+			return err
+		}
+		// Only a change of archived is a transition.
+		if req.Archived != nil && *req.Archived != chat.Archived {
+			if err := t.SetArchivedFamily(id, *req.Archived); err != nil {
+				return err
+			}
+		}
+		if req.Title != nil {
+			if _, err := chatstate.WriteTitle(ctx, t.Store(), id, strings.TrimSpace(*req.Title), store.TitleSourceUser, now); err != nil {
+				return err
+			}
+		}
+		var p store.ChatPatch
+		if req.Labels != nil {
+			p.Labels = store.Some(*req.Labels)
+		}
+		if req.PinOrder != nil {
+			p.PinOrder = store.Some(*req.PinOrder)
+		}
+		_, err = t.Store().ChatUpdate(ctx, id, p)
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if _, err := s.transition(r, c, id, func(t *chatstate.Tx) error { return t.Delete(id) }); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	limit, err := queryInt(r, "limit", DefaultMessagesLimit, 1, MaxListLimit)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	before, err := queryInt(r, "before_id", 0, 0, 1<<62)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	after, err := queryInt(r, "after_id", 0, 0, 1<<62)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var resp sdk.ChatMessagesResponse
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+		ctx := r.Context()
+		if _, err := s.readChat(ctx, c, tx, id); err != nil {
+			return err
+		}
+		p := store.MessageListParams{AfterID: after, BeforeID: before, Limit: int(limit) + 1}
+		p.Descending = after == 0 // without after_id, page back from the newest
+		ms, err := tx.MessageList(ctx, id, p)
+		if err != nil {
+			return err
+		}
+		if resp.HasMore = len(ms) > int(limit); resp.HasMore {
+			ms = ms[:limit]
+		}
+		if p.Descending {
+			slices.Reverse(ms)
+		}
+		resp.Messages = ToMessages(ms)
+		queue, err := tx.QueueList(ctx, id)
+		resp.QueuedMessages = ToQueue(queue)
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
+	parts, err := s.inputParts(content, false)
+	if err != nil {
+		return chatstate.UserInput{}, err
+	}
+	m := optUUID(model)
+	if err := s.checkModel("model_config_id", m); err != nil {
+		return chatstate.UserInput{}, err
+	}
+	if err := checkEffort("reasoning_effort", effort); err != nil {
+		return chatstate.UserInput{}, err
+	}
+	return chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
+		ModelConfigID: m, ReasoningEffort: effort}, nil
+}
+
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var req sdk.CreateChatMessageRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	busy, err := busyBehavior(req.BusyBehavior)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var (
+		res      chatstate.SendResult
+		retitled bool
+	)
+	now := s.deps.Now().UTC()
+	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
+		var err error
+		if res, err = t.SendMessage(id, in, busy); err != nil {
+			return err
+		}
+		// A chat created empty gets its fallback title from its first message.
+		chat, err := t.Store().ChatGet(r.Context(), id)
+		if err == nil && chat.TitleSource == store.TitleSourceFallback && chat.Title == chatstate.DefaultTitle {
+			title := chatstate.FallbackTitle(firstText(in.Content), DefaultFallbackLength)
+			retitled, err = chatstate.WriteTitle(r.Context(), t.Store(), id, title, store.TitleSourceFallback, now)
+		}
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if retitled && s.deps.Titles != nil {
+		s.deps.Titles.GenerateTitle(id)
+	}
+	resp := sdk.CreateChatMessageResponse{Queued: res.Queued != nil}
+	if res.Message != nil {
+		m := ToMessage(*res.Message)
+		resp.Message = &m
+	}
+	if res.Queued != nil {
+		q := ToQueued(*res.Queued)
+		resp.QueuedMessage = &q
+	}
+	if len(res.Promoted) > 0 {
+		resp.Messages = ToMessages(res.Promoted)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	msgID, err := pathInt(r, "message")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var req sdk.EditChatMessageRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var res chatstate.EditResult
+	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
+		var err error
+		res, err = t.EditMessage(id, msgID, in)
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, sdk.EditChatMessageResponse{
+		Message: ToMessage(res.Message), Messages: ToMessages([]store.Message{res.Message}), DeletedMessageIDs: res.DeletedIDs,
+	})
+}
+
+// queueAction parses {chat} and {queuedMessage} and runs fn.
+func (s *Server) queueAction(w http.ResponseWriter, r *http.Request, c *caller, status int, fn func(t *chatstate.Tx, chat uuid.UUID, qid int64) error) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	qid, err := pathInt(r, "queuedMessage")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if _, err := s.transition(r, c, id, func(t *chatstate.Tx) error { return fn(t, id, qid) }); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(status)
+}
+
+func (s *Server) deleteQueued(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.queueAction(w, r, c, http.StatusNoContent, func(t *chatstate.Tx, chat uuid.UUID, qid int64) error {
+		_, err := t.DeleteQueuedMessage(chat, qid)
+		return err
+	})
+}
+
+func (s *Server) promoteQueued(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.queueAction(w, r, c, http.StatusAccepted, func(t *chatstate.Tx, chat uuid.UUID, qid int64) error {
+		_, err := t.PromoteQueuedMessage(chat, qid)
+		return err
+	})
+}
+
+// chatAction runs a body-less transition and answers with the chat.
+func (s *Server) chatAction(w http.ResponseWriter, r *http.Request, c *caller, fn func(t *chatstate.Tx, chat uuid.UUID) error) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	chat, err := s.transition(r, c, id, func(t *chatstate.Tx) error { return fn(t, id) })
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ToChat(chat))
+}
+
+func (s *Server) interrupt(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
+		_, err := t.Interrupt(id)
+		return err
+	})
+}
+
+func (s *Server) compact(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
+		_, err := t.RequestCompaction(id)
+		return err
+	})
+}
+
+func (s *Server) clear(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
+		_, err := t.ClearContext(id, uuid.NullUUID{UUID: c.user.ID, Valid: true})
+		return err
+	})
+}
+
+func (s *Server) reconcileInvalid(w http.ResponseWriter, r *http.Request, c *caller) {
+	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
+		_, err := t.ReconcileInvalidState(id)
+		return err
+	})
+}
+
+func (s *Server) submitToolResults(w http.ResponseWriter, r *http.Request, c *caller) {
+	id, err := pathUUID(r, "chat")
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	var req sdk.SubmitToolResultsRequest
+	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	if len(req.Results) == 0 {
+		writeError(w, r, validation("results", "results is empty"))
+		return
+	}
+	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
+		_, err := t.CompleteRequiresAction(id, req.Results, uuid.NullUUID{UUID: c.user.ID, Valid: true})
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,101 @@
+package api
+
+import (
+	"encoding/json"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+func uuidPtr(u uuid.NullUUID) *uuid.UUID {
+	if !u.Valid {
+		return nil
+	}
+	id := u.UUID
+	return &id
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// ToChat projects a chat row to its wire form.
+func ToChat(c store.Chat) sdk.Chat {
+	out := sdk.Chat{
+		ID: c.ID, OrganizationID: sdk.OrganizationID, OwnerID: c.OwnerID,
+		ParentChatID: uuidPtr(c.ParentChatID), RootChatID: uuidPtr(c.RootChatID),
+		LastModelConfigID: uuidPtr(c.LastModelConfigID), LastReasoningEffort: strPtr(c.LastReasoningEffort),
+		Title: c.Title, TitleSource: string(c.TitleSource), TitleUpdatedAt: c.TitleUpdatedAt,
+		Status: sdk.ChatStatus(c.Status), Archived: c.Archived, PinOrder: c.PinOrder,
+		Labels: c.Labels, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Children: []sdk.Chat{},
+		RequiresActionDeadlineAt: c.RequiresActionDeadlineAt, SnapshotVersion: c.SnapshotVersion,
+	}
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	if c.LastError != nil {
+		var e sdk.ChatError
+		if json.Unmarshal(c.LastError, &e) == nil {
+			out.LastError = &e
+		}
+	}
+	if c.RetryState != nil {
+		var r sdk.ChatRetry
+		if json.Unmarshal(c.RetryState, &r) == nil {
+			out.Retry = &r
+		}
+	}
+	return out
+}
+
+// ToMessage projects a message row to its wire form.
+func ToMessage(m store.Message) sdk.ChatMessage {
+	out := sdk.ChatMessage{
+		ID: m.ID, ChatID: m.ChatID, CreatedBy: uuidPtr(m.CreatedBy), ModelConfigID: uuidPtr(m.ModelConfigID),
+		CreatedAt: m.CreatedAt, Role: m.Role, QueuedMessageID: m.QueuedMessageID,
+		ReasoningEffort: strPtr(m.ReasoningEffort), Compressed: m.Compressed,
+	}
+	if err := json.Unmarshal(m.Content, &out.Content); err != nil || out.Content == nil {
+		out.Content = []sdk.ChatMessagePart{}
+	}
+	if m.Usage != nil {
+		u := sdk.ChatMessageUsage(*m.Usage)
+		out.Usage = &u
+	}
+	return out
+}
+
+// ToMessages projects rows people may see: model-only rows are hidden.
+func ToMessages(ms []store.Message) []sdk.ChatMessage {
+	out := make([]sdk.ChatMessage, 0, len(ms))
+	for _, m := range ms {
+		if m.Deleted || m.Visibility == store.VisibilityModel {
+			continue
+		}
+		out = append(out, ToMessage(m))
+	}
+	return out
+}
+
+// ToQueued projects a queued message row to its wire form.
+func ToQueued(q store.QueuedMessage) sdk.ChatQueuedMessage {
+	out := sdk.ChatQueuedMessage{ID: q.ID, ChatID: q.ChatID, ModelConfigID: uuidPtr(q.ModelConfigID), CreatedAt: q.CreatedAt}
+	if err := json.Unmarshal(q.Content, &out.Content); err != nil || out.Content == nil {
+		out.Content = []sdk.ChatMessagePart{}
+	}
+	return out
+}
+
+// ToQueue projects a queue.
+func ToQueue(qs []store.QueuedMessage) []sdk.ChatQueuedMessage {
+	out := make([]sdk.ChatQueuedMessage, 0, len(qs))
+	for _, q := range qs {
+		out = append(out, ToQueued(q))
+	}
+	return out
+}

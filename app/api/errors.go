@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// apiError is an error with its HTTP answer already decided.
+type apiError struct {
+	status int
+	resp   sdk.Response
+}
+
+func (e *apiError) Error() string { return e.resp.Message }
+
+func newError(status int, code, message, detail string) *apiError {
+	return &apiError{status: status, resp: sdk.Response{Message: message, Detail: detail, Code: code}}
+}
+
+func validation(field, detail string) *apiError {
+	e := newError(http.StatusBadRequest, sdk.CodeValidation, "Invalid request: "+detail, detail)
+	e.resp.Validations = []sdk.ValidationError{{Field: field, Detail: detail}}
+	return e
+}
+
+var (
+	errNotFoundRoute = newError(http.StatusNotFound, sdk.CodeNotFound, "No such API route.", "")
+	errChatNotFound  = newError(http.StatusNotFound, sdk.CodeNotFound, "Chat not found.", "")
+)
+
+// writeError is the one place errors become HTTP answers. Transition
+// errors keep their detail ("SendMessage not allowed from A0").
+func writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		ae *apiError
+		te *chatstate.TransitionError
+		ve *chatstate.ValidationError
+	)
+	switch {
+	case errors.As(err, &ae):
+	case errors.As(err, &ve):
+		ae = validation(ve.Field, ve.Detail)
+	case errors.Is(err, auth.ErrUnauthenticated):
+		ae = newError(http.StatusUnauthorized, sdk.CodeUnauthorized, "Missing or invalid credentials.",
+			"Send Authorization: Bearer <token> (or Coder-Session-Token), or log in to the web UI.")
+	case errors.Is(err, chatstate.ErrNotFound):
+		ae = newError(http.StatusNotFound, sdk.CodeNotFound, "Not found.", err.Error())
+	case errors.Is(err, chatstate.ErrInvalidState):
+		ae = newError(http.StatusConflict, sdk.CodeInvalidState,
+			"The chat is in an invalid state; reconcile it with POST /chats/{chat}/reconcile-invalid.", err.Error())
+	case errors.Is(err, chatstate.ErrChatArchived):
+		ae = newError(http.StatusBadRequest, sdk.CodeChatArchived, "The chat is archived; unarchive it first.", err.Error())
+	case errors.As(err, &te):
+		ae = newError(http.StatusConflict, sdk.CodeTransitionNotAllowed,
+			"This action is not possible in the chat's current state.", te.Error())
+	case errors.Is(err, chatstate.ErrNothingToCompact):
+		ae = newError(http.StatusConflict, sdk.CodeNothingToCompact, "There is nothing to compact.",
+			"No assistant message follows the latest compaction or clear.")
+	case errors.Is(err, chatstate.ErrNothingToClear):
+		ae = newError(http.StatusConflict, sdk.CodeNothingToClear, "There is nothing to clear.",
+			"No message follows the latest compaction or clear.")
+	case errors.Is(err, chatstate.ErrQueueFull):
+		ae = newError(http.StatusTooManyRequests, sdk.CodeQueueFull,
+			"The chat's queue is full; wait for it to drain or delete queued messages.", err.Error())
+	case errors.Is(err, context.Canceled):
+		// The client went away; nobody reads this answer.
+		ae = newError(499, sdk.CodeInternal, "Request cancelled.", "")
+	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
+		ae = newError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
+			"The database is unavailable; the request's effects are unknown. Retry later.", err.Error())
+	default:
+		slog.Default().Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		ae = newError(http.StatusInternalServerError, sdk.CodeInternal, "Internal error.", err.Error())
+	}
+	writeJSON(w, ae.status, ae.resp)
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+}

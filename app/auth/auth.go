@@ -1,0 +1,157 @@
+// Package auth mints and checks chatd's API tokens. Tokens are random,
+// shown once, and stored only as SHA-256 hashes.
+package auth
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// TokenPrefix marks chatd tokens so they are recognisable in logs and leaks.
+const TokenPrefix = "chatd_"
+
+// AdminName is the user CHATD_BOOTSTRAP_TOKEN and the first start create.
+const AdminName = "admin"
+
+// ErrUnauthenticated: the token is missing, malformed or unknown.
+var ErrUnauthenticated = errors.New("unauthenticated")
+
+// NewToken returns a fresh random token.
+func NewToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:])
+	return TokenPrefix + base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// Hash is the stored form of a token.
+func Hash(token string) []byte {
+	h := sha256.Sum256([]byte(token))
+	return h[:]
+}
+
+// Authenticate returns the user a token belongs to.
+func Authenticate(ctx context.Context, s store.Store, token string) (store.User, error) {
+	token = strings.TrimSpace(token)
+	if token == "" || len(token) > 512 {
+		return store.User{}, ErrUnauthenticated
+	}
+	var u store.User
+	err := s.ReadTx(ctx, func(tx store.Tx) error {
+		tok, err := tx.TokenGetByHash(ctx, Hash(token))
+		if err != nil {
+			return err
+		}
+		u, err = tx.UserGet(ctx, tok.UserID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.User{}, ErrUnauthenticated
+	}
+	return u, err
+}
+
+// EnsureUser returns the user called name, creating it when absent. An
+// existing user is promoted to admin when admin is set.
+func EnsureUser(ctx context.Context, tx store.Tx, name string, admin bool, now time.Time) (store.User, error) {
+	u, err := tx.UserGetByName(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return tx.UserInsert(ctx, store.UserInsertParams{ID: uuid.New(), Name: name, Admin: admin, Now: now})
+	}
+	if err != nil || !admin || u.Admin {
+		return u, err
+	}
+	if err := tx.UserSetAdmin(ctx, u.ID, true); err != nil {
+		return u, fmt.Errorf("promote %s to admin: %w", name, err)
+	}
+	u.Admin = true
+	return u, nil
+}
+
+// CreateToken mints a token for user name (created if needed).
+func CreateToken(ctx context.Context, s store.Store, name string, admin bool, label string) (string, store.User, error) {
+	if strings.TrimSpace(name) == "" {
+		return "", store.User{}, errors.New("user name is empty")
+	}
+	token := NewToken()
+	var u store.User
+	err := s.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		if u, err = EnsureUser(ctx, tx, name, admin, time.Now()); err != nil {
+			return err
+		}
+		_, err = tx.TokenInsert(ctx, store.TokenInsertParams{
+			ID: uuid.New(), UserID: u.ID, Hash: Hash(token), Name: label, Now: time.Now(),
+		})
+		return err
+	})
+	return token, u, err
+}
+
+// RevokeToken deletes one token by its clear value.
+func RevokeToken(ctx context.Context, s store.Store, token string) error {
+	return s.InTx(ctx, func(tx store.Tx) error {
+		_, err := tx.TokenDeleteByHash(ctx, Hash(token))
+		return err
+	})
+}
+
+// Bootstrap prepares the admin user at start. With a bootstrap token, the
+// admin exists with exactly that token (idempotent across restarts) and
+// Bootstrap returns "". Without one, the first start (no users at all)
+// creates the admin with a new token and returns it to be printed once.
+func Bootstrap(ctx context.Context, s store.Store, bootstrapToken string) (string, error) {
+	now := time.Now()
+	if bootstrapToken != "" {
+		return "", s.InTx(ctx, func(tx store.Tx) error {
+			u, err := EnsureUser(ctx, tx, AdminName, true, now)
+			if err != nil {
+				return err
+			}
+			tok, err := tx.TokenGetByHash(ctx, Hash(bootstrapToken))
+			switch {
+			case err == nil && tok.UserID == u.ID:
+				return nil
+			case err == nil:
+				return fmt.Errorf("CHATD_BOOTSTRAP_TOKEN belongs to another user")
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
+			_, err = tx.TokenInsert(ctx, store.TokenInsertParams{
+				ID: uuid.New(), UserID: u.ID, Hash: Hash(bootstrapToken), Name: "bootstrap", Now: now,
+			})
+			return err
+		})
+	}
+	var token string
+	err := s.InTx(ctx, func(tx store.Tx) error {
+		if _, err := tx.UserGetByName(ctx, AdminName); err == nil {
+			return nil
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+		n, err := tx.UserCount(ctx)
+		if err != nil || n > 0 {
+			return err // users exist: not a first start
+		}
+		u, err := EnsureUser(ctx, tx, AdminName, true, now)
+		if err != nil {
+			return err
+		}
+		token = NewToken()
+		_, err = tx.TokenInsert(ctx, store.TokenInsertParams{
+			ID: uuid.New(), UserID: u.ID, Hash: Hash(token), Name: "first start", Now: now,
+		})
+		return err
+	})
+	return token, err
+}

@@ -1,0 +1,55 @@
+package chatstate
+
+import (
+	"context"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// DefaultTitle is the fallback title of a chat created without a message.
+const DefaultTitle = "New Chat"
+
+// FallbackTitle derives a title from the first prompt: its first line,
+// whitespace collapsed, cut at max runes on a word boundary.
+func FallbackTitle(prompt string, max int) string {
+	line := strings.TrimSpace(prompt)
+	if i := strings.IndexAny(line, "\r\n"); i >= 0 {
+		line = line[:i]
+	}
+	line = strings.Join(strings.FieldsFunc(line, unicode.IsSpace), " ")
+	if line == "" {
+		return DefaultTitle
+	}
+	runes := []rune(line)
+	if len(runes) <= max {
+		return line
+	}
+	cut := string(runes[:max])
+	if i := strings.LastIndex(cut, " "); i > max/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,.;:-") + "…"
+}
+
+// WriteTitle writes a title when the current source ranks the same as or
+// lower than src (fallback < generated < user). Titles are metadata: the
+// write takes no transition, sets title_updated_at and leaves updated_at.
+// It reports whether the title was written.
+func WriteTitle(ctx context.Context, tx store.Tx, chatID uuid.UUID, title string, src store.TitleSource, now time.Time) (bool, error) {
+	c, err := tx.ChatGet(ctx, chatID)
+	if err != nil {
+		return false, err
+	}
+	if c.TitleSource.Rank() > src.Rank() {
+		return false, nil
+	}
+	_, err = tx.ChatUpdate(ctx, chatID, store.ChatPatch{
+		Title: store.Some(title), TitleSource: store.Some(src), TitleUpdatedAt: store.Some(now),
+	})
+	return err == nil, err
+}
