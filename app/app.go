@@ -79,9 +79,23 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		s.Close()
 		return nil, fmt.Errorf("migrate %s: %w", describeDB(cfg.DB), err)
 	}
-	a := &App{cfg: cfg, log: log, store: s}
+	a, err := NewWithStore(ctx, cfg, s, logOut)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	return a, nil
+}
+
+// NewWithStore builds the app over an open, migrated store (tests use it
+// with isolated stores). Close closes the store.
+func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer) (*App, error) {
+	cfg = cfg.withDefaults()
+	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), store: s}
 	if err := a.init(ctx); err != nil {
-		a.Close()
+		if a.closePub != nil {
+			a.closePub()
+		}
 		return nil, err
 	}
 	return a, nil

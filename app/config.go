@@ -74,7 +74,8 @@ func (c Config) withDefaults() Config {
 
 // IsPostgres reports whether db names a PostgreSQL database.
 func IsPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://")
+	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") ||
+		strings.Contains(db, "dbname=") // a keyword/value DSN: host=... dbname=...
 }
 
 // describeDB is the DB for logs, without credentials.
