@@ -54,7 +54,7 @@ func NewModelList(names []string, def string) (*ModelList, error) {
 		if provider == DemoModelName {
 			display = "Demo (offline)"
 		}
-		l.models = append(l.models, sdk.ChatModel{ID: id, Provider: provider, Model: model, DisplayName: display})
+		l.models = append(l.models, sdk.ChatModel{ID: id, Provider: provider, Model: model, DisplayName: display, Enabled: true})
 		return nil
 	}
 	for _, n := range names {
@@ -81,7 +81,7 @@ func NewModelList(names []string, def string) (*ModelList, error) {
 	}
 	for i := range l.models {
 		if l.models[i].ID == defID {
-			l.models[i].Default = true
+			l.models[i].Default, l.models[i].IsDefault = true, true
 			l.models[0], l.models[i] = l.models[i], l.models[0]
 		}
 	}

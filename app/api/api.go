@@ -95,6 +95,7 @@ func (s *Server) routes() {
 	chat("POST", "/chats", s.createChat)
 	chat("GET", "/chats", s.listChats)
 	chat("GET", "/chats/models", s.listModels)
+	chat("GET", "/chats/model-configs", s.listModelConfigs)
 	chat("GET", "/chats/{chat}", s.getChat)
 	chat("PATCH", "/chats/{chat}", s.patchChat)
 	chat("DELETE", "/chats/{chat}", s.deleteChat)

@@ -181,11 +181,16 @@ func dynamicTools(tools []sdk.DynamicTool) (json.RawMessage, error) {
 
 func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 	q := r.URL.Query()
-	p := store.ChatListParams{Query: strings.TrimSpace(q.Get("q"))}
-	if !c.user.Admin {
+	text, archived, mine := parseChatQuery(q.Get("q"))
+	p := store.ChatListParams{Query: text}
+	if !c.user.Admin || mine {
 		p.OwnerID = uuid.NullUUID{UUID: c.user.ID, Valid: true}
 	}
-	switch a := q.Get("archived"); a {
+	a := q.Get("archived")
+	if a == "" {
+		a = archived
+	}
+	switch a {
 	case "", "false":
 		no := false
 		p.Archived = &no
@@ -239,8 +244,45 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// parseChatQuery splits q into free text and the search terms Coder's
+// clients put there: archived:true|false and source:created_by_me.
+func parseChatQuery(q string) (text, archived string, mine bool) {
+	var words []string
+	for _, w := range strings.Fields(q) {
+		switch {
+		case w == "archived:true" || w == "archived:false":
+			archived = strings.TrimPrefix(w, "archived:")
+		case w == "source:created_by_me":
+			mine = true
+		default:
+			words = append(words, w)
+		}
+	}
+	return strings.Join(words, " "), archived, mine
+}
+
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) {
-	writeJSON(w, http.StatusOK, sdk.ChatModelsResponse{Models: s.deps.Models.List()})
+	models := s.deps.Models.List()
+	resp := sdk.ChatModelsResponse{Models: models, Providers: []sdk.ChatModelProvider{}, UnsupportedProviders: []sdk.ChatModelProvider{}}
+	for _, m := range models {
+		i := slices.IndexFunc(resp.Providers, func(p sdk.ChatModelProvider) bool { return p.Provider == m.Provider })
+		if i < 0 {
+			resp.Providers = append(resp.Providers, sdk.ChatModelProvider{Provider: m.Provider, Available: true})
+			i = len(resp.Providers) - 1
+		}
+		resp.Providers[i].Models = append(resp.Providers[i].Models, m)
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// listModelConfigs answers Coder's GET /chats/model-configs.
+func (s *Server) listModelConfigs(w http.ResponseWriter, r *http.Request, c *caller) {
+	out := []sdk.ChatModelConfig{}
+	for _, m := range s.deps.Models.List() {
+		out = append(out, sdk.ChatModelConfig{ID: m.ID, Provider: m.Provider, Model: m.Model,
+			DisplayName: m.DisplayName, Enabled: true, IsDefault: m.Default, ContextLimit: m.ContextLimit})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) {

@@ -242,18 +242,45 @@ type SubmitToolResultsRequest struct {
 	Results []ToolResult `json:"results"`
 }
 
-// ChatModel is one entry of GET /chats/models.
+// ChatModel is one entry of GET /chats/models. IsDefault and Enabled
+// repeat Default in the names newer Coder clients read.
 type ChatModel struct {
-	ID          uuid.UUID `json:"id"`
-	Provider    string    `json:"provider"`
-	Model       string    `json:"model"`
-	DisplayName string    `json:"display_name"`
-	Default     bool      `json:"default"`
+	ID           uuid.UUID `json:"id"`
+	Provider     string    `json:"provider"`
+	Model        string    `json:"model"`
+	DisplayName  string    `json:"display_name"`
+	Default      bool      `json:"default"`
+	IsDefault    bool      `json:"is_default"`
+	Enabled      bool      `json:"enabled"`
+	ContextLimit int64     `json:"context_limit,omitempty"`
 }
 
-// ChatModelsResponse is the answer of GET /chats/models.
+// ChatModelProvider groups models by provider, the shape Coder's v2.36
+// client reads from GET /chats/models.
+type ChatModelProvider struct {
+	Provider  string      `json:"provider"`
+	Available bool        `json:"available"`
+	Models    []ChatModel `json:"models"`
+}
+
+// ChatModelsResponse is the answer of GET /chats/models: API.md's models
+// list, plus the providers grouping for Coder's client.
 type ChatModelsResponse struct {
-	Models []ChatModel `json:"models"`
+	Models               []ChatModel         `json:"models"`
+	Providers            []ChatModelProvider `json:"providers"`
+	UnsupportedProviders []ChatModelProvider `json:"unsupported_providers"`
+}
+
+// ChatModelConfig is one entry of GET /chats/model-configs (Coder's name for
+// the model list, which clients use to find a model_config_id).
+type ChatModelConfig struct {
+	ID           uuid.UUID `json:"id"`
+	Provider     string    `json:"provider"`
+	Model        string    `json:"model"`
+	DisplayName  string    `json:"display_name"`
+	Enabled      bool      `json:"enabled"`
+	IsDefault    bool      `json:"is_default"`
+	ContextLimit int64     `json:"context_limit"`
 }
 
 // User is the authenticated user (GET /users/me).
