@@ -117,6 +117,22 @@ type Tx interface {
 	// HeartbeatInsert records a runner's lease on a chat (Acquire's initial
 	// heartbeat), replacing an existing row for the same pair.
 	HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at time.Time) error
+	// HeartbeatRenew sets heartbeat_at = now for the given leases that are
+	// still fresh (heartbeat_at > cutoff) and whose chat is still owned by
+	// that runner; it returns the renewed ones. A stale lease is never revived.
+	HeartbeatRenew(ctx context.Context, leases []Lease, now, cutoff time.Time) ([]Lease, error)
+	// HeartbeatDeleteStale removes leases with heartbeat_at < cutoff.
+	HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error)
+
+	// ChatListAcquirable lists unarchived chats in a runnable status
+	// (running, interrupting, requires_action) that no live worker owns.
+	ChatListAcquirable(ctx context.Context, p AcquirableParams) ([]Chat, error)
+	// ChatCountOwned counts chats held by a live lease, split into root
+	// chats and subagent (child) chats, for the concurrent agent limiter.
+	ChatCountOwned(ctx context.Context, p AcquirableParams) (roots, subagents int64, err error)
+	// AdmissionLock serialises capacity admission until the transaction
+	// ends (a Postgres advisory lock; SQLite's writer lock already does).
+	AdmissionLock(ctx context.Context) error
 
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)
@@ -270,6 +286,23 @@ type ChatPatch struct {
 	LastModelConfigID        Opt[uuid.NullUUID]
 	LastReasoningEffort      Opt[string]
 	UpdatedAt                Opt[time.Time]
+}
+
+// Lease is a runner's ownership of a chat.
+type Lease struct {
+	ChatID   uuid.UUID
+	RunnerID uuid.UUID
+}
+
+// AcquirableParams say which owners count as alive. With LeaseCutoff set
+// (several replicas), an owner is alive while its heartbeat row for
+// (chat, runner) is newer than the cutoff. Without it (one process owns a
+// SQLite file), only Self is alive: any other worker id belongs to a
+// process that has died.
+type AcquirableParams struct {
+	Self        uuid.UUID
+	LeaseCutoff *time.Time
+	Limit       int
 }
 
 // ChatListParams filter and page the chat listing.

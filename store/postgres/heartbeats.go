@@ -3,9 +3,13 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chatd/chatd/store"
 )
 
 // HeartbeatInsert records a runner's lease on a chat, replacing the row of
@@ -20,4 +24,104 @@ func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at
 		return fmt.Errorf("insert heartbeat of chat %s runner %s: %w", chatID, runnerID, translate(err))
 	}
 	return nil
+}
+
+// HeartbeatRenew renews, in one statement, the fresh leases whose chat is
+// still owned by that runner (spec: "Heartbeat loop"), and returns them.
+func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
+	if len(leases) == 0 {
+		return nil, nil
+	}
+	chats := make([]uuid.UUID, len(leases))
+	runners := make([]uuid.UUID, len(leases))
+	for i, l := range leases {
+		chats[i], runners[i] = l.ChatID, l.RunnerID
+	}
+	rows, err := t.tx.Query(ctx, `
+		UPDATE chat_heartbeats hb SET heartbeat_at = $3
+		FROM unnest($1::uuid[], $2::uuid[]) AS runners(chat_id, runner_id)
+		JOIN chats c ON c.id = runners.chat_id AND c.runner_id = runners.runner_id AND c.worker_id IS NOT NULL
+		WHERE hb.chat_id = runners.chat_id AND hb.runner_id = runners.runner_id AND hb.heartbeat_at > $4
+		RETURNING hb.chat_id, hb.runner_id`, chats, runners, now, cutoff)
+	if err != nil {
+		return nil, fmt.Errorf("renew heartbeats: %w", translate(err))
+	}
+	return collect(rows, func(r pgx.Row) (store.Lease, error) {
+		var l store.Lease
+		err := r.Scan(&l.ChatID, &l.RunnerID)
+		return l, translate(err)
+	})
+}
+
+// HeartbeatDeleteStale removes stale leases.
+func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < $1`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("delete stale heartbeats: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// ownerAlive is the SQL condition "the chat's owner is alive".
+func ownerAlive(p store.AcquirableParams, a *args) string {
+	if p.LeaseCutoff != nil {
+		return `(c.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
+			WHERE hb.chat_id = c.id AND hb.runner_id = c.runner_id AND hb.heartbeat_at > ` + a.add(*p.LeaseCutoff) + `))`
+	}
+	return `(c.worker_id IS NOT NULL AND c.worker_id = ` + a.add(p.Self) + `)`
+}
+
+// ChatListAcquirable lists runnable chats without a live owner.
+func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) ([]store.Chat, error) {
+	var a args
+	alive := ownerAlive(p, &a)
+	limit := p.Limit
+	if limit <= 0 || limit > maxChatListLimit {
+		limit = defaultChatListLimit
+	}
+	rows, err := t.tx.Query(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
+		WHERE NOT c.archived AND c.status IN ('running', 'interrupting', 'requires_action')
+		AND NOT `+alive+` ORDER BY c.updated_at, c.id LIMIT `+a.add(limit), a...)
+	if err != nil {
+		return nil, fmt.Errorf("list acquirable chats: %w", translate(err))
+	}
+	return collect(rows, scanChat)
+}
+
+// ChatCountOwned counts chats held by a live owner.
+func (t *tx) ChatCountOwned(ctx context.Context, p store.AcquirableParams) (roots, subagents int64, err error) {
+	var a args
+	alive := ownerAlive(p, &a)
+	err = t.tx.QueryRow(ctx, `SELECT
+		COUNT(*) FILTER (WHERE c.parent_chat_id IS NULL),
+		COUNT(*) FILTER (WHERE c.parent_chat_id IS NOT NULL)
+		FROM chats c WHERE `+alive, a...).Scan(&roots, &subagents)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count owned chats: %w", translate(err))
+	}
+	return roots, subagents, nil
+}
+
+// admissionLockKey is the advisory lock key of capacity admission.
+const admissionLockKey = 0x63686174644c696d // "chatdLim"
+
+// AdmissionLock takes the transaction-scoped admission lock, waiting at
+// most 5 seconds (spec: "Concurrent agent limiter").
+func (t *tx) AdmissionLock(ctx context.Context) error {
+	if _, err := t.tx.Exec(ctx, `SET LOCAL lock_timeout = '5s'`); err != nil {
+		return fmt.Errorf("set lock_timeout: %w", translate(err))
+	}
+	if _, err := t.tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(admissionLockKey)); err != nil {
+		return fmt.Errorf("admission lock: %w", translate(err))
+	}
+	return nil
+}
+
+// qualified prefixes each column of a comma-separated list with alias.
+func qualified(alias, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
 }

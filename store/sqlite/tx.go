@@ -375,6 +375,74 @@ func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at
 	return err
 }
 
+// HeartbeatRenew renews fresh leases of chats their runner still owns.
+func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
+	var out []store.Lease
+	for _, l := range leases {
+		n, err := t.ExecRaw(ctx, `UPDATE chat_heartbeats SET heartbeat_at = ?
+			WHERE chat_id = ? AND runner_id = ? AND heartbeat_at > ?
+			AND EXISTS (SELECT 1 FROM chats c WHERE c.id = chat_heartbeats.chat_id
+				AND c.runner_id = chat_heartbeats.runner_id AND c.worker_id IS NOT NULL)`,
+			ts(now), l.ChatID.String(), l.RunnerID.String(), ts(cutoff))
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// HeartbeatDeleteStale removes stale leases.
+func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
+	return t.ExecRaw(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < ?`, ts(cutoff))
+}
+
+// ownerAlive is the SQL condition "the chat's owner is alive".
+func ownerAlive(p store.AcquirableParams, args *[]any) string {
+	if p.LeaseCutoff != nil {
+		*args = append(*args, ts(*p.LeaseCutoff))
+		return `(c.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
+			WHERE hb.chat_id = c.id AND hb.runner_id = c.runner_id AND hb.heartbeat_at > ?))`
+	}
+	*args = append(*args, p.Self.String())
+	return `(c.worker_id IS NOT NULL AND c.worker_id = ?)`
+}
+
+// ChatListAcquirable lists runnable chats without a live owner.
+func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) ([]store.Chat, error) {
+	var args []any
+	alive := ownerAlive(p, &args)
+	args = append(args, listLimit(p.Limit))
+	return t.queryChats(ctx, `SELECT `+prefixed("c.", chatColumns)+` FROM chats c
+		WHERE c.archived = 0 AND c.status IN ('running', 'interrupting', 'requires_action')
+		AND NOT `+alive+` ORDER BY c.updated_at, c.id LIMIT ?`, args...)
+}
+
+// ChatCountOwned counts chats held by a live owner.
+func (t *tx) ChatCountOwned(ctx context.Context, p store.AcquirableParams) (roots, subagents int64, err error) {
+	var args []any
+	alive := ownerAlive(p, &args)
+	err = t.tx.QueryRowContext(ctx, `SELECT
+		COALESCE(SUM(CASE WHEN c.parent_chat_id IS NULL THEN 1 ELSE 0 END), 0),
+		COALESCE(SUM(CASE WHEN c.parent_chat_id IS NULL THEN 0 ELSE 1 END), 0)
+		FROM chats c WHERE `+alive, args...).Scan(&roots, &subagents)
+	return roots, subagents, translate(err)
+}
+
+// AdmissionLock is a no-op: the IMMEDIATE transaction holds the writer lock.
+func (t *tx) AdmissionLock(ctx context.Context) error { return nil }
+
+// prefixed qualifies a comma-separated column list with a table alias.
+func prefixed(alias, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = alias + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // ChatDelete removes a chat and, through foreign keys, everything it owns.
 func (t *tx) ChatDelete(ctx context.Context, id uuid.UUID) error {
 	res, err := t.exec(ctx, `DELETE FROM chats WHERE id = ?`, id.String())

@@ -48,6 +48,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"MessageListPaging", testMessageList},
 		{"QueueOperations", testQueueOperations},
 		{"UsersAndTokens", testUsersAndTokens},
+		{"HeartbeatLeases", testHeartbeatLeases},
+		{"AcquirableAndOwned", testAcquirableAndOwned},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -935,4 +937,111 @@ func testUsersAndTokens(t *testing.T, b *bundle) {
 		require.Equal(t, int64(1), n)
 		return err
 	}))
+}
+
+func (b *bundle) own(t *testing.T, id, worker, runner uuid.UUID, at time.Time) {
+	t.Helper()
+	b.transition(t, id, func(tx store.Tx) error {
+		if _, err := tx.ChatUpdate(b.ctx, id, store.ChatPatch{
+			WorkerID: store.Some(uuid.NullUUID{UUID: worker, Valid: true}),
+			RunnerID: store.Some(uuid.NullUUID{UUID: runner, Valid: true}),
+		}); err != nil {
+			return err
+		}
+		return tx.HeartbeatInsert(b.ctx, id, runner, at)
+	})
+}
+
+func testHeartbeatLeases(t *testing.T, b *bundle) {
+	worker, r1, r2 := uuid.New(), uuid.New(), uuid.New()
+	t0 := b.now
+	b.own(t, b.chat.ID, worker, r1, t0)
+	other := b.newChat(t, nil)
+	b.own(t, other.ID, worker, r2, t0)
+	renew := func(now time.Time, leases ...store.Lease) []store.Lease {
+		var out []store.Lease
+		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+			var err error
+			out, err = tx.HeartbeatRenew(b.ctx, leases, now, now.Add(-30*time.Second))
+			return err
+		}))
+		return out
+	}
+	l1, l2 := store.Lease{ChatID: b.chat.ID, RunnerID: r1}, store.Lease{ChatID: other.ID, RunnerID: r2}
+	require.ElementsMatch(t, []store.Lease{l1, l2}, renew(t0.Add(9*time.Second), l1, l2))
+
+	// A lease whose chat moved to another runner is not renewed.
+	b.own(t, other.ID, worker, uuid.New(), t0.Add(10*time.Second))
+	require.Equal(t, []store.Lease{l1}, renew(t0.Add(18*time.Second), l1, l2))
+
+	// A stale lease is never revived.
+	require.Empty(t, renew(t0.Add(18*time.Second+31*time.Second), l1))
+	require.Empty(t, renew(t0.Add(60*time.Second), store.Lease{ChatID: uuid.New(), RunnerID: uuid.New()}))
+
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		n, err := tx.HeartbeatDeleteStale(b.ctx, t0.Add(10*time.Second))
+		require.Equal(t, int64(1), n, "only l2 (renewed at t0+9s) is older than the cutoff")
+		return err
+	}))
+}
+
+func testAcquirableAndOwned(t *testing.T, b *bundle) {
+	self, other := uuid.New(), uuid.New()
+	t0 := b.now
+	setStatus := func(id uuid.UUID, p store.ChatPatch) {
+		b.transition(t, id, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(b.ctx, id, p)
+			return err
+		})
+	}
+	unowned := b.chat.ID
+	ownedFresh := b.newChat(t, nil).ID
+	b.own(t, ownedFresh, other, uuid.New(), t0)
+	ownedStale := b.newChat(t, nil).ID
+	b.own(t, ownedStale, other, uuid.New(), t0.Add(-time.Minute))
+	ownedBySelf := b.newChat(t, nil).ID
+	b.own(t, ownedBySelf, self, uuid.New(), t0.Add(-time.Minute))
+	waiting := b.newChat(t, nil).ID
+	setStatus(waiting, store.ChatPatch{Status: store.Some(store.ChatStatusWaiting)})
+	archived := b.newChat(t, nil).ID
+	setStatus(archived, store.ChatPatch{Archived: store.Some(true)})
+	action := b.newChat(t, nil).ID
+	setStatus(action, store.ChatPatch{Status: store.Some(store.ChatStatusRequiresAction)})
+	child := b.newChat(t, func(p *store.ChatInsertParams) {
+		p.ParentChatID = uuid.NullUUID{UUID: unowned, Valid: true}
+		p.RootChatID = uuid.NullUUID{UUID: unowned, Valid: true}
+	}).ID
+	b.own(t, child, self, uuid.New(), t0)
+
+	list := func(p store.AcquirableParams) []uuid.UUID {
+		var ids []uuid.UUID
+		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+			require.NoError(t, tx.AdmissionLock(b.ctx))
+			cs, err := tx.ChatListAcquirable(b.ctx, p)
+			for _, c := range cs {
+				ids = append(ids, c.ID)
+			}
+			return err
+		}))
+		return ids
+	}
+	cutoff := t0.Add(-30 * time.Second)
+	require.ElementsMatch(t, []uuid.UUID{unowned, ownedStale, ownedBySelf, action},
+		list(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff}), "leases decide liveness")
+	require.ElementsMatch(t, []uuid.UUID{unowned, ownedFresh, ownedStale, action},
+		list(store.AcquirableParams{Self: self}), "without leases only Self is alive")
+
+	count := func(p store.AcquirableParams) (int64, int64) {
+		var r, s int64
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+			var err error
+			r, s, err = tx.ChatCountOwned(b.ctx, p)
+			return err
+		}))
+		return r, s
+	}
+	r, s := count(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff})
+	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedFresh is a root, child a subagent")
+	r, s = count(store.AcquirableParams{Self: self})
+	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedBySelf and child")
 }

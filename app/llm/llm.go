@@ -1,0 +1,215 @@
+// Package llm is the provider interface of chatd's agent loop. Providers
+// (openai/, anthropic/, demo/) turn a prompt into a streamed assistant
+// message; they know nothing of storage. llmtest/ holds fake wire servers.
+package llm
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+
+	"github.com/chatd/chatd/app/sdk"
+)
+
+// Roles of prompt messages.
+const (
+	RoleSystem    = "system"
+	RoleUser      = "user"
+	RoleAssistant = "assistant"
+	RoleTool      = "tool"
+)
+
+// Message is one prompt message. Parts use the wire part shapes:
+// text, reasoning, tool-call (ToolCallID, ToolName, Args) on assistant
+// messages and tool-result (ToolCallID, ToolName, Result, IsError) on tool
+// messages.
+type Message struct {
+	Role  string
+	Parts []sdk.ChatMessagePart
+}
+
+// Tool is a function the model may call.
+type Tool struct {
+	Name        string
+	Description string
+	InputSchema json.RawMessage // a JSON Schema object; {"type":"object"} when empty
+}
+
+// Request is one model invocation.
+type Request struct {
+	Model           string // the provider's model name
+	Messages        []Message
+	Tools           []Tool
+	ReasoningEffort string // "", minimal, low, medium, high, xhigh
+	MaxOutputTokens int    // 0 = provider default
+}
+
+// Usage is the token accounting of one invocation.
+type Usage struct {
+	InputTokens         int64
+	OutputTokens        int64
+	ReasoningTokens     int64
+	CacheCreationTokens int64
+	CacheReadTokens     int64
+}
+
+// Response is the complete assistant message of one invocation.
+type Response struct {
+	// Parts are the assembled parts: text and reasoning joined, tool calls
+	// with complete Args.
+	Parts        []sdk.ChatMessagePart
+	Usage        Usage
+	FinishReason string // "stop", "tool_calls", "length", "content_filter", ...
+}
+
+// ToolCalls returns the response's tool-call parts.
+func (r Response) ToolCalls() []sdk.ChatMessagePart {
+	var out []sdk.ChatMessagePart
+	for _, p := range r.Parts {
+		if p.Type == sdk.PartToolCall {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Provider streams a model's answer. onPart receives deltas as they arrive:
+// text and reasoning parts carrying the new text, tool-call parts carrying
+// ToolCallID and ToolName first and then ArgsDelta pieces. onPart may be nil.
+// Errors are *Error (use Classify for any error).
+type Provider interface {
+	// Name is the provider's name in model ids ("openai", "anthropic", "demo").
+	Name() string
+	Stream(ctx context.Context, req Request, onPart func(sdk.ChatMessagePart)) (Response, error)
+}
+
+// Error is a classified provider failure.
+type Error struct {
+	Kind       sdk.ChatErrorKind
+	Retryable  bool
+	StatusCode int
+	Provider   string
+	Message    string
+	Err        error
+}
+
+func (e *Error) Error() string {
+	msg := e.Message
+	if e.Provider != "" {
+		msg = e.Provider + ": " + msg
+	}
+	if e.StatusCode != 0 {
+		msg = fmt.Sprintf("%s (HTTP %d)", msg, e.StatusCode)
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// ChatError is the error as clients see it.
+func (e *Error) ChatError() sdk.ChatError {
+	return sdk.ChatError{Message: e.Message, Kind: e.Kind, Provider: e.Provider, Retryable: e.Retryable, StatusCode: e.StatusCode}
+}
+
+// FromStatus classifies an HTTP error answer of a provider.
+func FromStatus(provider string, status int, message string, err error) *Error {
+	e := &Error{Provider: provider, StatusCode: status, Message: message, Err: err, Kind: sdk.ChatErrorGeneric}
+	if e.Message == "" {
+		e.Message = http.StatusText(status)
+	}
+	switch {
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		e.Kind = sdk.ChatErrorAuth
+	case status == http.StatusTooManyRequests:
+		e.Kind, e.Retryable = sdk.ChatErrorRateLimit, true
+	case status == 529 || status == http.StatusServiceUnavailable:
+		e.Kind, e.Retryable = sdk.ChatErrorOverloaded, true
+	case status == http.StatusRequestTimeout || status == http.StatusGatewayTimeout:
+		e.Kind, e.Retryable = sdk.ChatErrorTimeout, true
+	case status >= 500:
+		e.Retryable = true
+	case status == http.StatusNotFound || status == http.StatusBadRequest || status == http.StatusUnprocessableEntity:
+		e.Kind = sdk.ChatErrorConfig
+	}
+	return e
+}
+
+// Classify turns any error from a provider call into an *Error. Context
+// cancellation is returned unchanged (it is not a provider failure).
+func Classify(provider string, err error) error {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	var netErr net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
+		return &Error{Provider: provider, Kind: sdk.ChatErrorTimeout, Retryable: true, Message: err.Error(), Err: err}
+	case errors.As(err, &netErr):
+		return &Error{Provider: provider, Kind: sdk.ChatErrorGeneric, Retryable: true, Message: err.Error(), Err: err}
+	}
+	return &Error{Provider: provider, Kind: sdk.ChatErrorGeneric, Retryable: true, Message: err.Error(), Err: err}
+}
+
+// Assembler joins streamed deltas into complete parts, in arrival order.
+// Providers use it to build Response.Parts from what they streamed.
+type Assembler struct {
+	parts []sdk.ChatMessagePart
+	calls map[string]int // tool_call_id -> index in parts
+	args  map[string][]byte
+}
+
+// Add records one delta.
+func (a *Assembler) Add(p sdk.ChatMessagePart) {
+	if a.calls == nil {
+		a.calls, a.args = map[string]int{}, map[string][]byte{}
+	}
+	switch p.Type {
+	case sdk.PartText, sdk.PartReasoning:
+		if n := len(a.parts); n > 0 && a.parts[n-1].Type == p.Type {
+			a.parts[n-1].Text += p.Text
+			return
+		}
+		a.parts = append(a.parts, sdk.ChatMessagePart{Type: p.Type, Text: p.Text})
+	case sdk.PartToolCall:
+		i, ok := a.calls[p.ToolCallID]
+		if !ok {
+			a.calls[p.ToolCallID] = len(a.parts)
+			a.parts = append(a.parts, sdk.ChatMessagePart{Type: sdk.PartToolCall, ToolCallID: p.ToolCallID, ToolName: p.ToolName})
+			i = len(a.parts) - 1
+		}
+		if p.ToolName != "" {
+			a.parts[i].ToolName = p.ToolName
+		}
+		a.args[p.ToolCallID] = append(a.args[p.ToolCallID], p.ArgsDelta...)
+		if len(p.Args) > 0 {
+			a.args[p.ToolCallID] = append([]byte(nil), p.Args...)
+		}
+	default:
+		a.parts = append(a.parts, p)
+	}
+}
+
+// Parts returns the assembled parts; tool-call args that are empty become
+// {} and args that are not valid JSON are kept as a JSON string.
+func (a *Assembler) Parts() []sdk.ChatMessagePart {
+	out := make([]sdk.ChatMessagePart, len(a.parts))
+	copy(out, a.parts)
+	for id, i := range a.calls {
+		raw := a.args[id]
+		switch {
+		case len(raw) == 0:
+			raw = []byte("{}")
+		case !json.Valid(raw):
+			raw, _ = json.Marshal(string(raw))
+		}
+		out[i].Args = json.RawMessage(raw)
+	}
+	return out
+}

@@ -1,0 +1,200 @@
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+)
+
+// Request is one request a Server received.
+type Request struct {
+	Method string
+	Path   string
+	Header http.Header
+	Body   []byte
+}
+
+// JSON decodes the body into a generic map, failing t when it is not a
+// JSON object.
+func (r Request) JSON(t testing.TB) map[string]any {
+	t.Helper()
+	var m map[string]any
+	r.Decode(t, &m)
+	return m
+}
+
+// Decode decodes the body into v, failing t on error.
+func (r Request) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("llmtest: decode request body %s: %v", r.Body, err)
+	}
+}
+
+// protocol is one provider's wire format.
+type protocol interface {
+	path() string
+	// check returns an HTTP status and message when the request is not one
+	// the real API would stream; 0 when it is fine.
+	check(body map[string]any) (int, string)
+	writeError(w http.ResponseWriter, status int, message string)
+	stream(s *streamer, body map[string]any, r Reply)
+}
+
+// Server is a fake provider API on a real HTTP listener. It records every
+// request and answers each with the next scripted Reply (the default reply
+// when the script is empty). Safe for concurrent use.
+type Server struct {
+	// URL is the base URL to put in the provider's Config.BaseURL
+	// (".../v1" for OpenAI, the server root for Anthropic).
+	URL string
+
+	proto  protocol
+	ts     *httptest.Server
+	closed chan struct{}
+	once   sync.Once
+
+	mu     sync.Mutex
+	script []Reply
+	def    Reply
+	reqs   []Request
+}
+
+func newServer(t testing.TB, proto protocol, basePath string, replies []Reply) *Server {
+	s := &Server{proto: proto, closed: make(chan struct{}), script: replies, def: DefaultReply()}
+	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.ts.URL + basePath
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Enqueue appends replies to the script.
+func (s *Server) Enqueue(replies ...Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.script = append(s.script, replies...)
+}
+
+// SetDefault sets the reply used when the script is empty.
+func (s *Server) SetDefault(r Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.def = r
+}
+
+// Requests returns the requests received so far, in arrival order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Pending returns how many scripted replies are still unused.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.script)
+}
+
+// Close releases hanging requests and shuts the server down. It is
+// registered with t.Cleanup; calling it earlier is fine.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.closed)
+		s.ts.Close()
+	})
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.proto.writeError(w, http.StatusBadRequest, "read body: "+err.Error())
+		return
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	reply := s.def
+	if len(s.script) > 0 {
+		reply, s.script = s.script[0], s.script[1:]
+	}
+	s.mu.Unlock()
+
+	if r.Method != http.MethodPost || r.URL.Path != s.proto.path() {
+		s.proto.writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		s.proto.writeError(w, http.StatusBadRequest, "body is not a JSON object: "+err.Error())
+		return
+	}
+	if status, msg := s.proto.check(m); status != 0 {
+		s.proto.writeError(w, status, msg)
+		return
+	}
+	if reply.status != 0 {
+		s.proto.writeError(w, reply.status, reply.message)
+		return
+	}
+	s.proto.stream(&streamer{w: w, r: r, closed: s.closed}, m, reply)
+}
+
+// streamer writes server-sent events; headers go out with the first event,
+// so a Hang before any event blocks before the response starts.
+type streamer struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	closed  <-chan struct{}
+	started bool
+}
+
+func (s *streamer) start() {
+	if s.started {
+		return
+	}
+	s.started = true
+	h := s.w.Header()
+	h.Set("Content-Type", "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	s.w.WriteHeader(http.StatusOK)
+}
+
+// event writes one event; name "" writes a data-only event.
+func (s *streamer) event(name string, data any) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		panic(fmt.Sprintf("llmtest: marshal event: %v", err))
+	}
+	if name != "" {
+		s.raw("event: " + name + "\ndata: " + string(b) + "\n\n")
+		return
+	}
+	s.raw("data: " + string(b) + "\n\n")
+}
+
+func (s *streamer) raw(text string) {
+	s.start()
+	_, _ = io.WriteString(s.w, text)
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// hang flushes what was written and blocks until the client goes away or
+// the server closes.
+func (s *streamer) hang(h *hangSignal) {
+	if s.started {
+		if f, ok := s.w.(http.Flusher); ok {
+			f.Flush()
+		}
+	}
+	h.start()
+	select {
+	case <-s.r.Context().Done():
+	case <-s.closed:
+	}
+}

@@ -1,0 +1,617 @@
+// Package partbuf is the message part buffer: a replica-local, in-memory store
+// of the streaming message parts of each LLM response, keyed by episode
+// (chat_id, history_version, generation_attempt).
+//
+// The generation goroutine adds parts best-effort while the provider streams;
+// stream endpoints subscribe to an episode and receive its parts, numbered
+// from 1 without gaps; the interrupt goroutine closes the episode and reads
+// what was buffered. Closed episodes are garbage collected once nobody reads
+// them any more.
+package partbuf
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/sdk"
+)
+
+// Defaults for Config's zero values.
+const (
+	// DefaultMaxBytes caps an episode's parts, measured as the sum of the
+	// parts' JSON encodings (1 MiB).
+	DefaultMaxBytes = 1 << 20
+	// DefaultCollectAfter is the minimum time a closed episode is kept.
+	DefaultCollectAfter = 15 * time.Second
+	// DefaultCollectInterval is how often the garbage collection goroutine runs.
+	DefaultCollectInterval = 5 * time.Second
+	// DefaultSubscriberTimeout is how long a subscriber may take to accept a
+	// part before its channel is closed.
+	DefaultSubscriberTimeout = 10 * time.Second
+)
+
+// Errors returned by Buffer methods, wrapped with the episode they concern.
+var (
+	ErrEpisodeExists   = errors.New("episode already exists")
+	ErrEpisodeNotFound = errors.New("episode not found")
+	ErrEpisodeClosed   = errors.New("episode closed")
+	ErrEpisodeFull     = errors.New("episode full")
+)
+
+// Episode identifies one LLM response: one generation attempt of a chat at a
+// history version.
+type Episode struct {
+	ChatID            uuid.UUID
+	HistoryVersion    int64
+	GenerationAttempt int64
+}
+
+// String formats the episode for errors and logs.
+func (e Episode) String() string {
+	return fmt.Sprintf("%s/%d/%d", e.ChatID, e.HistoryVersion, e.GenerationAttempt)
+}
+
+// Part is a message part as delivered to subscribers: its content and its
+// position in the episode, starting at 1.
+type Part struct {
+	Seq     int64
+	Content sdk.ChatMessagePart
+}
+
+// ToolTiming is when one tool call occurrence of an episode started and
+// finished. A zero time means the event was not recorded.
+type ToolTiming struct {
+	CallIndex   int
+	StartedAt   time.Time
+	CompletedAt time.Time
+}
+
+// Config tunes a Buffer. Zero values take the Default constants.
+type Config struct {
+	// MaxBytes caps each episode's parts, summing their JSON encodings.
+	MaxBytes int
+	// CollectAfter is the minimum age of a closed episode before garbage
+	// collection may remove it (and only once it has no subscribers).
+	CollectAfter time.Duration
+	// CollectInterval is the period of the garbage collection goroutine,
+	// which calls Collect with Now().
+	CollectInterval time.Duration
+	// SubscriberTimeout bounds how long a subscription waits for its reader
+	// to accept one part; past it, the subscription's channel is closed.
+	SubscriberTimeout time.Duration
+	// Now is the clock for close and model invocation stamps and for the
+	// garbage collection goroutine; time.Now when nil.
+	Now func() time.Time
+}
+
+// Buffer is the message part buffer. It is safe for concurrent use. Its
+// garbage collection goroutine runs between Start and Stop; subscriptions
+// work without it.
+type Buffer struct {
+	cfg Config
+
+	// mu guards episodes, the episodes' subscriber counts, started and
+	// stopped. It is taken before any episode's mu.
+	mu       sync.RWMutex
+	episodes map[Episode]*episode
+	started  bool
+	stopped  bool
+
+	done chan struct{} // closed by Stop
+	wg   sync.WaitGroup
+
+	// Test hooks, set before use.
+	afterCollect func(removed int)
+	onSlowDrop   func(Episode)
+}
+
+// episode is one episode's state. Every field but subscribers is guarded by
+// mu; subscribers is guarded by Buffer.mu.
+type episode struct {
+	mu sync.RWMutex
+	// created is false while the entry exists only for subscribers waiting
+	// for the episode to be created.
+	created   bool
+	closed    bool
+	full      bool // once a part did not fit, later parts are refused too
+	closedAt  time.Time
+	invokedAt time.Time
+	size      int
+	// parts only grows: delivery goroutines read elements below the length
+	// they observed under mu without holding it.
+	parts []Part
+	tools map[int]ToolTiming
+
+	// wake is closed and replaced when parts are added or the episode
+	// closes, if a delivery goroutine took it (waiting is set). Readers take
+	// it under the read lock, so waiting is atomic.
+	wake    chan struct{}
+	waiting atomic.Bool
+
+	subscribers int
+}
+
+func newEpisode() *episode {
+	return &episode{wake: make(chan struct{})}
+}
+
+// broadcast wakes the delivery goroutines waiting on e. Call with e.mu held.
+func (e *episode) broadcast() {
+	if e.waiting.Load() {
+		close(e.wake)
+		e.wake = make(chan struct{})
+		e.waiting.Store(false)
+	}
+}
+
+// New returns an empty Buffer.
+func New(cfg Config) *Buffer {
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if cfg.CollectAfter == 0 {
+		cfg.CollectAfter = DefaultCollectAfter
+	}
+	if cfg.CollectInterval == 0 {
+		cfg.CollectInterval = DefaultCollectInterval
+	}
+	if cfg.SubscriberTimeout == 0 {
+		cfg.SubscriberTimeout = DefaultSubscriberTimeout
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Buffer{
+		cfg:      cfg,
+		episodes: make(map[Episode]*episode),
+		done:     make(chan struct{}),
+	}
+}
+
+// Start runs the garbage collection goroutine until ctx is done or Stop is
+// called. It may be called once.
+func (b *Buffer) Start(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return errors.New("partbuf: start after stop")
+	}
+	if b.started {
+		return errors.New("partbuf: already started")
+	}
+	b.started = true
+	b.wg.Add(1)
+	go b.collectLoop(ctx)
+	return nil
+}
+
+// Stop ends the garbage collection goroutine and every subscription, closing
+// their channels, and waits for them to exit. Later subscriptions get a
+// closed channel. The other methods keep working. Stop is idempotent.
+func (b *Buffer) Stop() {
+	b.mu.Lock()
+	if !b.stopped {
+		b.stopped = true
+		close(b.done)
+	}
+	b.mu.Unlock()
+	b.wg.Wait()
+}
+
+func (b *Buffer) collectLoop(ctx context.Context) {
+	defer b.wg.Done()
+	t := time.NewTicker(b.cfg.CollectInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-b.done:
+			return
+		case <-t.C:
+			n := b.Collect(b.cfg.Now())
+			if b.afterCollect != nil {
+				b.afterCollect(n)
+			}
+		}
+	}
+}
+
+// Collect removes the episodes closed at least CollectAfter before now that
+// have no subscribers, and returns how many it removed. The garbage
+// collection goroutine calls it; tests call it with their own clock.
+func (b *Buffer) Collect(now time.Time) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	removed := 0
+	for key, e := range b.episodes {
+		if e.subscribers > 0 {
+			continue
+		}
+		e.mu.RLock()
+		expired := e.closed && now.Sub(e.closedAt) >= b.cfg.CollectAfter
+		e.mu.RUnlock()
+		if expired {
+			delete(b.episodes, key)
+			removed++
+		}
+	}
+	return removed
+}
+
+// lookup returns the episode's entry, which may be a placeholder for
+// waiting subscribers (created false), or nil.
+func (b *Buffer) lookup(ep Episode) *episode {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.episodes[ep]
+}
+
+// CreateEpisode creates an empty, open episode. It must precede AddPart and
+// fails with ErrEpisodeExists if the episode was already created or closed.
+func (b *Buffer) CreateEpisode(ep Episode) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.episodes[ep]
+	if e == nil {
+		e = newEpisode()
+		e.created = true
+		b.episodes[ep] = e
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.created {
+		return fmt.Errorf("create episode %s: %w", ep, ErrEpisodeExists)
+	}
+	e.created = true
+	return nil
+}
+
+// CloseEpisode closes an episode so that no more parts can be added and its
+// subscriptions end once they have delivered every part. Closing an unknown
+// episode creates it closed, so that a close racing a create wins whatever
+// the order; closing a closed episode does nothing.
+func (b *Buffer) CloseEpisode(ep Episode) {
+	now := b.cfg.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e := b.episodes[ep]
+	if e == nil {
+		e = newEpisode()
+		b.episodes[ep] = e
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return
+	}
+	e.created = true
+	e.closed = true
+	e.closedAt = now
+	e.broadcast()
+}
+
+// AddPart appends a part to an open episode. It fails with
+// ErrEpisodeNotFound, ErrEpisodeClosed, or ErrEpisodeFull when the part would
+// take the episode past MaxBytes; once full, an episode refuses every later
+// part, so that what it holds stays a prefix of the response. The buffer
+// keeps its own copy of the part.
+func (b *Buffer) AddPart(ep Episode, part sdk.ChatMessagePart) error {
+	encoded, err := json.Marshal(part)
+	if err != nil {
+		return fmt.Errorf("add part to episode %s: encode: %w", ep, err)
+	}
+	part = clonePart(part)
+
+	e := b.lookup(ep)
+	if e == nil {
+		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeNotFound)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case !e.created:
+		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeNotFound)
+	case e.closed:
+		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeClosed)
+	case e.full:
+		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeFull)
+	case e.size+len(encoded) > b.cfg.MaxBytes:
+		e.full = true
+		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeFull)
+	}
+	e.size += len(encoded)
+	e.parts = append(e.parts, Part{Seq: int64(len(e.parts)) + 1, Content: part})
+	e.broadcast()
+	return nil
+}
+
+// GetParts returns a copy of an episode's parts, in order. It fails with
+// ErrEpisodeNotFound for an episode never created or already collected.
+func (b *Buffer) GetParts(ep Episode) ([]sdk.ChatMessagePart, error) {
+	e := b.lookup(ep)
+	if e == nil {
+		return nil, fmt.Errorf("get parts of episode %s: %w", ep, ErrEpisodeNotFound)
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if !e.created {
+		return nil, fmt.Errorf("get parts of episode %s: %w", ep, ErrEpisodeNotFound)
+	}
+	out := make([]sdk.ChatMessagePart, len(e.parts))
+	for i, p := range e.parts {
+		out[i] = clonePart(p.Content)
+	}
+	return out, nil
+}
+
+// StartModelInvocation stamps the instant the episode opens its provider
+// stream. It fails with ErrEpisodeNotFound or ErrEpisodeClosed. A second call
+// keeps the first stamp, so billing counts from the first stream.
+func (b *Buffer) StartModelInvocation(ep Episode) error {
+	now := b.cfg.Now()
+	return b.update(ep, "start model invocation", func(e *episode) {
+		if e.invokedAt.IsZero() {
+			e.invokedAt = now
+		}
+	})
+}
+
+// ModelInvokedAt returns the instant stamped by StartModelInvocation, or the
+// zero time when the episode is unknown or never invoked a model. Read it
+// before CloseEpisode: closed episodes are collected.
+func (b *Buffer) ModelInvokedAt(ep Episode) time.Time {
+	e := b.lookup(ep)
+	if e == nil {
+		return time.Time{}
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	return e.invokedAt
+}
+
+// RecordToolStart records when call occurrence callIndex of the episode
+// started. It fails with ErrEpisodeNotFound or ErrEpisodeClosed: a closed
+// episode's record is final.
+func (b *Buffer) RecordToolStart(ep Episode, callIndex int, startedAt time.Time) error {
+	return b.update(ep, "record tool start", func(e *episode) {
+		t := e.tools[callIndex]
+		t.CallIndex = callIndex
+		t.StartedAt = startedAt
+		e.setTool(t)
+	})
+}
+
+// RecordToolCompletion records when call occurrence callIndex of the episode
+// finished. Errors are those of RecordToolStart.
+func (b *Buffer) RecordToolCompletion(ep Episode, callIndex int, completedAt time.Time) error {
+	return b.update(ep, "record tool completion", func(e *episode) {
+		t := e.tools[callIndex]
+		t.CallIndex = callIndex
+		t.CompletedAt = completedAt
+		e.setTool(t)
+	})
+}
+
+func (e *episode) setTool(t ToolTiming) {
+	if e.tools == nil {
+		e.tools = make(map[int]ToolTiming)
+	}
+	e.tools[t.CallIndex] = t
+}
+
+// ToolCompletions returns the recorded tool timings of the episode, ordered
+// by call index. It fails with ErrEpisodeNotFound.
+func (b *Buffer) ToolCompletions(ep Episode) ([]ToolTiming, error) {
+	e := b.lookup(ep)
+	if e == nil {
+		return nil, fmt.Errorf("tool completions of episode %s: %w", ep, ErrEpisodeNotFound)
+	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	if !e.created {
+		return nil, fmt.Errorf("tool completions of episode %s: %w", ep, ErrEpisodeNotFound)
+	}
+	out := slices.Collect(maps.Values(e.tools))
+	slices.SortFunc(out, func(a, b ToolTiming) int { return cmp.Compare(a.CallIndex, b.CallIndex) })
+	return out, nil
+}
+
+// update applies fn to an open, created episode.
+func (b *Buffer) update(ep Episode, op string, fn func(*episode)) error {
+	e := b.lookup(ep)
+	if e == nil {
+		return fmt.Errorf("%s for episode %s: %w", op, ep, ErrEpisodeNotFound)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case !e.created:
+		return fmt.Errorf("%s for episode %s: %w", op, ep, ErrEpisodeNotFound)
+	case e.closed:
+		return fmt.Errorf("%s for episode %s: %w", op, ep, ErrEpisodeClosed)
+	}
+	fn(e)
+	return nil
+}
+
+// SubscribeToEpisode returns a channel that receives every part of the
+// episode, buffered ones first, then live ones as they are added. If the
+// episode does not exist yet, the subscription waits for it.
+//
+// A goroutine owned by the subscription delivers the parts; it closes the
+// channel and exits when:
+//   - it has delivered every part of a closed episode;
+//   - the reader does not accept a part within SubscriberTimeout;
+//   - ctx is done, cancel is called, or the Buffer is stopped.
+//
+// cancel is idempotent and returns once the channel is closed. Delivered
+// parts are shared between subscribers: readers must not modify them.
+func (b *Buffer) SubscribeToEpisode(ctx context.Context, ep Episode) (<-chan Part, func()) {
+	ch := make(chan Part)
+	b.mu.Lock()
+	if b.stopped {
+		b.mu.Unlock()
+		close(ch)
+		return ch, func() {}
+	}
+	e := b.episodes[ep]
+	if e == nil {
+		e = newEpisode()
+		b.episodes[ep] = e
+	}
+	e.subscribers++
+	b.wg.Add(1)
+	b.mu.Unlock()
+
+	s := &subscription{
+		b:    b,
+		key:  ep,
+		e:    e,
+		ch:   ch,
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	go s.run(ctx)
+	var once sync.Once
+	cancel := func() {
+		once.Do(func() { close(s.stop) })
+		<-s.done
+	}
+	return ch, cancel
+}
+
+// unsubscribe drops a subscriber of e, removing e if it was only a
+// placeholder for subscribers.
+func (b *Buffer) unsubscribe(key Episode, e *episode) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e.subscribers--
+	if e.subscribers > 0 {
+		return
+	}
+	e.mu.RLock()
+	placeholder := !e.created
+	e.mu.RUnlock()
+	if placeholder && b.episodes[key] == e {
+		delete(b.episodes, key)
+	}
+}
+
+// subscription is one reader's cursor over an episode's parts.
+type subscription struct {
+	b    *Buffer
+	key  Episode
+	e    *episode
+	ch   chan Part
+	stop chan struct{} // closed by cancel
+	done chan struct{} // closed when run has returned
+	// timer bounds a blocked send; created on the first one.
+	timer *time.Timer
+}
+
+func (s *subscription) run(ctx context.Context) {
+	defer func() {
+		// Unsubscribe first: once the reader sees the channel closed, the
+		// episode no longer counts it.
+		s.b.unsubscribe(s.key, s.e)
+		close(s.ch)
+		close(s.done)
+		s.b.wg.Done()
+	}()
+	next := 0 // index of the next part to deliver
+	for {
+		s.e.mu.RLock()
+		pending := s.e.parts[next:]
+		closed := s.e.closed
+		var wake <-chan struct{}
+		if len(pending) == 0 && !closed {
+			wake = s.e.wake
+			s.e.waiting.Store(true)
+		}
+		s.e.mu.RUnlock()
+
+		for _, p := range pending {
+			if !s.send(ctx, p) {
+				return
+			}
+		}
+		next += len(pending)
+		switch {
+		case len(pending) > 0:
+			continue
+		case closed:
+			return
+		}
+		select {
+		case <-wake:
+		case <-s.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-s.b.done:
+			return
+		}
+	}
+}
+
+// send delivers p, reporting false if the subscription must end.
+func (s *subscription) send(ctx context.Context, p Part) bool {
+	// Fast path: the reader is waiting, no timer needed.
+	select {
+	case s.ch <- p:
+		return true
+	default:
+	}
+	if s.timer == nil {
+		s.timer = time.NewTimer(s.b.cfg.SubscriberTimeout)
+	} else {
+		s.timer.Reset(s.b.cfg.SubscriberTimeout)
+	}
+	select {
+	case s.ch <- p:
+		s.timer.Stop()
+		return true
+	case <-s.timer.C:
+		if s.b.onSlowDrop != nil {
+			s.b.onSlowDrop(s.key)
+		}
+		return false
+	case <-s.stop:
+	case <-ctx.Done():
+	case <-s.b.done:
+	}
+	s.timer.Stop()
+	return false
+}
+
+// clonePart copies the part's byte slices and pointers, so that the buffer
+// and its callers never share mutable memory.
+func clonePart(p sdk.ChatMessagePart) sdk.ChatMessagePart {
+	p.Args = slices.Clone(p.Args)
+	p.Result = slices.Clone(p.Result)
+	if p.FileID != nil {
+		id := *p.FileID
+		p.FileID = &id
+	}
+	if p.CreatedAt != nil {
+		t := *p.CreatedAt
+		p.CreatedAt = &t
+	}
+	if p.CompletedAt != nil {
+		t := *p.CompletedAt
+		p.CompletedAt = &t
+	}
+	return p
+}
