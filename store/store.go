@@ -121,6 +121,8 @@ type Tx interface {
 	// still fresh (heartbeat_at > cutoff) and whose chat is still owned by
 	// that runner; it returns the renewed ones. A stale lease is never revived.
 	HeartbeatRenew(ctx context.Context, leases []Lease, now, cutoff time.Time) ([]Lease, error)
+	// HeartbeatAt reads a lease's last heartbeat (ErrNotFound when none).
+	HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error)
 	// HeartbeatDeleteStale removes leases with heartbeat_at < cutoff.
 	HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error)
 

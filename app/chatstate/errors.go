@@ -35,6 +35,8 @@ type TransitionError struct {
 	Transition Transition
 	From       State
 	Reason     string
+	// Cause overrides what From implies (e.g. Create under an archived root).
+	Cause error
 }
 
 func (e *TransitionError) Error() string {
@@ -49,11 +51,15 @@ func (e *TransitionError) Error() string {
 func (e *TransitionError) Unwrap() []error {
 	errs := []error{ErrTransitionNotAllowed}
 	switch {
+	case e.Cause != nil:
+		errs = append(errs, e.Cause)
 	case e.From == StateN:
 		errs = append(errs, ErrNotFound)
 	case e.From == StateInvalid:
 		errs = append(errs, ErrInvalidState)
-	case e.From.Archived():
+	case e.From.Archived() && e.Transition != SetArchivedFalse:
+		// Unarchiving is the one thing an archived chat allows; its refusal
+		// (the parent is archived) is a plain transition conflict.
 		errs = append(errs, ErrChatArchived)
 	}
 	return errs

@@ -64,7 +64,7 @@ func setup(t testing.TB, newStore func(t testing.TB) store.Store) *fixture {
 		ctx: context.Background(), s: newStore(t), pub: &recorder{}, worker: uuid.New(),
 		now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
 	}
-	f.m = chatstate.New(f.s, f.pub, chatstate.Config{Now: f.clock, QueueLimit: 5})
+	f.m = chatstate.New(f.s, f.pub, chatstate.Config{Now: f.clock, QueueLimit: 5, LeaseTimeout: 30 * time.Second})
 	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
 		var err error
 		f.user, err = tx.UserInsert(f.ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: f.now})

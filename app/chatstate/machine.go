@@ -36,6 +36,12 @@ type Config struct {
 	Now func() time.Time
 	// Log receives publish failures; slog.Default when nil.
 	Log *slog.Logger
+	// LeaseTimeout, when set (several replicas), makes an owned chat count
+	// as unowned for chat:ownership once its runner's heartbeat row is older
+	// than this. Without it only worker_id decides (one process: a stale
+	// owner can only come from a restart, which the acquisition loop's
+	// startup pass handles).
+	LeaseTimeout time.Duration
 }
 
 // Machine applies transitions in transactions and publishes notifications
@@ -83,7 +89,7 @@ type Tx struct {
 // runnable and unowned. A rejected transition or any error rolls back
 // everything and publishes nothing.
 func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
-	var final []store.Chat
+	var final []notice
 	err := m.store.InTx(ctx, func(stx store.Tx) error {
 		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Now().UTC(), deleted: map[uuid.UUID]bool{}}
 		if err := fn(t); err != nil {
@@ -98,17 +104,49 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 			if err != nil {
 				return fmt.Errorf("read chat %s after transition: %w", id, err)
 			}
-			final = append(final, c)
+			orphan, err := m.needsOwner(ctx, stx, c, t.now)
+			if err != nil {
+				return err
+			}
+			final = append(final, notice{chat: c, needsOwner: orphan})
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for _, c := range final {
-		m.publish(ctx, c)
+	for _, n := range final {
+		m.publish(ctx, n)
 	}
 	return nil
+}
+
+// notice is what Do publishes for one chat after commit.
+type notice struct {
+	chat       store.Chat
+	needsOwner bool
+}
+
+// needsOwner: the chat is runnable and no live worker owns it (spec:
+// "Notification emission rules").
+func (m *Machine) needsOwner(ctx context.Context, tx store.Tx, c store.Chat, now time.Time) (bool, error) {
+	if c.Archived || !isRunnableStatus(c.Status) {
+		return false, nil
+	}
+	if !c.WorkerID.Valid || !c.RunnerID.Valid {
+		return true, nil
+	}
+	if m.cfg.LeaseTimeout == 0 {
+		return false, nil
+	}
+	at, err := tx.HeartbeatAt(ctx, c.ID, c.RunnerID.UUID)
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read heartbeat of chat %s: %w", c.ID, err)
+	}
+	return !at.After(now.Add(-m.cfg.LeaseTimeout)), nil
 }
 
 // UpdatePayload is the chat:update:{chat_id} payload: the committed values
@@ -153,15 +191,16 @@ const channelOwnership = "chat:ownership"
 
 func channelUpdate(id uuid.UUID) string { return "chat:update:" + id.String() }
 
-func (m *Machine) publish(ctx context.Context, c store.Chat) {
+func (m *Machine) publish(ctx context.Context, n notice) {
 	// Notifications are best-effort hints: a failure is logged, never
 	// returned, because the transaction has already committed.
 	ctx = context.WithoutCancel(ctx)
+	c := n.chat
 	payload, _ := json.Marshal(NewUpdatePayload(c))
 	if err := m.pub.Publish(ctx, channelUpdate(c.ID), payload); err != nil {
 		m.cfg.Log.Warn("publish chat update", "chat_id", c.ID, "err", err)
 	}
-	if !c.Archived && isRunnableStatus(c.Status) && !c.WorkerID.Valid {
+	if n.needsOwner {
 		payload, _ := json.Marshal(OwnershipPayload{ChatID: c.ID, SnapshotVersion: c.SnapshotVersion})
 		if err := m.pub.Publish(ctx, channelOwnership, payload); err != nil {
 			m.cfg.Log.Warn("publish chat ownership", "chat_id", c.ID, "err", err)

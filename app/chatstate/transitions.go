@@ -184,7 +184,15 @@ func (t *Tx) Create(p CreateParams) (CreateResult, error) {
 			return CreateResult{}, fmt.Errorf("lock root chat %s: %w", root.UUID, err)
 		}
 		if rc.Archived {
-			return CreateResult{}, &TransitionError{Transition: Create, From: StateN,
+			rootState, err := t.classify(rc)
+			if err != nil {
+				return CreateResult{}, err
+			}
+			cause := ErrChatArchived
+			if rootState == StateInvalid {
+				cause = ErrInvalidState
+			}
+			return CreateResult{}, &TransitionError{Transition: Create, From: StateN, Cause: cause,
 				Reason: "the family's root chat is archived"}
 		}
 	}
@@ -231,6 +239,13 @@ func (t *Tx) Create(p CreateParams) (CreateResult, error) {
 			return CreateResult{}, fmt.Errorf("insert first message: %w", err)
 		}
 		msgs = append(msgs, m)
+	}
+	if len(msgs) == 0 {
+		// Create's snapshot is the chat's first history version even when
+		// it inserts no message.
+		if _, err := t.tx.ChatTouchHistory(t.ctx, c.ID); err != nil {
+			return CreateResult{}, err
+		}
 	}
 	s := &step{t: t, tr: Create, chat: c, from: StateN, outs: Matrix[StateN][Create]}
 	to, err := s.end()
@@ -286,16 +301,41 @@ func (t *Tx) SetArchivedFamily(chatID uuid.UUID, archived bool) error {
 	if err != nil {
 		return fmt.Errorf("list family of chat %s: %w", chatID, err)
 	}
-	// The root is unarchived first so no child sees an archived parent.
+	// Parents go before their children, so an unarchived child never sees
+	// an archived parent.
 	if _, err := t.SetArchived(chatID, archived); err != nil {
 		return err
 	}
-	for _, member := range family {
+	for _, member := range parentsFirst(chatID, family) {
 		if _, err := t.SetArchived(member.ID, archived); err != nil {
 			return fmt.Errorf("chat %s in the family of %s: %w", member.ID, chatID, err)
 		}
 	}
 	return nil
+}
+
+// parentsFirst orders a family breadth-first from the root.
+func parentsFirst(root uuid.UUID, family []store.Chat) []store.Chat {
+	children := map[uuid.UUID][]store.Chat{}
+	for _, c := range family {
+		parent := root
+		if c.ParentChatID.Valid {
+			parent = c.ParentChatID.UUID
+		}
+		children[parent] = append(children[parent], c)
+	}
+	out := make([]store.Chat, 0, len(family))
+	for level := []uuid.UUID{root}; len(level) > 0; {
+		var next []uuid.UUID
+		for _, id := range level {
+			for _, c := range children[id] {
+				out = append(out, c)
+				next = append(next, c.ID)
+			}
+		}
+		level = next
+	}
+	return out
 }
 
 // BusyBehavior says what SendMessage does to a busy chat.
@@ -350,17 +390,18 @@ func (t *Tx) SendMessage(chatID uuid.UUID, in UserInput, busy BusyBehavior) (Sen
 			return res, err
 		}
 	case StateE1:
-		// Append to the tail, promote the head, clear the error.
-		q, err := t.enqueue(chatID, content, in)
-		if err != nil {
-			return res, err
-		}
-		res.Queued = &q
+		// Append to the tail, promote the head, clear the error. Promoting
+		// first keeps the queue length, so a full queue still accepts m.
 		m, err := t.promoteHead(chatID)
 		if err != nil {
 			return res, err
 		}
 		res.Promoted = []store.Message{m}
+		q, err := t.enqueue(chatID, content, in)
+		if err != nil {
+			return res, err
+		}
+		res.Queued = &q
 		if err := t.update(chatID, running()); err != nil {
 			return res, err
 		}
@@ -397,7 +438,7 @@ func (t *Tx) SendMessage(chatID uuid.UUID, in UserInput, busy BusyBehavior) (Sen
 	}
 	// Nothing is generating on an unowned chat, so no runner would finish
 	// the interruption without first taking a capacity slot: finish it now.
-	if isInterrupting(res.State) && !s.chat.WorkerID.Valid {
+	if tr == SendMessageInterrupt && isInterrupting(res.State) && !s.chat.WorkerID.Valid {
 		fin, err := t.FinishInterruption(chatID, nil)
 		if err != nil {
 			return res, err
@@ -565,6 +606,9 @@ func (t *Tx) Interrupt(chatID uuid.UUID) (InterruptResult, error) {
 			return InterruptResult{}, &TransitionError{Transition: Interrupt, From: st,
 				Reason: "its worker is already finishing the interruption"}
 		}
+		if err := t.answerOutstanding(chatID, reasonInterrupted); err != nil {
+			return InterruptResult{}, err
+		}
 		fin, err := t.FinishInterruption(chatID, nil)
 		return InterruptResult{Promoted: fin.Promoted, State: fin.State}, err
 	}
@@ -699,6 +743,10 @@ func (t *Tx) ClearContext(chatID uuid.UUID, createdBy uuid.NullUUID) (State, err
 	}
 	if !ok {
 		return "", ErrNothingToClear
+	}
+	// The anchor is a user row: answer outstanding calls first.
+	if err := t.answerOutstanding(chatID, reasonNewMessage); err != nil {
+		return "", err
 	}
 	triplet, err := BoundaryTriplet(chatID,
 		"The user cleared the conversation context. Earlier messages are not available; continue from here.",

@@ -53,6 +53,17 @@ func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cuto
 	})
 }
 
+// HeartbeatAt reads a lease's last heartbeat.
+func (t *tx) HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error) {
+	var at time.Time
+	err := t.tx.QueryRow(ctx, `SELECT heartbeat_at FROM chat_heartbeats WHERE chat_id = $1 AND runner_id = $2`,
+		chatID, runnerID).Scan(&at)
+	if err != nil {
+		return time.Time{}, translate(err)
+	}
+	return at.UTC(), nil
+}
+
 // HeartbeatDeleteStale removes stale leases.
 func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
 	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < $1`, cutoff)

@@ -394,6 +394,17 @@ func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cuto
 	return out, nil
 }
 
+// HeartbeatAt reads a lease's last heartbeat.
+func (t *tx) HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error) {
+	var at string
+	err := t.tx.QueryRowContext(ctx, `SELECT heartbeat_at FROM chat_heartbeats WHERE chat_id = ? AND runner_id = ?`,
+		chatID.String(), runnerID.String()).Scan(&at)
+	if err != nil {
+		return time.Time{}, translate(err)
+	}
+	return parseTS(at)
+}
+
 // HeartbeatDeleteStale removes stale leases.
 func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
 	return t.ExecRaw(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < ?`, ts(cutoff))

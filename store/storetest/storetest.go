@@ -969,6 +969,13 @@ func testHeartbeatLeases(t *testing.T, b *bundle) {
 	}
 	l1, l2 := store.Lease{ChatID: b.chat.ID, RunnerID: r1}, store.Lease{ChatID: other.ID, RunnerID: r2}
 	require.ElementsMatch(t, []store.Lease{l1, l2}, renew(t0.Add(9*time.Second), l1, l2))
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		at, err := tx.HeartbeatAt(b.ctx, b.chat.ID, r1)
+		require.True(t, t0.Add(9*time.Second).Equal(at), "renewed to now")
+		_, err2 := tx.HeartbeatAt(b.ctx, b.chat.ID, uuid.New())
+		require.ErrorIs(t, err2, store.ErrNotFound)
+		return err
+	}))
 
 	// A lease whose chat moved to another runner is not renewed.
 	b.own(t, other.ID, worker, uuid.New(), t0.Add(10*time.Second))
