@@ -389,6 +389,8 @@ type MessagePatch struct {
 // MessageListParams page a chat's messages.
 type MessageListParams struct {
 	IncludeDeleted bool
+	// PeopleOnly skips model-only rows (what people see).
+	PeopleOnly bool
 	AfterID        int64 // exclusive; 0 means from the start
 	BeforeID       int64 // exclusive; 0 means to the end
 	Limit          int   // 0 means no limit

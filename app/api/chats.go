@@ -181,6 +181,12 @@ func dynamicTools(tools []sdk.DynamicTool) (json.RawMessage, error) {
 
 func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 	q := r.URL.Query()
+	for key, vals := range q {
+		if slices.ContainsFunc(vals, func(v string) bool { return strings.ContainsRune(v, 0) }) {
+			writeError(w, r, validation(key, "must not contain the NUL character"))
+			return
+		}
+	}
 	text, archived, mine := parseChatQuery(q.Get("q"))
 	p := store.ChatListParams{Query: text}
 	if !c.user.Admin || mine {
@@ -341,10 +347,15 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		return
 	}
 	now := s.deps.Now().UTC()
+	metadata := req.Title != nil || req.Labels != nil || req.PinOrder != nil
 	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
 		ctx := r.Context()
-		chat, err := t.Store().ChatGet(ctx, id)
+		chat, st, err := t.Peek(id)
 		if err != nil {
+			return err
+		}
+		unarchive := req.Archived != nil && !*req.Archived
+		if err := metadataAllowed(st, metadata && !unarchive); err != nil {
 			return err
 		}
 		// Only a change of archived is a transition.
@@ -375,13 +386,37 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// metadataAllowed applies API.md's rule to changes that are not
+// transitions (title, labels, pin, delete): an invalid chat must be
+// reconciled first and an archived chat unarchived first.
+func metadataAllowed(st chatstate.State, mutates bool) error {
+	switch {
+	case st == chatstate.StateInvalid:
+		return newError(http.StatusConflict, sdk.CodeInvalidState,
+			"The chat is in an invalid state; reconcile it with POST /chats/{chat}/reconcile-invalid.", "")
+	case st.Archived() && mutates:
+		return newError(http.StatusBadRequest, sdk.CodeChatArchived, "The chat is archived; unarchive it first.", "")
+	}
+	return nil
+}
+
 func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if _, err := s.transition(r, c, id, func(t *chatstate.Tx) error { return t.Delete(id) }); err != nil {
+	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
+		_, st, err := t.Peek(id)
+		if err != nil {
+			return err
+		}
+		if err := metadataAllowed(st, true); err != nil {
+			return err
+		}
+		return t.Delete(id)
+	})
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -415,7 +450,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 		if _, err := s.readChat(ctx, c, tx, id); err != nil {
 			return err
 		}
-		p := store.MessageListParams{AfterID: after, BeforeID: before, Limit: int(limit) + 1}
+		p := store.MessageListParams{AfterID: after, BeforeID: before, Limit: int(limit) + 1, PeopleOnly: true}
 		p.Descending = after == 0 // without after_id, page back from the newest
 		ms, err := tx.MessageList(ctx, id, p)
 		if err != nil {

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,7 +21,16 @@ import (
 // (clients written for Coder's API send some we do not use); malformed JSON,
 // wrong types and oversize bodies get clear 4xx answers.
 func decodeJSON(r *http.Request, v any) error {
-	dec := json.NewDecoder(r.Body)
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	if bytes.Contains(raw, []byte(`\u0000`)) && hasNUL(raw) {
+		// PostgreSQL cannot store NUL in text or jsonb; refuse it the same
+		// way on every store.
+		return validation("body", "strings must not contain the NUL character (\\u0000)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
@@ -31,6 +42,31 @@ func decodeJSON(r *http.Request, v any) error {
 		return validation("body", "the body must hold exactly one JSON value")
 	}
 	return nil
+}
+
+// hasNUL reports whether any string (or key) in the JSON document holds NUL.
+func hasNUL(raw []byte) bool {
+	var doc any
+	if json.Unmarshal(raw, &doc) != nil {
+		return false // the real decode reports the syntax error
+	}
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		switch x := v.(type) {
+		case string:
+			return strings.ContainsRune(x, 0)
+		case []any:
+			return slices.ContainsFunc(x, walk)
+		case map[string]any:
+			for k, e := range x {
+				if strings.ContainsRune(k, 0) || walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(doc)
 }
 
 func decodeError(err error) error {

@@ -78,7 +78,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 			"The database is unavailable; the request's effects are unknown. Retry later.", err.Error())
 	default:
 		slog.Default().Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		ae = newError(http.StatusInternalServerError, sdk.CodeInternal, "Internal error.", err.Error())
+		ae = newError(http.StatusInternalServerError, sdk.CodeInternal, "Internal error.", "The server logged the cause.")
 	}
 	writeJSON(w, ae.status, ae.resp)
 }

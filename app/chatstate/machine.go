@@ -251,6 +251,20 @@ func (t *Tx) State(id uuid.UUID) (store.Chat, State, error) {
 	return c, st, err
 }
 
+// Peek classifies a chat without locking it or bumping its snapshot, for
+// callers that only change metadata.
+func (t *Tx) Peek(id uuid.UUID) (store.Chat, State, error) {
+	c, err := t.tx.ChatGet(t.ctx, id)
+	if errors.Is(err, store.ErrNotFound) {
+		return store.Chat{}, StateN, nil
+	}
+	if err != nil {
+		return store.Chat{}, "", err
+	}
+	st, err := t.classify(c)
+	return c, st, err
+}
+
 func (t *Tx) classify(c store.Chat) (State, error) {
 	n, err := t.tx.QueueCount(t.ctx, c.ID)
 	if err != nil {

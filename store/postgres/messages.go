@@ -145,6 +145,9 @@ func (t *tx) MessageList(ctx context.Context, chatID uuid.UUID, p store.MessageL
 	if !p.IncludeDeleted {
 		query += ` AND NOT deleted`
 	}
+	if p.PeopleOnly {
+		query += ` AND visibility <> 'model'`
+	}
 	if p.AfterID > 0 {
 		query += ` AND id > ` + a.add(p.AfterID)
 	}

@@ -484,8 +484,8 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 		args = append(args, boolInt(*p.Archived))
 	}
 	if p.Query != "" {
-		where = append(where, `title LIKE ? ESCAPE '\'`)
-		args = append(args, "%"+escapeLike(p.Query)+"%")
+		where = append(where, `chatd_fold(title) LIKE ? ESCAPE '\'`)
+		args = append(args, "%"+escapeLike(strings.ToLower(p.Query))+"%")
 	}
 	for k, v := range p.Labels {
 		where = append(where, "json_extract(labels, ?) = ?")
@@ -662,6 +662,9 @@ func (t *tx) MessageList(ctx context.Context, chatID uuid.UUID, p store.MessageL
 	args := []any{chatID.String()}
 	if !p.IncludeDeleted {
 		q += " AND deleted = 0"
+	}
+	if p.PeopleOnly {
+		q += " AND visibility <> 'model'"
 	}
 	if p.AfterID > 0 {
 		q += " AND id > ?"

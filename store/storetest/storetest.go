@@ -856,6 +856,8 @@ func testMessageList(t *testing.T, b *bundle) {
 		return err
 	})
 	require.Equal(t, usage, m.Usage)
+	require.Equal(t, ids[:4], list(store.MessageListParams{PeopleOnly: true}), "the model-only row is skipped")
+	require.Equal(t, append(append([]int64{}, ids[:4]...), m.ID), list(store.MessageListParams{}))
 	require.Equal(t, qid, *m.QueuedMessageID)
 	require.True(t, m.Compressed)
 	require.Equal(t, store.VisibilityModel, m.Visibility)

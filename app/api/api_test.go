@@ -1,0 +1,434 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// The tests of this package drive the whole server (app.NewWithStore) over
+// HTTP with the sdk client, on both stores. Chats are put into each
+// execution state through HTTP where HTTP can do it, and through the state
+// machine for the worker's transitions (Acquire, CommitStep, FinishTurn,
+// FinishError, EnterRequiresAction), which HTTP does not expose.
+
+// harness is one running server over an isolated store.
+type harness struct {
+	ctx        context.Context
+	app        *app.App
+	srv        *httptest.Server
+	adminToken string
+	admin      *sdk.Client // the bootstrap admin
+	alice      *sdk.Client // a user; the seeded chats are hers
+	aliceToken string
+	aliceID    uuid.UUID
+	worker     uuid.UUID // the worker that owns seeded R, I and A chats
+}
+
+// setup starts a server over a new store of the kind newStore makes.
+// configure, when given, adjusts the app config (e.g. QueueLimit).
+func setup(t testing.TB, newStore func(t testing.TB) store.Store, configure ...func(*app.Config)) *harness {
+	t.Helper()
+	return setupOn(t, newStore(t), configure...)
+}
+
+func setupOn(t testing.TB, s store.Store, configure ...func(*app.Config)) *harness {
+	t.Helper()
+	ctx := context.Background()
+	h := &harness{ctx: ctx, adminToken: auth.NewToken(), worker: uuid.New()}
+	cfg := app.Config{BootstrapToken: h.adminToken}
+	for _, fn := range configure {
+		fn(&cfg)
+	}
+	a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
+	require.NoError(t, err)
+	// Cleanups run last-in first-out: the server stops before the app.
+	t.Cleanup(func() { require.NoError(t, a.Close()) })
+	h.app = a
+	h.srv = httptest.NewServer(a.Handler())
+	t.Cleanup(h.srv.Close)
+	h.admin = h.client(h.adminToken)
+	var u store.User
+	h.alice, u, h.aliceToken = h.newUser(t, "alice")
+	h.aliceID = u.ID
+	return h
+}
+
+// client is an sdk client of this server authenticated with token.
+func (h *harness) client(token string) *sdk.Client {
+	return &sdk.Client{BaseURL: h.srv.URL, Token: token, HTTP: h.srv.Client()}
+}
+
+// newUser creates a non-admin user with a token.
+func (h *harness) newUser(t testing.TB, name string) (*sdk.Client, store.User, string) {
+	t.Helper()
+	tok, u, err := auth.CreateToken(h.ctx, h.app.Store(), name, false, "test")
+	require.NoError(t, err)
+	require.False(t, u.Admin)
+	return h.client(tok), u, tok
+}
+
+// --- raw HTTP, for bodies and headers the sdk client would not send ---
+
+type rawResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// raw sends body (a string, []byte, io.Reader or nil) to the API path
+// (with its prefix) and returns the answer. headers are name, value pairs.
+func (h *harness) raw(t testing.TB, method, path string, body any, headers ...string) rawResponse {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	case []byte:
+		rd = bytes.NewReader(b)
+	case io.Reader:
+		rd = b
+	default:
+		t.Fatalf("raw: unsupported body type %T", body)
+	}
+	req, err := http.NewRequestWithContext(h.ctx, method, h.srv.URL+path, rd)
+	require.NoError(t, err)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := h.srv.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return rawResponse{status: resp.StatusCode, header: resp.Header, body: raw}
+}
+
+// requireJSONError checks that r is the API's JSON error with this status
+// and code, with a message for people.
+func requireJSONError(t testing.TB, r rawResponse, status int, code string) sdk.Response {
+	t.Helper()
+	require.Equal(t, status, r.status, "body: %s", r.body)
+	require.Contains(t, r.header.Get("Content-Type"), "application/json", "body: %s", r.body)
+	var e sdk.Response
+	require.NoError(t, json.Unmarshal(r.body, &e), "error body is not JSON: %s", r.body)
+	require.Equal(t, code, e.Code, "body: %s", r.body)
+	require.NotEmpty(t, e.Message, "body: %s", r.body)
+	return e
+}
+
+// requireAPIError checks that err is the API's answer with this status and
+// code, with a message for people.
+func requireAPIError(t testing.TB, err error, status int, code string) *sdk.Error {
+	t.Helper()
+	var e *sdk.Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, status, e.StatusCode, "%v", err)
+	require.Equal(t, code, e.Code, "%v", err)
+	require.NotEmpty(t, e.Message, "%v", err)
+	return e
+}
+
+// --- observing a chat ---
+
+// view is what GET /chats/{chat} and GET /chats/{chat}/messages show of a
+// chat (read as admin), for landing-state and "changed nothing" checks.
+type view struct {
+	Found    bool
+	Chat     sdk.Chat
+	Messages sdk.ChatMessagesResponse
+}
+
+func (h *harness) view(t testing.TB, id uuid.UUID) view {
+	t.Helper()
+	chat, err := h.admin.Chat(h.ctx, id)
+	var e *sdk.Error
+	if errors.As(err, &e) && e.StatusCode == http.StatusNotFound {
+		_, err := h.admin.ChatMessages(h.ctx, id, sdk.MessagesOptions{})
+		requireAPIError(t, err, http.StatusNotFound, sdk.CodeNotFound)
+		return view{}
+	}
+	require.NoError(t, err)
+	msgs, err := h.admin.ChatMessages(h.ctx, id, sdk.MessagesOptions{Limit: 500})
+	require.NoError(t, err)
+	return view{Found: true, Chat: chat, Messages: msgs}
+}
+
+// state classifies the chat as the spec's execution-state table does.
+func (v view) state() chatstate.State {
+	return chatstate.Classify(v.Found, store.ChatStatus(v.Chat.Status), v.Chat.Archived, len(v.Messages.QueuedMessages) > 0)
+}
+
+func (v view) queueIDs() []int64 {
+	ids := []int64{}
+	for _, q := range v.Messages.QueuedMessages {
+		ids = append(ids, q.ID)
+	}
+	return ids
+}
+
+func (v view) messageIDs() []int64 {
+	ids := []int64{}
+	for _, m := range v.Messages.Messages {
+		ids = append(ids, m.ID)
+	}
+	return ids
+}
+
+// toolResult finds the result part answering callID in the history.
+func (v view) toolResult(callID string) (sdk.ChatMessagePart, bool) {
+	for _, m := range v.Messages.Messages {
+		for _, p := range m.Content {
+			if p.Type == sdk.PartToolResult && p.ToolCallID == callID {
+				return p, true
+			}
+		}
+	}
+	return sdk.ChatMessagePart{}, false
+}
+
+// requireState checks the chat's execution state through the API.
+func (h *harness) requireState(t testing.TB, id uuid.UUID, want chatstate.State) view {
+	t.Helper()
+	v := h.view(t, id)
+	require.Equal(t, want, v.state(), "chat %s: status=%s archived=%v queue=%v", id, v.Chat.Status, v.Chat.Archived, v.queueIDs())
+	return v
+}
+
+func textOf(parts []sdk.ChatMessagePart) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == sdk.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// --- worker-side transitions (not exposed over HTTP) ---
+
+func (h *harness) machine(t testing.TB, fn func(tx *chatstate.Tx) error) {
+	t.Helper()
+	require.NoError(t, h.app.Machine().Do(h.ctx, fn))
+}
+
+func (h *harness) acquire(t testing.TB, id uuid.UUID) {
+	t.Helper()
+	h.machine(t, func(tx *chatstate.Tx) error {
+		_, err := tx.Acquire(id, h.worker, uuid.New())
+		return err
+	})
+}
+
+func (h *harness) abandon(t testing.TB, id uuid.UUID) {
+	t.Helper()
+	h.machine(t, func(tx *chatstate.Tx) error {
+		_, err := tx.Abandon(id)
+		return err
+	})
+}
+
+// commitAssistant commits a plain assistant reply as the worker would.
+func (h *harness) commitAssistant(t testing.TB, id uuid.UUID, text string) {
+	t.Helper()
+	content, err := chatstate.EncodeParts(sdk.Text(text))
+	require.NoError(t, err)
+	h.machine(t, func(tx *chatstate.Tx) error {
+		_, err := tx.CommitStep(id, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}})
+		return err
+	})
+}
+
+// enterRequiresAction commits an assistant step calling one dynamic tool and
+// parks the chat in requires_action; it returns the tool call id.
+func (h *harness) enterRequiresAction(t testing.TB, id uuid.UUID) string {
+	t.Helper()
+	call := "call-" + uuid.NewString()
+	content, err := chatstate.EncodeParts([]sdk.ChatMessagePart{
+		{Type: sdk.PartText, Text: "let me ask"},
+		{Type: sdk.PartToolCall, ToolCallID: call, ToolName: "ask_user", Args: json.RawMessage(`{"q":"color?"}`)},
+	})
+	require.NoError(t, err)
+	h.machine(t, func(tx *chatstate.Tx) error {
+		if _, err := tx.CommitStep(id, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}}); err != nil {
+			return err
+		}
+		_, err := tx.EnterRequiresAction(id)
+		return err
+	})
+	return call
+}
+
+func (h *harness) finishTurn(t testing.TB, id uuid.UUID) {
+	t.Helper()
+	h.machine(t, func(tx *chatstate.Tx) error {
+		_, err := tx.FinishTurn(id)
+		return err
+	})
+}
+
+func (h *harness) finishError(t testing.TB, id uuid.UUID) {
+	t.Helper()
+	h.machine(t, func(tx *chatstate.Tx) error {
+		_, err := tx.FinishError(id, sdk.ChatError{Message: "provider exploded", Kind: sdk.ChatErrorGeneric})
+		return err
+	})
+}
+
+// --- seeding execution states ---
+
+// seeded is a chat of alice's in a known execution state.
+type seeded struct {
+	state   chatstate.State
+	id      uuid.UUID
+	label   string  // value of its "case" label, to find it in listings
+	userMsg int64   // its first user message
+	queued  []int64 // its queued messages, oldest first
+	call    string  // its pending dynamic tool call (A0, A1)
+}
+
+// seedOpts vary a seeded chat.
+type seedOpts struct {
+	unowned bool // leave R, I and A chats without a worker
+	noReply bool // no assistant message in history (nothing to compact)
+}
+
+// seed brings a new chat of alice's into st. Running, interrupting and
+// requires_action chats are owned by h.worker, so single transitions apply
+// (an unowned chat finishes interruptions at once). Every seeded chat but
+// N and noReply ones has a user message and an assistant reply in history.
+// Invalid, which no transition produces, is archived while running, written
+// straight to the store.
+func (h *harness) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seeded {
+	t.Helper()
+	var o seedOpts
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	s := seeded{state: st, label: uuid.NewString()}
+	if st == chatstate.StateN {
+		s.id = uuid.New()
+		return s
+	}
+	running := func() {
+		chat, err := h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{
+			Content: sdk.Text("hello there"), Labels: map[string]string{"case": s.label},
+		})
+		require.NoError(t, err)
+		s.id = chat.ID
+		h.acquire(t, s.id)
+		if !o.noReply {
+			h.commitAssistant(t, s.id, "hi, how can I help?")
+		}
+	}
+	queue := func() {
+		res, err := h.alice.SendMessage(h.ctx, s.id, sdk.CreateChatMessageRequest{Content: sdk.Text("queued one"), BusyBehavior: sdk.BusyBehaviorQueue})
+		require.NoError(t, err)
+		require.True(t, res.Queued)
+		s.queued = append(s.queued, res.QueuedMessage.ID)
+	}
+	interrupt := func() {
+		_, err := h.alice.Interrupt(h.ctx, s.id)
+		require.NoError(t, err)
+	}
+	archive := func() {
+		require.NoError(t, h.alice.UpdateChat(h.ctx, s.id, sdk.UpdateChatRequest{Archived: ptr(true)}))
+	}
+	idle := func(fn func(testing.TB, uuid.UUID)) {
+		fn(t, s.id)
+		h.abandon(t, s.id) // the worker lets go of a finished chat
+	}
+
+	switch st {
+	case chatstate.StateW, chatstate.StateXW:
+		running()
+		idle(h.finishTurn)
+	case chatstate.StateE0, chatstate.StateXE0:
+		running()
+		idle(h.finishError)
+	case chatstate.StateE1, chatstate.StateXE1:
+		running()
+		queue()
+		idle(h.finishError)
+	case chatstate.StateR0:
+		running()
+	case chatstate.StateR1:
+		running()
+		queue()
+	case chatstate.StateI0:
+		running()
+		interrupt()
+	case chatstate.StateI1:
+		running()
+		queue()
+		interrupt()
+	case chatstate.StateA0:
+		running()
+		s.call = h.enterRequiresAction(t, s.id)
+	case chatstate.StateA1:
+		running()
+		s.call = h.enterRequiresAction(t, s.id)
+		queue()
+	case chatstate.StateInvalid:
+		running()
+		require.NoError(t, h.app.Store().InTx(h.ctx, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(h.ctx, s.id, store.ChatPatch{Archived: store.Some(true)})
+			return err
+		}))
+	default:
+		t.Fatalf("seed: unknown state %s", st)
+	}
+	if st.Archived() {
+		archive()
+	}
+	if o.unowned && st.Runnable() {
+		h.abandon(t, s.id)
+	}
+	v := h.requireState(t, s.id, st)
+	for _, m := range v.Messages.Messages {
+		if m.Role == store.RoleUser {
+			s.userMsg = m.ID
+			break
+		}
+	}
+	require.NotZero(t, s.userMsg)
+	require.Equal(t, s.queued, nonNil(v.queueIDs()))
+	return s
+}
+
+func nonNil(ids []int64) []int64 {
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// allStates is every execution state plus Invalid, N included.
+var allStates = chatstate.AllStates
+
+// activeStates are the unarchived valid states of an existing chat.
+var activeStates = []chatstate.State{
+	chatstate.StateW, chatstate.StateE0, chatstate.StateE1, chatstate.StateR0, chatstate.StateR1,
+	chatstate.StateI0, chatstate.StateI1, chatstate.StateA0, chatstate.StateA1,
+}
