@@ -391,10 +391,10 @@ type MessageListParams struct {
 	IncludeDeleted bool
 	// PeopleOnly skips model-only rows (what people see).
 	PeopleOnly bool
-	AfterID        int64 // exclusive; 0 means from the start
-	BeforeID       int64 // exclusive; 0 means to the end
-	Limit          int   // 0 means no limit
-	Descending     bool  // newest first (used with BeforeID for "load older")
+	AfterID    int64 // exclusive; 0 means from the start
+	BeforeID   int64 // exclusive; 0 means to the end
+	Limit      int   // 0 means no limit
+	Descending bool  // newest first (used with BeforeID for "load older")
 }
 
 // QueuedMessage is one row of chat_queued_messages.
