@@ -17,7 +17,9 @@ import (
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/postgres"
 	"github.com/chatd/chatd/store/sqlite"
@@ -33,6 +35,8 @@ type App struct {
 	closePub   func()
 	machine    *chatstate.Machine
 	models     *ModelList
+	buffer     *partbuf.Buffer
+	worker     *worker.Worker
 	handler    http.Handler
 	firstToken string // printed once on a first start without a bootstrap token
 }
@@ -103,8 +107,15 @@ func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writ
 
 func (a *App) init(ctx context.Context) error {
 	var err error
-	if a.models, err = NewModelList(a.cfg.Models, a.cfg.DefaultModel); err != nil {
+	providers, implied := providersFromConfig(a.cfg)
+	if a.models, err = NewModelList(append(a.cfg.Models, implied...), a.cfg.DefaultModel); err != nil {
 		return fmt.Errorf("models: %w", err)
+	}
+	a.models.providers = providers
+	for _, m := range a.models.List() {
+		if _, ok := providers[m.Provider]; !ok {
+			return fmt.Errorf("model %s/%s: provider %q is not configured (set its API key or base URL)", m.Provider, m.Model, m.Provider)
+		}
 	}
 	switch s := a.store.(type) {
 	case *postgres.Store:
@@ -116,14 +127,29 @@ func (a *App) init(ctx context.Context) error {
 	default:
 		a.pubsub, a.closePub = pubsub.NewMemory(), func() {}
 	}
-	a.machine = chatstate.New(a.store, a.pubsub, chatstate.Config{
-		QueueLimit: a.cfg.QueueLimit, RequiresActionTimeout: a.cfg.RequiresActionTimeout, Log: a.log,
+	_, leases := a.store.(*postgres.Store)
+	clock := worker.RealClock{}
+	mcfg := chatstate.Config{
+		QueueLimit: a.cfg.QueueLimit, RequiresActionTimeout: a.cfg.RequiresActionTimeout, Log: a.log, Now: clock.Now,
+	}
+	wcfg := a.cfg.Worker
+	wcfg.Leases = leases
+	if leases {
+		mcfg.LeaseTimeout = worker.DefaultLeaseTimeout
+		if wcfg.LeaseTimeout != 0 {
+			mcfg.LeaseTimeout = wcfg.LeaseTimeout
+		}
+	}
+	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
+	a.buffer = partbuf.New(partbuf.Config{})
+	a.worker = worker.New(wcfg, worker.Deps{
+		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models, Clock: clock, Log: a.log,
 	})
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
 	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}, api.Deps{
-		Machine: a.machine, Store: a.store, Models: a.models, Log: a.log, Metrics: api.NewMetrics(),
+		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.worker, Log: a.log, Metrics: api.NewMetrics(),
 	})
 	a.handler = srv
 	return nil
@@ -137,6 +163,31 @@ func (a *App) Handler() http.Handler { return a.handler }
 
 // Machine is the app's state machine.
 func (a *App) Machine() *chatstate.Machine { return a.machine }
+
+// Worker is the app's chat worker.
+func (a *App) Worker() *worker.Worker { return a.worker }
+
+// Buffer is the app's message-part buffer.
+func (a *App) Buffer() *partbuf.Buffer { return a.buffer }
+
+// Start runs the background parts (part buffer GC, chat worker) until ctx
+// ends or Stop. Run calls it; tests that serve the handler themselves call
+// it directly.
+func (a *App) Start(ctx context.Context) error {
+	if err := a.buffer.Start(ctx); err != nil {
+		return err
+	}
+	if a.cfg.NoWorker {
+		return nil
+	}
+	return a.worker.Start(ctx)
+}
+
+// Stop stops the worker and the buffer.
+func (a *App) Stop() {
+	a.worker.Stop()
+	a.buffer.Stop()
+}
 
 // Close stops the pubsub and releases the store.
 func (a *App) Close() error {
@@ -153,6 +204,11 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", a.cfg.Addr, err)
 	}
+	if err := a.Start(ctx); err != nil {
+		ln.Close()
+		return fmt.Errorf("start worker: %w", err)
+	}
+	defer a.Stop()
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout}
 	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", describeDB(a.cfg.DB))
 	if a.firstToken != "" {

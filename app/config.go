@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chatd/chatd/app/worker"
 )
 
 // Defaults for Config's zero values.
@@ -39,6 +41,20 @@ type Config struct {
 	MaxTextBytes int
 	// RequiresActionTimeout is how long dynamic tool calls wait (default 5m).
 	RequiresActionTimeout time.Duration
+
+	// Providers. OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM
+	// Studio) take OpenAIBaseURL.
+	OpenAIAPIKey     string
+	OpenAIBaseURL    string
+	AnthropicAPIKey  string
+	AnthropicBaseURL string
+	// DemoTokenDelay paces the demo model's tokens (0 = its default).
+	DemoTokenDelay time.Duration
+
+	// Worker tunes the chat worker (limits, retries, intervals).
+	Worker worker.Config
+	// NoWorker runs the API without a chat worker (tests of the API alone).
+	NoWorker bool
 }
 
 // FromEnv returns a Config filled from the environment.
@@ -56,6 +72,13 @@ func FromEnv() Config {
 	c.MaxBodyBytes, _ = strconv.ParseInt(os.Getenv("CHATD_MAX_BODY_BYTES"), 10, 64)
 	c.MaxTextBytes, _ = strconv.Atoi(os.Getenv("CHATD_MAX_TEXT_BYTES"))
 	c.RequiresActionTimeout, _ = time.ParseDuration(os.Getenv("CHATD_REQUIRES_ACTION_TIMEOUT"))
+	c.OpenAIAPIKey, c.OpenAIBaseURL = os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
+	c.AnthropicAPIKey, c.AnthropicBaseURL = os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
+	c.Worker.RootLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_ROOT_CHATS"))
+	c.Worker.SubagentLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_SUBAGENT_CHATS"))
+	c.Worker.MaxRetries, _ = strconv.Atoi(os.Getenv("CHATD_MAX_GENERATION_RETRIES"))
+	c.Worker.MaxSteps, _ = strconv.Atoi(os.Getenv("CHATD_MAX_STEPS_PER_TURN"))
+	c.Worker.CompactThresholdPercent, _ = strconv.Atoi(os.Getenv("CHATD_COMPACT_THRESHOLD_PERCENT"))
 	return c
 }
 

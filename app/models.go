@@ -2,11 +2,17 @@ package app
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/llm"
+	"github.com/chatd/chatd/app/llm/anthropic"
+	"github.com/chatd/chatd/app/llm/demo"
+	"github.com/chatd/chatd/app/llm/openai"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/worker"
 )
 
 // modelNamespace makes model config ids stable: the same provider/model
@@ -21,9 +27,14 @@ func ModelID(provider, model string) uuid.UUID {
 // DemoModelName is the built-in offline model.
 const DemoModelName = "demo"
 
+// demoContextLimit is the demo model's pretend context window (in words),
+// small enough that automatic compaction can be seen in a long demo chat.
+const demoContextLimit = 4000
+
 // ModelList is the configured models; the offline demo model is always in it.
 type ModelList struct {
-	models []sdk.ChatModel
+	models    []sdk.ChatModel
+	providers map[string]llm.Provider
 }
 
 // List returns the models, the default first.
@@ -50,11 +61,12 @@ func NewModelList(names []string, def string) (*ModelList, error) {
 				return nil
 			}
 		}
-		display := model
+		display, limit := model, int64(0)
 		if provider == DemoModelName {
-			display = "Demo (offline)"
+			display, limit = "Demo (offline)", demoContextLimit
 		}
-		l.models = append(l.models, sdk.ChatModel{ID: id, Provider: provider, Model: model, DisplayName: display, Enabled: true})
+		l.models = append(l.models, sdk.ChatModel{ID: id, Provider: provider, Model: model, DisplayName: display,
+			Enabled: true, ContextLimit: limit})
 		return nil
 	}
 	for _, n := range names {
@@ -86,4 +98,42 @@ func NewModelList(names []string, def string) (*ModelList, error) {
 		}
 	}
 	return l, nil
+}
+
+// Resolve implements worker.Models: the model config id (unset = the
+// default) to its provider.
+func (l *ModelList) Resolve(id uuid.NullUUID) (worker.Model, error) {
+	m := l.Default()
+	if id.Valid {
+		i := slices.IndexFunc(l.models, func(m sdk.ChatModel) bool { return m.ID == id.UUID })
+		if i < 0 {
+			return worker.Model{}, fmt.Errorf("model config %s is no longer configured", id.UUID)
+		}
+		m = l.models[i]
+	}
+	p, ok := l.providers[m.Provider]
+	if !ok {
+		return worker.Model{}, fmt.Errorf("provider %q of model %s is not configured (set its API key or base URL)", m.Provider, m.Model)
+	}
+	return worker.Model{ID: m.ID, Provider: p, Name: m.Model, ContextLimit: m.ContextLimit}, nil
+}
+
+// providersFromConfig builds the configured providers (demo always) and
+// the models they bring when none are named.
+func providersFromConfig(cfg Config) (map[string]llm.Provider, []string) {
+	ps := map[string]llm.Provider{DemoModelName: demo.New(demo.Config{TokenDelay: cfg.DemoTokenDelay})}
+	var models []string
+	if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
+		ps["openai"] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL})
+		if cfg.OpenAIBaseURL == "" {
+			models = append(models, "openai/gpt-4.1-mini")
+		}
+	}
+	if cfg.AnthropicAPIKey != "" || cfg.AnthropicBaseURL != "" {
+		ps["anthropic"] = anthropic.New(anthropic.Config{APIKey: cfg.AnthropicAPIKey, BaseURL: cfg.AnthropicBaseURL})
+		if cfg.AnthropicBaseURL == "" {
+			models = append(models, "anthropic/claude-sonnet-4-5")
+		}
+	}
+	return ps, models
 }

@@ -22,6 +22,18 @@ const (
 	RoleTool      = "tool"
 )
 
+// Instructions of chatd's auxiliary model calls. They are exported so the
+// offline demo model can recognise them and answer in kind.
+const (
+	// TitleInstruction is the system message of a title generation call.
+	TitleInstruction = "Write a short title (at most six words) for a conversation that starts with the user's message below. " +
+		"Answer with the title only: no quotes, no punctuation at the end."
+	// SummaryInstruction is the last user message of a compaction call.
+	SummaryInstruction = "Summarize the conversation so far for your own future reference. " +
+		"Keep every fact, decision, open question, file name and code detail needed to continue the work. " +
+		"Write only the summary."
+)
+
 // Message is one prompt message. Parts use the wire part shapes:
 // text, reasoning, tool-call (ToolCallID, ToolName, Args) on assistant
 // messages and tool-result (ToolCallID, ToolName, Result, IsError) on tool

@@ -170,6 +170,12 @@ func (p *Provider) plan(req llm.Request, hash string) plan {
 		return plan{text: toolResultsAnswer(results)}
 	}
 	prompt := lastUserText(req.Messages)
+	if len(req.Messages) > 0 && req.Messages[0].Role == llm.RoleSystem && textOf(req.Messages[0]) == llm.TitleInstruction {
+		return plan{text: demoTitle(prompt)}
+	}
+	if prompt == llm.SummaryInstruction {
+		return plan{text: demoSummary(req.Messages[:len(req.Messages)-1])}
+	}
 	var out plan
 	if req.ReasoningEffort != "" && req.ReasoningEffort != "none" {
 		out.reasoning = fmt.Sprintf("The user wrote %d words. I will quote them, list a few facts and add a code block.", words(prompt))
@@ -568,4 +574,46 @@ func argPieces(args string) []string {
 		out = append(out, args)
 	}
 	return out
+}
+
+// textOf joins a message's text parts.
+func textOf(m llm.Message) string {
+	var b strings.Builder
+	for _, p := range m.Parts {
+		if p.Type == sdk.PartText {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String()
+}
+
+// demoTitle answers a title request: the first words of the prompt.
+func demoTitle(prompt string) string {
+	ws := strings.Fields(prompt)
+	if len(ws) > 6 {
+		ws = ws[:6]
+	}
+	if len(ws) == 0 {
+		return "Untitled"
+	}
+	title := strings.Join(ws, " ")
+	r, size := utf8.DecodeRuneInString(title)
+	return string(unicode.ToUpper(r)) + title[size:]
+}
+
+// demoSummary answers a compaction request: one line per message.
+func demoSummary(msgs []llm.Message) string {
+	var b strings.Builder
+	b.WriteString("Summary of the earlier conversation:\n")
+	for _, m := range msgs {
+		text := strings.Join(strings.Fields(textOf(m)), " ")
+		if text == "" || m.Role == llm.RoleSystem {
+			continue
+		}
+		if len(text) > 80 {
+			text = text[:80] + "…"
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", m.Role, text)
+	}
+	return b.String()
 }

@@ -1,0 +1,429 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/llm"
+	"github.com/chatd/chatd/app/partbuf"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// view is what one generation step reads, in one snapshot.
+type view struct {
+	chat   store.Chat
+	system []store.Message // active system messages (they precede boundaries)
+	active []store.Message // active messages from the latest boundary anchor on
+	calls  []chatstate.ToolCall
+	tools  []sdk.DynamicTool
+}
+
+// load reads the chat's prompt-relevant history.
+func (r *runner) load(ctx context.Context, ev event) (view, error) {
+	var v view
+	err := r.read(ctx, ev, func(tx store.Tx, c store.Chat) error {
+		v.chat = c
+		ms, err := tx.MessageList(ctx, c.ID, store.MessageListParams{})
+		if err != nil {
+			return err
+		}
+		start := 0
+		for i, m := range ms {
+			if chatstate.IsBoundaryAnchor(m) {
+				start = i
+			}
+		}
+		for i, m := range ms {
+			if m.Role == store.RoleSystem && i < start {
+				v.system = append(v.system, m)
+			}
+		}
+		v.active = ms[start:]
+		v.calls = outstanding(v.active)
+		if len(c.DynamicTools) > 0 {
+			if err := json.Unmarshal(c.DynamicTools, &v.tools); err != nil {
+				return fmt.Errorf("decode dynamic tools: %w", err)
+			}
+		}
+		return nil
+	})
+	return v, err
+}
+
+// outstanding finds tool calls without results (as chatstate does).
+func outstanding(ms []store.Message) []chatstate.ToolCall {
+	var calls []chatstate.ToolCall
+	answered := map[string]bool{}
+	for _, m := range ms {
+		var parts []sdk.ChatMessagePart
+		_ = json.Unmarshal(m.Content, &parts)
+		for _, p := range parts {
+			switch {
+			case p.Type == sdk.PartToolCall && !p.ProviderExecuted:
+				calls = append(calls, chatstate.ToolCall{MessageID: m.ID, ID: p.ToolCallID, Name: p.ToolName, Args: p.Args})
+			case p.Type == sdk.PartToolResult:
+				answered[p.ToolCallID] = true
+			}
+		}
+	}
+	return slices.DeleteFunc(calls, func(c chatstate.ToolCall) bool { return answered[c.ID] })
+}
+
+// forModel is the part of history the model sees.
+func forModel(m store.Message) bool { return m.Visibility != store.VisibilityUser }
+
+// complete: nothing is left to answer. The last model-visible message is
+// an assistant reply or a boundary anchor (a compaction without pending
+// user input ends the turn).
+func (v view) complete() bool {
+	for i := len(v.active) - 1; i >= 0; i-- {
+		m := v.active[i]
+		if !forModel(m) {
+			continue
+		}
+		return m.Role == store.RoleAssistant || chatstate.IsBoundaryAnchor(m)
+	}
+	return true
+}
+
+// steps counts assistant replies since the last user message that is not
+// model-only (hook context and replayed compaction input do not restart it).
+func (v view) steps() int {
+	n := 0
+	for i := len(v.active) - 1; i >= 0; i-- {
+		m := v.active[i]
+		if m.Role == store.RoleUser && m.Visibility != store.VisibilityModel {
+			break
+		}
+		if m.Role == store.RoleAssistant && !m.Compressed {
+			n++
+		}
+	}
+	return n
+}
+
+// modelID is the model the turn asked for: the last user message's, else
+// the chat's last one (else the default).
+func (v view) modelID() uuid.NullUUID {
+	for i := len(v.active) - 1; i >= 0; i-- {
+		if m := v.active[i]; m.Role == store.RoleUser && m.ModelConfigID.Valid {
+			return m.ModelConfigID
+		}
+	}
+	return v.chat.LastModelConfigID
+}
+
+func (v view) effort() string {
+	for i := len(v.active) - 1; i >= 0; i-- {
+		if m := v.active[i]; m.Role == store.RoleUser && m.ReasoningEffort != "" {
+			return m.ReasoningEffort
+		}
+	}
+	return v.chat.LastReasoningEffort
+}
+
+// lastUsage is the newest assistant usage (for automatic compaction).
+func (v view) lastUsage() *store.Usage {
+	for i := len(v.active) - 1; i >= 0; i-- {
+		if m := v.active[i]; m.Role == store.RoleAssistant && m.Usage != nil {
+			return m.Usage
+		}
+	}
+	return nil
+}
+
+// prompt builds the provider request from system messages and the history
+// after the latest boundary (model-only rows included, user-only excluded).
+func (v view) prompt(upTo int) []llm.Message {
+	var out []llm.Message
+	add := func(m store.Message) {
+		var parts []sdk.ChatMessagePart
+		_ = json.Unmarshal(m.Content, &parts)
+		out = append(out, llm.Message{Role: m.Role, Parts: parts})
+	}
+	for _, m := range v.system {
+		add(m)
+	}
+	for _, m := range v.active[:upTo] {
+		if forModel(m) {
+			add(m)
+		}
+	}
+	return out
+}
+
+func (v view) llmTools() []llm.Tool {
+	out := make([]llm.Tool, 0, len(v.tools))
+	for _, t := range v.tools {
+		schema := t.InputSchema
+		if len(schema) == 0 || string(schema) == "null" {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		out = append(out, llm.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+	}
+	return out
+}
+
+// generate is the generation goroutine: it decides the one next step for
+// this history version and commits it (spec: "Generation goroutine"). The
+// commit moves history_version or the status, and the runner spawns the
+// goroutine for the next step.
+func (r *runner) generate(ctx context.Context, ev event) error {
+	v, err := r.load(ctx, ev)
+	if err != nil {
+		return err
+	}
+	f := fence{ev: ev}
+	if len(v.calls) > 0 {
+		return r.handleToolCalls(ctx, f, v)
+	}
+	if v.chat.CompactionRequestedAt != nil {
+		if hasUncompressedAssistant(v.active) {
+			return r.compact(ctx, ev, v, "manual")
+		}
+		return r.finishTurn(ctx, f) // nothing to compact: the marker is dropped
+	}
+	if v.complete() || v.steps() >= r.w.cfg.MaxSteps {
+		return r.finishTurn(ctx, f)
+	}
+	model, err := r.w.deps.Models.Resolve(v.modelID())
+	if err != nil {
+		return r.commit(ctx, f, func(t *chatstate.Tx) error {
+			_, err := t.FinishError(r.chatID, sdk.ChatError{Message: err.Error(), Kind: sdk.ChatErrorConfig})
+			return err
+		})
+	}
+	if r.needsCompaction(v, model) {
+		return r.compact(ctx, ev, v, "automatic")
+	}
+	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(), ReasoningEffort: v.effort()}
+	resp, done, err := r.callModel(ctx, ev, model, req, nil)
+	if err != nil || done {
+		return err
+	}
+	content, err := chatstate.EncodeParts(resp.Parts)
+	if err != nil {
+		return err
+	}
+	usage := toUsage(resp.Usage, model.ContextLimit)
+	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{
+			Role: store.RoleAssistant, Content: content, ModelConfigID: uuid.NullUUID{UUID: model.ID, Valid: model.ID != uuid.Nil},
+			ReasoningEffort: req.ReasoningEffort, Usage: usage,
+		}}})
+		return err
+	})
+}
+
+func toUsage(u llm.Usage, limit int64) *store.Usage {
+	return &store.Usage{
+		InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens,
+		ReasoningTokens: u.ReasoningTokens, CacheCreationTokens: u.CacheCreationTokens,
+		CacheReadTokens: u.CacheReadTokens, ContextLimit: limit,
+	}
+}
+
+func hasUncompressedAssistant(ms []store.Message) bool {
+	return slices.ContainsFunc(ms, func(m store.Message) bool { return m.Role == store.RoleAssistant && !m.Compressed })
+}
+
+func (r *runner) finishTurn(ctx context.Context, f fence) error {
+	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+		_, err := t.FinishTurn(r.chatID)
+		return err
+	})
+}
+
+// handleToolCalls answers outstanding calls: dynamic tools wait for the
+// client (requires_action); calls to tools this chat does not have get an
+// error result so the model can recover.
+func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
+	dynamic := map[string]bool{}
+	for _, t := range v.tools {
+		dynamic[t.Name] = true
+	}
+	var unknown []sdk.ChatMessagePart
+	for _, c := range v.calls {
+		if !dynamic[c.Name] {
+			result, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("unknown tool %q", c.Name)})
+			unknown = append(unknown, sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: result, IsError: true})
+		}
+	}
+	if len(unknown) > 0 {
+		content, err := chatstate.EncodeParts(unknown)
+		if err != nil {
+			return err
+		}
+		return r.commit(ctx, f, func(t *chatstate.Tx) error {
+			_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
+			return err
+		})
+	}
+	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+		_, err := t.EnterRequiresAction(r.chatID)
+		return err
+	})
+}
+
+// callModel runs one provider invocation with the spec's attempt
+// accounting: RecordGenerationAttempt before each call, a new buffer
+// episode per attempt, RecordRetryState while backing off, FinishError for
+// a non-retryable error or once the retry limit is spent. done reports that
+// the step ended the turn (FinishError) and there is nothing to commit.
+func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.Request, prefix []sdk.ChatMessagePart) (resp llm.Response, done bool, err error) {
+	f := fence{ev: ev}
+	for {
+		var c store.Chat
+		err := r.commit(ctx, f, func(t *chatstate.Tx) error {
+			var err error
+			c, err = t.RecordGenerationAttempt(r.chatID)
+			return err
+		})
+		if err != nil {
+			return resp, false, err
+		}
+		ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: ev.HistoryVersion, GenerationAttempt: c.GenerationAttempt}
+		buf := r.w.deps.Buffer
+		// Storing parts is best-effort: errors (full, closed) drop them.
+		_ = buf.CreateEpisode(ep)
+		for _, p := range prefix {
+			_ = buf.AddPart(ep, p)
+		}
+		_ = buf.StartModelInvocation(ep)
+		resp, err = model.Provider.Stream(ctx, req, func(p sdk.ChatMessagePart) { _ = buf.AddPart(ep, p) })
+		// Closing keeps the parts: an interrupt goroutine still reads them.
+		buf.CloseEpisode(ep)
+		if ctx.Err() != nil {
+			return resp, false, ctx.Err()
+		}
+		if err == nil {
+			return resp, false, nil
+		}
+		var perr *llm.Error
+		if !errors.As(llm.Classify(model.Provider.Name(), err), &perr) {
+			return resp, false, err
+		}
+		if !perr.Retryable || c.GenerationAttempt > int64(r.w.cfg.MaxRetries) {
+			r.w.log.Info("generation failed", "chat_id", r.chatID, "attempt", c.GenerationAttempt, "err", perr)
+			return resp, true, r.commit(ctx, f, func(t *chatstate.Tx) error {
+				_, err := t.FinishError(r.chatID, perr.ChatError())
+				return err
+			})
+		}
+		delay := r.w.backoff(c.GenerationAttempt)
+		retry := sdk.ChatRetry{
+			Attempt: c.GenerationAttempt, DelayMS: delay.Milliseconds(), Error: perr.Message,
+			Kind: perr.Kind, RetryingAt: r.w.clock.Now().Add(delay).UTC(),
+		}
+		if err := r.commit(ctx, f, func(t *chatstate.Tx) error {
+			_, err := t.RecordRetryState(r.chatID, retry)
+			return err
+		}); err != nil {
+			return resp, false, err
+		}
+		if err := sleep(ctx, r.w.clock, delay); err != nil {
+			return resp, false, err
+		}
+	}
+}
+
+// interrupt closes the interrupted attempt's episode and commits what it
+// had streamed as the partial step (spec: "Interrupt goroutine").
+func (r *runner) interrupt(ctx context.Context, ev event) error {
+	var c store.Chat
+	if err := r.read(ctx, ev, func(_ store.Tx, chat store.Chat) error { c = chat; return nil }); err != nil {
+		return err
+	}
+	ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: c.HistoryVersion, GenerationAttempt: c.GenerationAttempt}
+	buf := r.w.deps.Buffer
+	buf.CloseEpisode(ep)
+	parts, err := buf.GetParts(ep)
+	var partial []store.MessageInsertParams
+	if err == nil && len(parts) > 0 {
+		var a llm.Assembler
+		for _, p := range parts {
+			a.Add(p)
+		}
+		content, err := chatstate.EncodeParts(a.Parts())
+		if err != nil {
+			return err
+		}
+		partial = []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}
+	}
+	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
+		_, err := t.FinishInterruption(r.chatID, partial)
+		return err
+	})
+}
+
+// needsCompaction: the last usage crossed the threshold of the model's
+// context window. Only at the start of a turn (the last model-visible
+// message is the user's), so the pending input is replayed after the
+// summary and the turn goes on.
+func (r *runner) needsCompaction(v view, model Model) bool {
+	pct := r.w.cfg.CompactThresholdPercent
+	u := v.lastUsage()
+	if model.ContextLimit <= 0 || pct >= 100 || u == nil || !hasUncompressedAssistant(v.active) {
+		return false
+	}
+	if n := len(v.active); n == 0 || v.active[n-1].Role != store.RoleUser {
+		return false
+	}
+	return (u.InputTokens+u.OutputTokens)*100 >= model.ContextLimit*int64(pct)
+}
+
+// compact summarizes the history since the latest boundary into a
+// compressed triplet; trailing user messages the assistant has not
+// answered are not summarized but re-committed after it as model-only
+// rows (spec: "Manual compaction"). The CommitStep clears the one-shot
+// request.
+func (r *runner) compact(ctx context.Context, ev event, v view, source string) error {
+	model, err := r.w.deps.Models.Resolve(v.modelID())
+	if err != nil {
+		return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
+			_, err := t.FinishError(r.chatID, sdk.ChatError{Message: err.Error(), Kind: sdk.ChatErrorConfig})
+			return err
+		})
+	}
+	cut := len(v.active)
+	for cut > 0 && v.active[cut-1].Role == store.RoleUser && !chatstate.IsBoundaryAnchor(v.active[cut-1]) {
+		cut--
+	}
+	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: llm.SummaryInstruction}}})
+	progress := []sdk.ChatMessagePart{{Type: sdk.PartReasoning, Text: "Summarizing the conversation…"}}
+	resp, done, err := r.callModel(ctx, ev, model, llm.Request{Model: model.Name, Messages: msgs}, progress)
+	if err != nil || done {
+		return err
+	}
+	var summary strings.Builder
+	for _, p := range resp.Parts {
+		if p.Type == sdk.PartText {
+			summary.WriteString(p.Text)
+		}
+	}
+	args, _ := json.Marshal(map[string]any{"source": source, "threshold_percent": r.w.cfg.CompactThresholdPercent})
+	result, _ := json.Marshal(map[string]any{"source": source, "summary": summary.String(), "context_limit_tokens": model.ContextLimit})
+	triplet, err := chatstate.BoundaryTriplet(r.chatID,
+		"Summary of the conversation so far:\n\n"+summary.String(), chatstate.ToolChatSummarized, args, result)
+	if err != nil {
+		return err
+	}
+	for _, m := range v.active[cut:] {
+		triplet = append(triplet, store.MessageInsertParams{
+			Role: store.RoleUser, Content: m.Content, Visibility: store.VisibilityModel,
+			CreatedBy: m.CreatedBy, ModelConfigID: m.ModelConfigID, ReasoningEffort: m.ReasoningEffort,
+		})
+	}
+	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
+		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: triplet, Compaction: true})
+		return err
+	})
+}

@@ -1,0 +1,205 @@
+package worker
+
+import (
+	"context"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// manager owns the runners of this worker (spec: "Runner manager"). Several
+// runners may exist for one chat while an old one is still winding down.
+type manager struct {
+	w       *Worker
+	mu      sync.Mutex
+	runners map[uuid.UUID]map[uuid.UUID]*runner
+	wg      sync.WaitGroup
+}
+
+func newManager(w *Worker) *manager {
+	return &manager{w: w, runners: map[uuid.UUID]map[uuid.UUID]*runner{}}
+}
+
+// spawn starts a runner for an acquired chat. Its first event is the row
+// that Acquire committed.
+func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID) {
+	r := newRunner(m.w, c.ID, runnerID)
+	m.mu.Lock()
+	if m.runners[c.ID] == nil {
+		m.runners[c.ID] = map[uuid.UUID]*runner{}
+	}
+	m.runners[c.ID][runnerID] = r
+	m.mu.Unlock()
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		r.run(ctx, eventFromChat(c))
+		// The runner finished (cleanup or shutdown): forget it.
+		m.mu.Lock()
+		delete(m.runners[c.ID], runnerID)
+		if len(m.runners[c.ID]) == 0 {
+			delete(m.runners, c.ID)
+		}
+		m.mu.Unlock()
+	}()
+}
+
+// cleanup cancels a runner without waiting for it.
+func (m *manager) cleanup(chatID, runnerID uuid.UUID) {
+	m.mu.Lock()
+	r := m.runners[chatID][runnerID]
+	m.mu.Unlock()
+	if r != nil {
+		r.stop()
+	}
+}
+
+// has reports whether a runner exists.
+func (m *manager) has(chatID, runnerID uuid.UUID) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	_, ok := m.runners[chatID][runnerID]
+	return ok
+}
+
+// all returns every runner.
+func (m *manager) all() []*runner {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []*runner
+	for _, rs := range m.runners {
+		for _, r := range rs {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Runners counts live runners (for tests and metrics).
+func (w *Worker) Runners() int { return len(w.manager.all()) }
+
+func (m *manager) wait() { m.wg.Wait() }
+
+// syncLoop fetches every registered chat in one query on an interval and
+// forwards the rows to their runners (spec: "Database sync loop"); a
+// deleted chat's runners are cleaned up.
+func (m *manager) syncLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.w.clock.After(m.w.cfg.SyncInterval):
+		}
+		m.syncOnce(ctx)
+	}
+}
+
+func (m *manager) syncOnce(ctx context.Context) {
+	runners := m.all()
+	if len(runners) == 0 {
+		return
+	}
+	ids := make([]uuid.UUID, 0, len(runners))
+	seen := map[uuid.UUID]bool{}
+	for _, r := range runners {
+		if !seen[r.chatID] {
+			seen[r.chatID] = true
+			ids = append(ids, r.chatID)
+		}
+	}
+	var chats []store.Chat
+	err := m.w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+		var err error
+		chats, err = tx.ChatGetMany(ctx, ids)
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			m.w.log.Warn("sync chats", "err", err)
+		}
+		return
+	}
+	byID := map[uuid.UUID]store.Chat{}
+	for _, c := range chats {
+		byID[c.ID] = c
+	}
+	for _, r := range runners {
+		if c, ok := byID[r.chatID]; ok {
+			r.notify(eventFromChat(c))
+		} else {
+			r.stop() // the chat was deleted
+		}
+	}
+}
+
+// heartbeatLoop renews the leases of every runner every HeartbeatInterval
+// and cleans up runners whose lease could not be renewed (spec: "Heartbeat
+// loop"). With in-memory heartbeats a registered runner is its own lease.
+func (m *manager) heartbeatLoop(ctx context.Context) {
+	if !m.w.cfg.Leases {
+		return
+	}
+	lastCleanup := m.w.clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-m.w.clock.After(m.w.cfg.HeartbeatInterval):
+		}
+		m.renewOnce(ctx)
+		if now := m.w.clock.Now(); now.Sub(lastCleanup) >= m.w.cfg.LeaseTimeout {
+			lastCleanup = now
+			err := m.w.deps.Store.InTx(ctx, func(tx store.Tx) error {
+				_, err := tx.HeartbeatDeleteStale(ctx, m.w.leaseCutoff())
+				return err
+			})
+			if err != nil && ctx.Err() == nil {
+				m.w.log.Warn("delete stale heartbeats", "err", err)
+			}
+		}
+	}
+}
+
+// renewOnce renews all leases in one statement, under the admission lock
+// so a lease that admission counted as stale cannot come back. A failed
+// tick renews nothing and cleans up nothing; the next tick retries.
+func (m *manager) renewOnce(ctx context.Context) {
+	runners := m.all()
+	if len(runners) == 0 {
+		return
+	}
+	leases := make([]store.Lease, len(runners))
+	for i, r := range runners {
+		leases[i] = store.Lease{ChatID: r.chatID, RunnerID: r.runnerID}
+	}
+	tickCtx, cancel := context.WithTimeout(ctx, m.w.cfg.LeaseTimeout/3)
+	defer cancel()
+	var renewed []store.Lease
+	err := m.w.deps.Store.InTx(tickCtx, func(tx store.Tx) error {
+		if err := tx.AdmissionLock(tickCtx); err != nil {
+			return err
+		}
+		now := m.w.clock.Now()
+		var err error
+		renewed, err = tx.HeartbeatRenew(tickCtx, leases, now, now.Add(-m.w.cfg.LeaseTimeout))
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			m.w.log.Warn("renew heartbeats", "err", err)
+		}
+		return
+	}
+	ok := map[store.Lease]bool{}
+	for _, l := range renewed {
+		ok[l] = true
+	}
+	for _, r := range runners {
+		if !ok[store.Lease{ChatID: r.chatID, RunnerID: r.runnerID}] {
+			m.w.log.Info("lease lost; stopping runner", "chat_id", r.chatID, "runner_id", r.runnerID)
+			r.stop()
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/store"
+)
+
+// event is what the runner loop processes (spec: "Event shape").
+type event struct {
+	WorkerID          uuid.NullUUID
+	RunnerID          uuid.NullUUID
+	SnapshotVersion   int64
+	HistoryVersion    int64
+	GenerationAttempt int64
+	Archived          bool
+	Status            store.ChatStatus
+}
+
+func eventFromChat(c store.Chat) event {
+	return event{
+		WorkerID: c.WorkerID, RunnerID: c.RunnerID, SnapshotVersion: c.SnapshotVersion,
+		HistoryVersion: c.HistoryVersion, GenerationAttempt: c.GenerationAttempt,
+		Archived: c.Archived, Status: c.Status,
+	}
+}
+
+func eventFromPayload(p chatstate.UpdatePayload) event {
+	ev := event{
+		SnapshotVersion: p.SnapshotVersion, HistoryVersion: p.HistoryVersion,
+		GenerationAttempt: p.GenerationAttempt, Archived: p.Archived, Status: p.Status,
+	}
+	if p.WorkerID != nil {
+		ev.WorkerID = uuid.NullUUID{UUID: *p.WorkerID, Valid: true}
+	}
+	if p.RunnerID != nil {
+		ev.RunnerID = uuid.NullUUID{UUID: *p.RunnerID, Valid: true}
+	}
+	return ev
+}
+
+// task is one goroutine a runner spawned.
+type task struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (t *task) finished() bool {
+	select {
+	case <-t.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// runner drives one chat (spec: "Chat runner"). Its loop performs no side
+// effects itself: it only decides which goroutine should be running.
+type runner struct {
+	w        *Worker
+	chatID   uuid.UUID
+	runnerID uuid.UUID
+
+	mu      sync.Mutex
+	pending *event        // the newest unprocessed event (events coalesce)
+	wake    chan struct{} // buffered to one
+	cancel  context.CancelFunc
+
+	// Loop state, touched only by the loop goroutine.
+	last   event
+	seen   bool
+	active *task
+	tasks  []*task
+	wg     sync.WaitGroup
+}
+
+func newRunner(w *Worker, chatID, runnerID uuid.UUID) *runner {
+	return &runner{w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1)}
+}
+
+// notify hands the loop an event; an older pending event is superseded, so
+// a slow loop never blocks publishers.
+func (r *runner) notify(ev event) {
+	r.mu.Lock()
+	if r.pending == nil || ev.SnapshotVersion > r.pending.SnapshotVersion {
+		r.pending = &ev
+	}
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// stop cancels the runner (cleanup); it does not wait.
+func (r *runner) stop() {
+	r.mu.Lock()
+	cancel := r.cancel
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// run subscribes to chat:update first and then processes first, so no
+// update between the two is missed. It returns after cleanup: every
+// goroutine cancelled and finished, the subscription gone.
+func (r *runner) run(parent context.Context, first event) {
+	ctx, cancel := context.WithCancel(parent)
+	r.mu.Lock()
+	r.cancel = cancel
+	r.mu.Unlock()
+	defer cancel()
+
+	unsubscribe, err := r.w.deps.Pubsub.Subscribe(ctx, pubsub.ChannelUpdate(r.chatID.String()), func(payload []byte) {
+		var p chatstate.UpdatePayload
+		if json.Unmarshal(payload, &p) == nil {
+			r.notify(eventFromPayload(p))
+		}
+	})
+	if err != nil {
+		r.w.log.Warn("subscribe to chat updates; the sync loop still drives the runner", "chat_id", r.chatID, "err", err)
+		unsubscribe = func() {}
+	}
+	defer unsubscribe()
+
+	r.notify(first)
+	for {
+		select {
+		case <-ctx.Done():
+			for _, t := range r.tasks {
+				t.cancel()
+			}
+			r.wg.Wait()
+			return
+		case <-r.wake:
+		}
+		r.mu.Lock()
+		ev := r.pending
+		r.pending = nil
+		r.mu.Unlock()
+		if ev != nil {
+			r.process(ctx, *ev)
+		}
+	}
+}
+
+// process is one loop iteration (spec: "Event processing", rules 1-10).
+func (r *runner) process(ctx context.Context, ev event) {
+	// 1. Stale or duplicate.
+	if r.seen && ev.SnapshotVersion <= r.last.SnapshotVersion {
+		return
+	}
+	prev, seen := r.last, r.seen
+	r.last, r.seen = ev, true
+	// 2. Not ours any more.
+	if ev.WorkerID != (uuid.NullUUID{UUID: r.w.id, Valid: true}) || ev.RunnerID != (uuid.NullUUID{UUID: r.runnerID, Valid: true}) {
+		r.stop()
+		return
+	}
+	// 3. Same work as before.
+	if seen && ev.HistoryVersion == prev.HistoryVersion && ev.Status == prev.Status {
+		return
+	}
+	// 4. Different work: cancel the active goroutine without waiting.
+	if r.active != nil {
+		r.active.cancel()
+		r.active = nil
+	}
+	// 5. Forget finished goroutines.
+	live := r.tasks[:0]
+	for _, t := range r.tasks {
+		if !t.finished() {
+			live = append(live, t)
+		}
+	}
+	r.tasks = live
+	// 6-10.
+	switch {
+	case ev.Archived:
+		r.spawn(ctx, ev, r.abandon)
+	case ev.Status == store.ChatStatusRunning:
+		r.spawn(ctx, ev, r.generate)
+	case ev.Status == store.ChatStatusInterrupting:
+		r.spawn(ctx, ev, r.interrupt)
+	case ev.Status == store.ChatStatusRequiresAction:
+		r.spawn(ctx, ev, r.actionTimeout)
+	default:
+		r.spawn(ctx, ev, r.abandon)
+	}
+}
+
+// spawn starts fn as the active goroutine. fn holds the in-memory lock of
+// its (chat, history_version, status) and retries unexpected errors with
+// bounded exponential backoff until it succeeds, is fenced out, or is
+// cancelled.
+func (r *runner) spawn(parent context.Context, ev event, fn func(context.Context, event) error) {
+	ctx, cancel := context.WithCancel(parent)
+	t := &task{cancel: cancel, done: make(chan struct{})}
+	r.active = t
+	r.tasks = append(r.tasks, t)
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		defer close(t.done)
+		defer cancel()
+		unlock, err := r.w.locks.lock(ctx, lockKey{r.chatID, ev.HistoryVersion, ev.Status})
+		if err != nil {
+			return
+		}
+		defer unlock()
+		for attempt := int64(1); ; attempt++ {
+			err := fn(ctx, ev)
+			switch {
+			case err == nil, errors.Is(err, errStale), errors.Is(err, errDeleted), ctx.Err() != nil:
+				return
+			}
+			r.w.log.Warn("runner goroutine failed; retrying", "chat_id", r.chatID, "status", ev.Status, "err", err)
+			if sleep(ctx, r.w.clock, r.w.backoff(attempt)) != nil {
+				return
+			}
+		}
+	}()
+}
+
+type lockKey struct {
+	chat    uuid.UUID
+	history int64
+	status  store.ChatStatus
+}
+
+// Fence failures: the goroutine's view of the chat is no longer current.
+var (
+	errStale   = errors.New("stale: the chat moved on")
+	errDeleted = errors.New("the chat was deleted")
+)
+
+// fence describes what a goroutine expects of the chat when it touches it.
+type fence struct {
+	ev          event
+	anyState    bool // abandon only checks ownership
+	expectOwner bool
+}
+
+func (r *runner) check(c store.Chat, f fence) error {
+	if c.WorkerID != (uuid.NullUUID{UUID: r.w.id, Valid: true}) || c.RunnerID != (uuid.NullUUID{UUID: r.runnerID, Valid: true}) {
+		return errStale
+	}
+	if !f.anyState && (c.HistoryVersion != f.ev.HistoryVersion || c.Status != f.ev.Status) {
+		return errStale
+	}
+	return nil
+}
+
+// read runs fn on one consistent snapshot after checking the fence.
+func (r *runner) read(ctx context.Context, ev event, fn func(tx store.Tx, c store.Chat) error) error {
+	return r.w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+		c, err := tx.ChatGet(ctx, r.chatID)
+		if errors.Is(err, store.ErrNotFound) {
+			return errDeleted
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.check(c, fence{ev: ev}); err != nil {
+			return err
+		}
+		return fn(tx, c)
+	})
+}
+
+// commit applies transitions after locking the chat and checking the
+// fence; a mismatch rolls back and reports errStale. The committed row is
+// handed to the loop at once (the fast path before pubsub).
+func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) error) error {
+	var after store.Chat
+	err := r.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+		c, st, err := t.State(r.chatID)
+		if err != nil {
+			return err
+		}
+		if st == chatstate.StateN {
+			return errDeleted
+		}
+		if err := r.check(c, f); err != nil {
+			return err
+		}
+		if err := fn(t); err != nil {
+			return err
+		}
+		after, err = t.Store().ChatGet(ctx, r.chatID)
+		return err
+	})
+	if err == nil {
+		r.notify(eventFromChat(after))
+	}
+	return err
+}
+
+// abandon gives the chat up (spec: "Abandon chat goroutine").
+func (r *runner) abandon(ctx context.Context, ev event) error {
+	return r.commit(ctx, fence{ev: ev, anyState: true}, func(t *chatstate.Tx) error {
+		_, err := t.Abandon(r.chatID)
+		return err
+	})
+}
+
+// actionTimeout waits for the dynamic-tool deadline, then cancels the
+// pending action (spec: "Dynamic tools timeout goroutine").
+func (r *runner) actionTimeout(ctx context.Context, ev event) error {
+	var deadline *store.Chat
+	err := r.read(ctx, ev, func(tx store.Tx, c store.Chat) error {
+		deadline = &c
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if d := deadline.RequiresActionDeadlineAt; d != nil {
+		if err := sleep(ctx, r.w.clock, d.Sub(r.w.clock.Now())); err != nil {
+			return err
+		}
+	}
+	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
+		_, err := t.CancelRequiresAction(r.chatID)
+		return err
+	})
+}

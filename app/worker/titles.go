@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/llm"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// GenerateTitle queues a background title generation for a chat that got
+// a fallback title. It never blocks the caller; when the queue is full the
+// chat keeps its fallback title.
+func (w *Worker) GenerateTitle(chatID uuid.UUID) {
+	select {
+	case w.titles <- chatID:
+	default:
+		w.log.Warn("title queue full; keeping the fallback title", "chat_id", chatID)
+	}
+}
+
+func (w *Worker) titleLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-w.titles:
+			if err := w.generateTitle(ctx, id); err != nil && ctx.Err() == nil {
+				w.log.Info("title generation failed; keeping the fallback title", "chat_id", id, "err", err)
+			}
+		}
+	}
+}
+
+// generateTitle asks the chat's model for a title and writes it as a
+// generated title, which never overrides a user title. Retryable provider
+// errors are retried with the generation retry limit.
+func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
+	var (
+		chat  store.Chat
+		first string
+	)
+	err := w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+		var err error
+		if chat, err = tx.ChatGet(ctx, chatID); err != nil {
+			return err
+		}
+		ms, err := tx.MessageList(ctx, chatID, store.MessageListParams{Limit: 20})
+		for _, m := range ms {
+			if m.Role == store.RoleUser && first == "" {
+				var parts []sdk.ChatMessagePart
+				_ = json.Unmarshal(m.Content, &parts)
+				for _, p := range parts {
+					if p.Type == sdk.PartText {
+						first += p.Text
+					}
+				}
+			}
+		}
+		return err
+	})
+	if err != nil || chat.TitleSource != store.TitleSourceFallback || first == "" {
+		return err
+	}
+	model, err := w.deps.Models.Resolve(chat.LastModelConfigID)
+	if err != nil {
+		return err
+	}
+	if len(first) > 4000 {
+		first = first[:4000]
+	}
+	req := llm.Request{Model: model.Name, MaxOutputTokens: 32, Messages: []llm.Message{
+		{Role: llm.RoleSystem, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: llm.TitleInstruction}}},
+		{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: first}}},
+	}}
+	var resp llm.Response
+	for attempt := int64(1); ; attempt++ {
+		resp, err = model.Provider.Stream(ctx, req, nil)
+		var perr *llm.Error
+		if err == nil || !errors.As(llm.Classify(model.Provider.Name(), err), &perr) || !perr.Retryable ||
+			attempt > int64(w.cfg.MaxRetries) {
+			break
+		}
+		if err := sleep(ctx, w.clock, w.backoff(attempt)); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return err
+	}
+	title := cleanTitle(resp.Parts)
+	if title == "" {
+		return nil
+	}
+	return w.deps.Store.InTx(ctx, func(tx store.Tx) error {
+		_, err := chatstate.WriteTitle(ctx, tx, chatID, title, store.TitleSourceGenerated, w.clock.Now().UTC())
+		return err
+	})
+}
+
+// cleanTitle takes the first line of the answer without quotes or markdown.
+func cleanTitle(parts []sdk.ChatMessagePart) string {
+	var text string
+	for _, p := range parts {
+		if p.Type == sdk.PartText {
+			text += p.Text
+		}
+	}
+	text = strings.TrimSpace(text)
+	if i := strings.IndexByte(text, '\n'); i >= 0 {
+		text = text[:i]
+	}
+	text = strings.Trim(text, " \t\"'`*#>.")
+	if text == "" {
+		return ""
+	}
+	return chatstate.FallbackTitle(text, 80)
+}

@@ -1,0 +1,229 @@
+// Package worker runs chats (spec: "Chat worker"): an acquisition loop takes
+// runnable chats that no live worker owns, a runner manager keeps one runner
+// per acquired chat plus database-sync and heartbeat loops, and each runner
+// turns state changes into generation, interrupt, action-timeout and
+// abandon goroutines that commit through the state machine.
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/llm"
+	"github.com/chatd/chatd/app/partbuf"
+	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/store"
+)
+
+// Defaults for Config's zero values (spec values where it gives them).
+const (
+	DefaultAcquireInterval         = 30 * time.Second
+	DefaultSyncInterval            = 5 * time.Second
+	DefaultHeartbeatInterval       = 9 * time.Second
+	DefaultLeaseTimeout            = 30 * time.Second
+	DefaultMaxRetries              = 25
+	DefaultMaxSteps                = 1200
+	DefaultRootLimit               = 5
+	DefaultSubagentLimit           = 10
+	DefaultBackoffBase             = time.Second
+	DefaultBackoffMax              = 30 * time.Second
+	DefaultCompactThresholdPercent = 80
+	DefaultTitleConcurrency        = 2
+)
+
+// Config tunes the worker. Zero values take the Defaults.
+type Config struct {
+	AcquireInterval   time.Duration
+	SyncInterval      time.Duration
+	HeartbeatInterval time.Duration
+	// LeaseTimeout is when a lease is stale (3 missed heartbeats).
+	LeaseTimeout time.Duration
+	// Leases selects heartbeat rows in the database (several replicas on
+	// Postgres). Without it heartbeats live in memory: one process owns the
+	// SQLite file, so any other worker id is a dead process.
+	Leases bool
+	// MaxRetries: a retryable failure after this many attempts finishes
+	// the chat in error (so MaxRetries+1 attempts in all).
+	MaxRetries int
+	// MaxSteps caps assistant steps per turn.
+	MaxSteps int
+	// RootLimit and SubagentLimit cap concurrently owned chats.
+	RootLimit     int
+	SubagentLimit int
+	BackoffBase   time.Duration
+	BackoffMax    time.Duration
+	// CompactThresholdPercent of a model's context limit triggers automatic
+	// compaction; 100 disables it.
+	CompactThresholdPercent int
+	TitleConcurrency        int
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	defInt := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.AcquireInterval, DefaultAcquireInterval)
+	def(&c.SyncInterval, DefaultSyncInterval)
+	def(&c.HeartbeatInterval, DefaultHeartbeatInterval)
+	def(&c.LeaseTimeout, DefaultLeaseTimeout)
+	def(&c.BackoffBase, DefaultBackoffBase)
+	def(&c.BackoffMax, DefaultBackoffMax)
+	defInt(&c.MaxRetries, DefaultMaxRetries)
+	defInt(&c.MaxSteps, DefaultMaxSteps)
+	defInt(&c.RootLimit, DefaultRootLimit)
+	defInt(&c.SubagentLimit, DefaultSubagentLimit)
+	defInt(&c.CompactThresholdPercent, DefaultCompactThresholdPercent)
+	defInt(&c.TitleConcurrency, DefaultTitleConcurrency)
+	return c
+}
+
+// Model is a resolved model: the provider to call and what the worker
+// needs to know about it.
+type Model struct {
+	ID           uuid.UUID
+	Provider     llm.Provider
+	Name         string // the provider's model name
+	ContextLimit int64  // tokens; 0 = unknown (no automatic compaction)
+}
+
+// Models resolves a chat's model config id (unset = the default).
+type Models interface {
+	Resolve(id uuid.NullUUID) (Model, error)
+}
+
+// Subscriber is the part of pubsub the worker needs.
+type Subscriber interface {
+	Subscribe(ctx context.Context, channel string, fn func(payload []byte)) (cancel func(), err error)
+}
+
+// Deps are the worker's collaborators.
+type Deps struct {
+	Machine *chatstate.Machine
+	Store   store.Store
+	Pubsub  Subscriber
+	Buffer  *partbuf.Buffer
+	Models  Models
+	Clock   Clock
+	Log     *slog.Logger
+}
+
+// Worker is one replica's chat worker.
+type Worker struct {
+	id    uuid.UUID
+	cfg   Config
+	deps  Deps
+	log   *slog.Logger
+	clock Clock
+
+	manager *manager
+	locks   keyedLock
+	titles  chan uuid.UUID
+
+	mu      sync.Mutex
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	started bool
+}
+
+// New returns a worker with a fresh worker id (regenerated on every start
+// of the process, as the spec says).
+func New(cfg Config, deps Deps) *Worker {
+	if deps.Clock == nil {
+		deps.Clock = RealClock{}
+	}
+	if deps.Log == nil {
+		deps.Log = slog.Default()
+	}
+	w := &Worker{id: uuid.New(), cfg: cfg.withDefaults(), deps: deps, clock: deps.Clock}
+	w.log = deps.Log.With("worker_id", w.id)
+	w.manager = newManager(w)
+	w.titles = make(chan uuid.UUID, 256)
+	return w
+}
+
+// ID is the worker id written into chats.worker_id.
+func (w *Worker) ID() uuid.UUID { return w.id }
+
+// Start launches the acquisition, sync, heartbeat and title loops. The
+// first acquisition pass runs at once, so a restarted node resumes its chats.
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return errors.New("worker already started")
+	}
+	w.started = true
+	ctx, w.cancel = context.WithCancel(ctx)
+	wake := make(chan struct{}, 1)
+	cancelSub, err := w.deps.Pubsub.Subscribe(ctx, pubsub.ChannelOwnership, func([]byte) {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		w.cancel()
+		return fmt.Errorf("subscribe to %s: %w", pubsub.ChannelOwnership, err)
+	}
+	w.goLoop(ctx, func(ctx context.Context) { defer cancelSub(); w.acquireLoop(ctx, wake) })
+	w.goLoop(ctx, w.manager.syncLoop)
+	w.goLoop(ctx, w.manager.heartbeatLoop)
+	for range w.cfg.TitleConcurrency {
+		w.goLoop(ctx, w.titleLoop)
+	}
+	return nil
+}
+
+func (w *Worker) goLoop(ctx context.Context, fn func(context.Context)) {
+	w.wg.Add(1)
+	go func() {
+		defer w.wg.Done()
+		fn(ctx)
+	}()
+}
+
+// Stop cancels every loop and runner and waits for them. Chats stay owned
+// by this worker id; the next process (or replica) takes them over.
+func (w *Worker) Stop() {
+	w.mu.Lock()
+	cancel := w.cancel
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	w.wg.Wait()
+	w.manager.wait()
+}
+
+// acquireParams says which owners count as alive right now.
+func (w *Worker) acquireParams() store.AcquirableParams {
+	p := store.AcquirableParams{Self: w.id, Limit: 100}
+	if w.cfg.Leases {
+		cutoff := w.clock.Now().Add(-w.cfg.LeaseTimeout)
+		p.LeaseCutoff = &cutoff
+	}
+	return p
+}
+
+// backoff is the bounded exponential delay before retry attempt n (n >= 1).
+func (w *Worker) backoff(n int64) time.Duration {
+	d := w.cfg.BackoffBase
+	for i := int64(1); i < n && d < w.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	return min(d, w.cfg.BackoffMax)
+}
