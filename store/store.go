@@ -136,6 +136,14 @@ type Tx interface {
 	// ends (a Postgres advisory lock; SQLite's writer lock already does).
 	AdmissionLock(ctx context.Context) error
 
+	// ReplicaUpsert publishes a replica's relay address (several replicas
+	// on Postgres: streams dial the replica that runs a chat).
+	ReplicaUpsert(ctx context.Context, r Replica) error
+	// ReplicaGet reads a replica by its worker id.
+	ReplicaGet(ctx context.Context, workerID uuid.UUID) (Replica, error)
+	// ReplicaDelete removes a replica's record.
+	ReplicaDelete(ctx context.Context, workerID uuid.UUID) error
+
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)
 	// UserGet reads a user by id.
@@ -391,6 +399,8 @@ type MessageListParams struct {
 	IncludeDeleted bool
 	// PeopleOnly skips model-only rows (what people see).
 	PeopleOnly bool
+	// RevisionAfter keeps rows with revision > this (0 = all).
+	RevisionAfter int64
 	AfterID    int64 // exclusive; 0 means from the start
 	BeforeID   int64 // exclusive; 0 means to the end
 	Limit      int   // 0 means no limit
@@ -417,6 +427,14 @@ type QueueInsertParams struct {
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
 	Now             time.Time
+}
+
+// Replica is where a worker's parts endpoint can be reached.
+type Replica struct {
+	WorkerID  uuid.UUID
+	Address   string // base URL, e.g. http://10.0.0.5:8080
+	Token     string // presented by other replicas on the parts endpoint
+	UpdatedAt time.Time
 }
 
 // User is a local chatd user.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/wire"
 	"github.com/chatd/chatd/store"
 )
 
@@ -106,7 +107,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 	if generate && len(parts) > 0 && s.deps.Titles != nil {
 		s.deps.Titles.GenerateTitle(res.Chat.ID)
 	}
-	writeJSON(w, http.StatusCreated, ToChat(res.Chat))
+	writeJSON(w, http.StatusCreated, wire.ToChat(res.Chat))
 }
 
 func firstText(parts []sdk.ChatMessagePart) string {
@@ -245,7 +246,7 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 	}
 	out := make([]sdk.Chat, 0, len(chats))
 	for _, ch := range chats {
-		out = append(out, ToChat(ch))
+		out = append(out, wire.ToChat(ch))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -303,11 +304,11 @@ func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		if err != nil {
 			return err
 		}
-		out = ToChat(chat)
+		out = wire.ToChat(chat)
 		family, err := tx.ChatDescendants(r.Context(), chat.Root())
 		for _, f := range family {
 			if f.ParentChatID.Valid && f.ParentChatID.UUID == id {
-				out.Children = append(out.Children, ToChat(f))
+				out.Children = append(out.Children, wire.ToChat(f))
 			}
 		}
 		return err
@@ -462,9 +463,9 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 		if p.Descending {
 			slices.Reverse(ms)
 		}
-		resp.Messages = ToMessages(ms)
+		resp.Messages = wire.ToMessages(ms)
 		queue, err := tx.QueueList(ctx, id)
-		resp.QueuedMessages = ToQueue(queue)
+		resp.QueuedMessages = wire.ToQueue(queue)
 		return err
 	})
 	if err != nil {
@@ -538,15 +539,15 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	}
 	resp := sdk.CreateChatMessageResponse{Queued: res.Queued != nil}
 	if res.Message != nil {
-		m := ToMessage(*res.Message)
+		m := wire.ToMessage(*res.Message)
 		resp.Message = &m
 	}
 	if res.Queued != nil {
-		q := ToQueued(*res.Queued)
+		q := wire.ToQueued(*res.Queued)
 		resp.QueuedMessage = &q
 	}
 	if len(res.Promoted) > 0 {
-		resp.Messages = ToMessages(res.Promoted)
+		resp.Messages = wire.ToMessages(res.Promoted)
 	}
 	writeJSON(w, http.StatusOK, resp)
 }
@@ -583,7 +584,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		return
 	}
 	writeJSON(w, http.StatusOK, sdk.EditChatMessageResponse{
-		Message: ToMessage(res.Message), Messages: ToMessages([]store.Message{res.Message}), DeletedMessageIDs: res.DeletedIDs,
+		Message: wire.ToMessage(res.Message), Messages: wire.ToMessages([]store.Message{res.Message}), DeletedMessageIDs: res.DeletedIDs,
 	})
 }
 
@@ -632,7 +633,7 @@ func (s *Server) chatAction(w http.ResponseWriter, r *http.Request, c *caller, f
 		writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, ToChat(chat))
+	writeJSON(w, http.StatusOK, wire.ToChat(chat))
 }
 
 func (s *Server) interrupt(w http.ResponseWriter, r *http.Request, c *caller) {

@@ -1,6 +1,7 @@
 package chatstate
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -48,11 +49,15 @@ func EncodeParts(parts []sdk.ChatMessagePart) (json.RawMessage, error) {
 // before a user message enters history, so outstanding calls can only be
 // here; reading backwards keeps this cheap on long chats.
 func (t *Tx) tail(chatID uuid.UUID) ([]store.Message, error) {
+	return tail(t.ctx, t.tx, chatID)
+}
+
+func tail(ctx context.Context, tx store.Tx, chatID uuid.UUID) ([]store.Message, error) {
 	const page = 64
 	var out []store.Message
 	before := int64(0)
 	for {
-		ms, err := t.tx.MessageList(t.ctx, chatID, store.MessageListParams{BeforeID: before, Descending: true, Limit: page})
+		ms, err := tx.MessageList(ctx, chatID, store.MessageListParams{BeforeID: before, Descending: true, Limit: page})
 		if err != nil {
 			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
 		}
@@ -74,7 +79,13 @@ func (t *Tx) tail(chatID uuid.UUID) ([]store.Message, error) {
 // OutstandingToolCalls returns the tool calls in active history that have
 // no result yet, in call order.
 func (t *Tx) OutstandingToolCalls(chatID uuid.UUID) ([]ToolCall, error) {
-	ms, err := t.tail(chatID)
+	return OutstandingToolCalls(t.ctx, t.tx, chatID)
+}
+
+// OutstandingToolCalls reads, in any transaction, the tool calls in active
+// history that have no result yet, in call order.
+func OutstandingToolCalls(ctx context.Context, tx store.Tx, chatID uuid.UUID) ([]ToolCall, error) {
+	ms, err := tail(ctx, tx, chatID)
 	if err != nil {
 		return nil, err
 	}

@@ -328,3 +328,73 @@ const (
 	CodeAuditUnavailable     = "AUDIT_UNAVAILABLE"
 	CodeLoopError            = "LOOP_ERROR"
 )
+
+// Stream event types of GET /chats/{chat}/stream.
+const (
+	StreamMessagePart    = "message_part"
+	StreamMessage        = "message"
+	StreamStatus         = "status"
+	StreamError          = "error"
+	StreamQueueUpdate    = "queue_update"
+	StreamActionRequired = "action_required"
+	StreamRetry          = "retry"
+	StreamPreviewReset   = "preview_reset"
+	StreamHistoryReset   = "history_reset"
+)
+
+// ChatStreamEvent is one event of the chat stream; each WebSocket text
+// frame is a JSON array of them.
+type ChatStreamEvent struct {
+	Type        string                 `json:"type"`
+	ChatID      uuid.UUID              `json:"chat_id"`
+	Message     *ChatMessage           `json:"message,omitempty"`
+	MessagePart *ChatStreamMessagePart `json:"message_part,omitempty"`
+	Status      *ChatStreamStatus      `json:"status,omitempty"`
+	Error       *ChatError             `json:"error,omitempty"`
+	Retry       *ChatRetry             `json:"retry,omitempty"`
+	// QueuedMessages is set (possibly empty) on queue_update only.
+	QueuedMessages []ChatQueuedMessage       `json:"queued_messages,omitzero"`
+	ActionRequired *ChatStreamActionRequired `json:"action_required,omitempty"`
+}
+
+// ChatStreamMessagePart is a live part of the episode (history_version,
+// generation_attempt); seq starts at 1 with no gaps.
+type ChatStreamMessagePart struct {
+	Role              string          `json:"role"`
+	Part              ChatMessagePart `json:"part"`
+	HistoryVersion    int64           `json:"history_version"`
+	GenerationAttempt int64           `json:"generation_attempt"`
+	Seq               int64           `json:"seq"`
+}
+
+// ChatStreamStatus carries the chat's status.
+type ChatStreamStatus struct {
+	Status ChatStatus `json:"status"`
+}
+
+// ChatStreamActionRequired lists the dynamic tool calls waiting for results.
+type ChatStreamActionRequired struct {
+	ToolCalls []ChatStreamToolCall `json:"tool_calls"`
+}
+
+// ChatStreamToolCall is one pending dynamic tool call. Args is the JSON
+// arguments as a string, as Coder's clients read it.
+type ChatStreamToolCall struct {
+	ToolCallID string `json:"tool_call_id"`
+	ToolName   string `json:"tool_name"`
+	Args       string `json:"args"`
+}
+
+// PartFrame is one part on the replica-to-replica parts stream.
+type PartFrame struct {
+	HistoryVersion    int64           `json:"history_version"`
+	GenerationAttempt int64           `json:"generation_attempt"`
+	Seq               int64           `json:"seq"`
+	Part              ChatMessagePart `json:"part"`
+}
+
+// EpisodeSelect is the control message of the parts stream.
+type EpisodeSelect struct {
+	HistoryVersion    int64 `json:"history_version"`
+	GenerationAttempt int64 `json:"generation_attempt"`
+}

@@ -148,6 +148,9 @@ func (t *tx) MessageList(ctx context.Context, chatID uuid.UUID, p store.MessageL
 	if p.PeopleOnly {
 		query += ` AND visibility <> 'model'`
 	}
+	if p.RevisionAfter > 0 {
+		query += ` AND revision > ` + a.add(p.RevisionAfter)
+	}
 	if p.AfterID > 0 {
 		query += ` AND id > ` + a.add(p.AfterID)
 	}

@@ -121,3 +121,34 @@ func (t *tx) TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error) 
 	}
 	return tag.RowsAffected(), nil
 }
+
+// ReplicaUpsert publishes a replica's relay address.
+func (t *tx) ReplicaUpsert(ctx context.Context, r store.Replica) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token, updated_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (worker_id) DO UPDATE SET address = EXCLUDED.address, token = EXCLUDED.token, updated_at = EXCLUDED.updated_at`,
+		r.WorkerID, r.Address, r.Token, r.UpdatedAt)
+	if err != nil {
+		return fmt.Errorf("upsert replica %s: %w", r.WorkerID, translate(err))
+	}
+	return nil
+}
+
+// ReplicaGet reads a replica.
+func (t *tx) ReplicaGet(ctx context.Context, workerID uuid.UUID) (store.Replica, error) {
+	var r store.Replica
+	err := t.tx.QueryRow(ctx, `SELECT worker_id, address, token, updated_at FROM chat_replicas WHERE worker_id = $1`,
+		workerID).Scan(&r.WorkerID, &r.Address, &r.Token, &r.UpdatedAt)
+	if err != nil {
+		return store.Replica{}, fmt.Errorf("get replica %s: %w", workerID, translate(err))
+	}
+	r.UpdatedAt = r.UpdatedAt.UTC()
+	return r, nil
+}
+
+// ReplicaDelete removes a replica's record.
+func (t *tx) ReplicaDelete(ctx context.Context, workerID uuid.UUID) error {
+	if _, err := t.tx.Exec(ctx, `DELETE FROM chat_replicas WHERE worker_id = $1`, workerID); err != nil {
+		return fmt.Errorf("delete replica %s: %w", workerID, translate(err))
+	}
+	return nil
+}

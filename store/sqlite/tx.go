@@ -666,6 +666,10 @@ func (t *tx) MessageList(ctx context.Context, chatID uuid.UUID, p store.MessageL
 	if p.PeopleOnly {
 		q += " AND visibility <> 'model'"
 	}
+	if p.RevisionAfter > 0 {
+		q += " AND revision > ?"
+		args = append(args, p.RevisionAfter)
+	}
 	if p.AfterID > 0 {
 		q += " AND id > ?"
 		args = append(args, p.AfterID)
@@ -847,6 +851,37 @@ func (t *tx) UserGet(ctx context.Context, id uuid.UUID) (store.User, error) {
 // UserGetByName reads a user by name.
 func (t *tx) UserGetByName(ctx context.Context, name string) (store.User, error) {
 	return scanUser(t.tx.QueryRowContext(ctx, `SELECT id, name, admin, created_at FROM users WHERE name = ?`, name))
+}
+
+// ReplicaUpsert publishes a replica's relay address.
+func (t *tx) ReplicaUpsert(ctx context.Context, r store.Replica) error {
+	_, err := t.exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (worker_id) DO UPDATE SET address = excluded.address, token = excluded.token, updated_at = excluded.updated_at`,
+		r.WorkerID.String(), r.Address, r.Token, ts(r.UpdatedAt))
+	return err
+}
+
+// ReplicaGet reads a replica.
+func (t *tx) ReplicaGet(ctx context.Context, workerID uuid.UUID) (store.Replica, error) {
+	var (
+		r           store.Replica
+		id, updated string
+	)
+	err := t.tx.QueryRowContext(ctx, `SELECT worker_id, address, token, updated_at FROM chat_replicas WHERE worker_id = ?`,
+		workerID.String()).Scan(&id, &r.Address, &r.Token, &updated)
+	if err != nil {
+		return store.Replica{}, translate(err)
+	}
+	var s scanner
+	s.uuid(&r.WorkerID, id)
+	s.time(&r.UpdatedAt, updated)
+	return r, s.err
+}
+
+// ReplicaDelete removes a replica's record.
+func (t *tx) ReplicaDelete(ctx context.Context, workerID uuid.UUID) error {
+	_, err := t.exec(ctx, `DELETE FROM chat_replicas WHERE worker_id = ?`, workerID.String())
+	return err
 }
 
 // UserSetAdmin grants or revokes admin.

@@ -50,6 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"UsersAndTokens", testUsersAndTokens},
 		{"HeartbeatLeases", testHeartbeatLeases},
 		{"AcquirableAndOwned", testAcquirableAndOwned},
+		{"MessagesByRevision", testMessagesByRevision},
+		{"Replicas", testReplicas},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1053,4 +1055,52 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedFresh is a root, child a subagent")
 	r, s = count(store.AcquirableParams{Self: self})
 	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedBySelf and child")
+}
+
+func testMessagesByRevision(t *testing.T, b *bundle) {
+	var m1, m2 store.Message
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		m1 = b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "one")
+		return nil
+	})
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		m2 = b.insertMessage(t, tx, b.chat.ID, store.RoleAssistant, "two")
+		return nil
+	})
+	byRev := func(after int64) []int64 {
+		var ids []int64
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+			ms, err := tx.MessageList(b.ctx, b.chat.ID, store.MessageListParams{RevisionAfter: after, IncludeDeleted: true})
+			for _, m := range ms {
+				ids = append(ids, m.ID)
+			}
+			return err
+		}))
+		return ids
+	}
+	require.Equal(t, []int64{m1.ID, m2.ID}, byRev(0))
+	require.Equal(t, []int64{m2.ID}, byRev(m1.Revision))
+	require.Empty(t, byRev(m2.Revision))
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.MessageSoftDeleteFrom(b.ctx, b.chat.ID, m1.ID)
+		return err
+	})
+	require.Equal(t, []int64{m1.ID, m2.ID}, byRev(m2.Revision), "soft deletes are revisions too")
+}
+
+func testReplicas(t *testing.T, b *bundle) {
+	w := uuid.New()
+	r := store.Replica{WorkerID: w, Address: "http://10.0.0.1:8080", Token: "tok", UpdatedAt: b.now}
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaUpsert(b.ctx, r) }))
+	r.Address, r.UpdatedAt = "http://10.0.0.2:8080", b.now.Add(time.Second)
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaUpsert(b.ctx, r) }))
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		got, err := tx.ReplicaGet(b.ctx, w)
+		require.NoError(t, err)
+		require.Equal(t, r, got)
+		_, err = tx.ReplicaGet(b.ctx, uuid.New())
+		require.ErrorIs(t, err, store.ErrNotFound)
+		return nil
+	}))
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaDelete(b.ctx, w) }))
 }

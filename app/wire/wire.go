@@ -1,4 +1,6 @@
-package api
+// Package wire projects store rows to the API's wire types (app/sdk). The
+// HTTP handlers and the stream loop share it.
+package wire
 
 import (
 	"encoding/json"
