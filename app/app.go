@@ -5,12 +5,16 @@ package app
 
 import (
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/pressly/goose/v3"
 
@@ -19,6 +23,7 @@ import (
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/app/stream"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/postgres"
@@ -37,6 +42,9 @@ type App struct {
 	models     *ModelList
 	buffer     *partbuf.Buffer
 	worker     *worker.Worker
+	poller     *stream.Poller
+	replicaTok string
+	stopPoller context.CancelFunc
 	handler    http.Handler
 	firstToken string // printed once on a first start without a bootstrap token
 }
@@ -151,9 +159,39 @@ func (a *App) init(ctx context.Context) error {
 	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.worker, Log: a.log, Metrics: api.NewMetrics(),
 	})
+	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.log)
+	a.replicaTok = auth.NewToken()
+	ss := &stream.Server{
+		Store: a.store, Pubsub: a.pubsub, Poller: a.poller, Buffer: a.buffer,
+		Locator: locator{a}, Log: a.log, ReplicaToken: a.replicaTok,
+	}
+	srv.HandleChatStream("/chats/{chat}/stream", ss.HandleStream, nil)
+	srv.HandleChatStream("/chats/{chat}/stream/parts", ss.HandleParts, func(r *http.Request) bool {
+		tok := r.Header.Get(stream.ReplicaTokenHeader)
+		return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.replicaTok)) == 1
+	})
 	a.handler = srv
 	return nil
 }
+
+// locator resolves workers to replicas for the stream relay.
+type locator struct{ a *App }
+
+func (l locator) Local() uuid.UUID { return l.a.worker.ID() }
+
+func (l locator) Replica(ctx context.Context, workerID uuid.UUID) (store.Replica, error) {
+	var r store.Replica
+	err := l.a.store.ReadTx(ctx, func(tx store.Tx) error {
+		var err error
+		r, err = tx.ReplicaGet(ctx, workerID)
+		return err
+	})
+	return r, err
+}
+
+// SetAdvertiseURL sets the base URL other replicas use to reach this one
+// (tests serving the handler themselves call it before Start).
+func (a *App) SetAdvertiseURL(u string) { a.cfg.AdvertiseURL = u }
 
 // Store is the app's store.
 func (a *App) Store() store.Store { return a.store }
@@ -177,15 +215,36 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.buffer.Start(ctx); err != nil {
 		return err
 	}
+	pctx, cancel := context.WithCancel(ctx)
+	a.stopPoller = cancel
+	go a.poller.Run(pctx)
+	if _, multi := a.store.(*postgres.Store); multi {
+		err := a.store.InTx(ctx, func(tx store.Tx) error {
+			return tx.ReplicaUpsert(ctx, store.Replica{
+				WorkerID: a.worker.ID(), Address: a.cfg.AdvertiseURL, Token: a.replicaTok, UpdatedAt: time.Now(),
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("publish replica address: %w", err)
+		}
+	}
 	if a.cfg.NoWorker {
 		return nil
 	}
 	return a.worker.Start(ctx)
 }
 
-// Stop stops the worker and the buffer.
+// Stop stops the worker, the poller and the buffer.
 func (a *App) Stop() {
 	a.worker.Stop()
+	if a.stopPoller != nil {
+		a.stopPoller()
+	}
+	if _, multi := a.store.(*postgres.Store); multi {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = a.store.InTx(ctx, func(tx store.Tx) error { return tx.ReplicaDelete(ctx, a.worker.ID()) })
+		cancel()
+	}
 	a.buffer.Stop()
 }
 
@@ -203,6 +262,9 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", a.cfg.Addr, err)
+	}
+	if a.cfg.AdvertiseURL == "" {
+		a.cfg.AdvertiseURL = "http://" + ln.Addr().String()
 	}
 	if err := a.Start(ctx); err != nil {
 		ln.Close()

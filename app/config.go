@@ -55,6 +55,11 @@ type Config struct {
 	Worker worker.Config
 	// NoWorker runs the API without a chat worker (tests of the API alone).
 	NoWorker bool
+	// AdvertiseURL is how other replicas reach this one (Postgres mode);
+	// http://<listen address> when empty.
+	AdvertiseURL string
+	// StreamPollInterval is the stream sync poller's period (default 10 s).
+	StreamPollInterval time.Duration
 }
 
 // FromEnv returns a Config filled from the environment.
@@ -72,6 +77,7 @@ func FromEnv() Config {
 	c.MaxBodyBytes, _ = strconv.ParseInt(os.Getenv("CHATD_MAX_BODY_BYTES"), 10, 64)
 	c.MaxTextBytes, _ = strconv.Atoi(os.Getenv("CHATD_MAX_TEXT_BYTES"))
 	c.RequiresActionTimeout, _ = time.ParseDuration(os.Getenv("CHATD_REQUIRES_ACTION_TIMEOUT"))
+	c.AdvertiseURL = os.Getenv("CHATD_ADVERTISE_URL")
 	c.OpenAIAPIKey, c.OpenAIBaseURL = os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
 	c.AnthropicAPIKey, c.AnthropicBaseURL = os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
 	c.Worker.RootLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_ROOT_CHATS"))

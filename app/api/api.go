@@ -141,3 +141,35 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": s.deps.Store.Dialect()})
 }
+
+// HandleChatStream registers a WebSocket route under both prefixes for a
+// chat the caller may see (404 otherwise). replica, when non-nil, admits a
+// peer replica without a user (the parts endpoint).
+func (s *Server) HandleChatStream(path string, h func(w http.ResponseWriter, r *http.Request, chatID uuid.UUID), replica func(*http.Request) bool) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id, err := pathUUID(r, "chat")
+		if err != nil {
+			writeError(w, r, err)
+			return
+		}
+		if replica == nil || !replica(r) {
+			u, err := s.Authenticate(r)
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+				_, err := s.readChat(r.Context(), &caller{user: u}, tx, id)
+				return err
+			})
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+		}
+		h(w, r, id)
+	})
+	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
+		s.mux.Handle("GET "+prefix+path, handler)
+	}
+}

@@ -1,0 +1,264 @@
+package stream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/partbuf"
+	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// Limits of the stream's frames.
+const (
+	// MaxEventsPerFrame caps the events in one frame (API.md).
+	MaxEventsPerFrame = 256
+	// MaxFrameBytes keeps a frame well under Coder's client read limit (4 MiB).
+	MaxFrameBytes = 1 << 20
+	// WriteTimeout drops a viewer that cannot take a frame in time; other
+	// viewers never wait for it.
+	WriteTimeout = 10 * time.Second
+	// PingInterval keeps idle connections (and proxies) alive.
+	PingInterval = 15 * time.Second
+	// syncRetries bounds database retries before the stream gives up.
+	syncRetries = 3
+)
+
+// Subscriber is the part of pubsub the stream needs.
+type Subscriber interface {
+	Subscribe(ctx context.Context, channel string, fn func(payload []byte)) (cancel func(), err error)
+}
+
+// Server serves the stream and parts endpoints.
+type Server struct {
+	Store   store.Store
+	Pubsub  Subscriber
+	Poller  *Poller
+	Buffer  *partbuf.Buffer
+	Locator Locator
+	Log     *slog.Logger
+	// ReplicaToken is what peers must present on the parts endpoint.
+	ReplicaToken string
+}
+
+// mailbox coalesces sync hints: the loop only needs the newest.
+type mailbox struct {
+	mu      sync.Mutex
+	pending *Hints
+	wake    chan struct{}
+}
+
+func newMailbox() *mailbox { return &mailbox{wake: make(chan struct{}, 1)} }
+
+func (m *mailbox) put(h Hints) {
+	m.mu.Lock()
+	if m.pending == nil || h.Gone || m.pending.SnapshotVersion != nil && h.SnapshotVersion != nil && *h.SnapshotVersion > *m.pending.SnapshotVersion {
+		m.pending = &h
+	}
+	m.mu.Unlock()
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mailbox) take() *Hints {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.pending
+	m.pending = nil
+	return h
+}
+
+// Serve runs one viewer's stream on an accepted WebSocket until the client
+// leaves, the chat is deleted, or a write fails (spec: "Endpoint lifecycle").
+func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UUID) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	box := newMailbox()
+	// 1. Subscribe first, so nothing between it and the bootstrap is missed.
+	unsubscribe, err := s.Pubsub.Subscribe(ctx, pubsub.ChannelUpdate(chatID.String()), func(payload []byte) {
+		var p chatstate.UpdatePayload
+		if json.Unmarshal(payload, &p) == nil {
+			box.put(HintsFromPayload(p))
+		}
+	})
+	if err != nil {
+		s.Log.Warn("stream: subscribe failed; the poller still syncs", "chat_id", chatID, "err", err)
+		unsubscribe = func() {}
+	}
+	defer unsubscribe()
+	// 2. Register with the poller.
+	defer s.Poller.Register(chatID, box.put)()
+	// 3-4. Null state, then the bootstrap fetch.
+	rel := newRelay(ctx, chatID, s.Buffer, s.Locator, s.Log)
+	defer rel.close()
+	loop := NewLoop(chatID, rel.configure)
+	src := StoreSource{Store: s.Store}
+	w := &writer{conn: conn}
+
+	go func() { // keepalive
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(PingInterval):
+				pctx, pcancel := context.WithTimeout(ctx, WriteTimeout)
+				err := conn.Ping(pctx)
+				pcancel()
+				if err != nil {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+
+	sync := func(h Hints) error {
+		var err error
+		for attempt := 1; attempt <= syncRetries; attempt++ {
+			var events []sdk.ChatStreamEvent
+			if events, err = loop.Sync(ctx, src, h); err == nil {
+				return w.write(ctx, events)
+			}
+			if errors.Is(err, store.ErrNotFound) || ctx.Err() != nil {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			}
+		}
+		return err
+	}
+	if err := sync(Hints{}); err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-box.wake:
+			if h := box.take(); h != nil {
+				if err := sync(*h); err != nil {
+					return err
+				}
+			}
+		case p := <-rel.out:
+			events, err := s.parts(loop, p, rel.out)
+			if err != nil {
+				return err
+			}
+			if err := w.write(ctx, events); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// parts applies a part and any already waiting behind it, so a burst of
+// tokens goes out in one frame.
+func (s *Server) parts(loop *Loop, first relayPart, more <-chan relayPart) ([]sdk.ChatStreamEvent, error) {
+	var events []sdk.ChatStreamEvent
+	p := first
+	for {
+		e, err := loop.Part(p.HistoryVersion, p.GenerationAttempt, p.Seq, p.Part)
+		if err != nil {
+			return nil, err
+		}
+		if e != nil {
+			events = append(events, *e)
+		}
+		if len(events) >= MaxEventsPerFrame {
+			return events, nil
+		}
+		select {
+		case p = <-more:
+		default:
+			return events, nil
+		}
+	}
+}
+
+// writer sends events as JSON-array frames of at most MaxEventsPerFrame
+// events and about MaxFrameBytes, each with a write deadline.
+type writer struct {
+	conn *websocket.Conn
+}
+
+func (w *writer) write(ctx context.Context, events []sdk.ChatStreamEvent) error {
+	for len(events) > 0 {
+		n, size := 0, 2
+		for n < len(events) && n < MaxEventsPerFrame {
+			b, err := json.Marshal(events[n])
+			if err != nil {
+				return err
+			}
+			if n > 0 && size+len(b)+1 > MaxFrameBytes {
+				break
+			}
+			size += len(b) + 1
+			n++
+		}
+		frame, err := json.Marshal(events[:n])
+		if err != nil {
+			return err
+		}
+		wctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+		err = w.conn.Write(wctx, websocket.MessageText, frame)
+		cancel()
+		if err != nil {
+			return err
+		}
+		events = events[n:]
+	}
+	return nil
+}
+
+// HandleStream is GET /chats/{chat}/stream after authentication: allowed
+// reports whether the caller may see the chat (404 otherwise).
+func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uuid.UUID) {
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return // Accept already answered (e.g. a bad Origin)
+	}
+	defer conn.CloseNow()
+	ctx := conn.CloseRead(r.Context())
+	err = s.Serve(ctx, conn, chatID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		conn.Close(websocket.StatusNormalClosure, "chat deleted")
+	case err == nil || errClosed(err) || ctx.Err() != nil:
+		conn.Close(websocket.StatusNormalClosure, "")
+	default:
+		s.Log.Info("stream ended", "chat_id", chatID, "err", err)
+		conn.Close(websocket.StatusInternalError, "stream error")
+	}
+}
+
+// HandleParts is GET /chats/{chat}/stream/parts for replicas: the peer
+// must present this replica's token.
+func (s *Server) HandleParts(w http.ResponseWriter, r *http.Request, chatID uuid.UUID) {
+	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	if err != nil {
+		return
+	}
+	defer conn.CloseNow()
+	err = ServeParts(r.Context(), conn, s.Buffer, chatID)
+	if err == nil || errClosed(err) {
+		conn.Close(websocket.StatusNormalClosure, "")
+		return
+	}
+	conn.Close(websocket.StatusInternalError, "parts stream error")
+}

@@ -1,0 +1,268 @@
+package stream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/coder/websocket/wsjson"
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/partbuf"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// ReplicaTokenHeader authenticates one replica to another's parts endpoint.
+const ReplicaTokenHeader = "Chatd-Replica-Token"
+
+// relayPart is one part on its way from the forwarder to the loop.
+type relayPart struct {
+	HistoryVersion, GenerationAttempt, Seq int64
+	Part                                   sdk.ChatMessagePart
+}
+
+// Locator finds where a worker's parts endpoint is.
+type Locator interface {
+	// Local is this replica's worker id.
+	Local() uuid.UUID
+	// Replica resolves another worker's address and token.
+	Replica(ctx context.Context, workerID uuid.UUID) (store.Replica, error)
+}
+
+// relay is the forwarder (spec: "Relay behavior"). The worker on this
+// replica is read from the part buffer over channels; another replica's
+// through its parts endpoint, one WebSocket per worker, re-selecting the
+// episode with a control message when only the episode changes.
+type relay struct {
+	chatID  uuid.UUID
+	buffer  *partbuf.Buffer
+	locator Locator
+	log     *slog.Logger
+	out     chan relayPart
+	ctx     context.Context
+
+	target Target
+	stop   context.CancelFunc // the current local subscription or remote connection
+	remote *remoteConn
+}
+
+func newRelay(ctx context.Context, chatID uuid.UUID, buffer *partbuf.Buffer, locator Locator, log *slog.Logger) *relay {
+	return &relay{ctx: ctx, chatID: chatID, buffer: buffer, locator: locator, log: log, out: make(chan relayPart, 256)}
+}
+
+// configure points the forwarder at a target; called by the loop only.
+func (r *relay) configure(t Target) {
+	if t == r.target {
+		return
+	}
+	prev := r.target
+	r.target = t
+	switch {
+	case !t.WorkerID.Valid:
+		r.close()
+	case t.WorkerID.UUID == r.locator.Local():
+		r.close()
+		r.subscribeLocal(t)
+	case r.remote != nil && prev.WorkerID == t.WorkerID:
+		r.remote.selectEpisode(t) // same worker: keep the connection
+	default:
+		r.close()
+		r.dialRemote(t)
+	}
+}
+
+func (r *relay) close() {
+	if r.stop != nil {
+		r.stop()
+		r.stop = nil
+	}
+	r.remote = nil
+}
+
+func (r *relay) send(ctx context.Context, p relayPart) bool {
+	select {
+	case r.out <- p:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func (r *relay) subscribeLocal(t Target) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	r.stop = cancel
+	ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}
+	parts, unsubscribe := r.buffer.SubscribeToEpisode(ctx, ep)
+	go func() {
+		defer unsubscribe()
+		for p := range parts {
+			if !r.send(ctx, relayPart{t.HistoryVersion, t.GenerationAttempt, p.Seq, p.Content}) {
+				return
+			}
+		}
+	}()
+}
+
+// remoteConn is a parts-endpoint connection to another replica.
+type remoteConn struct {
+	mu      sync.Mutex
+	conn    *websocket.Conn
+	pending *sdk.EpisodeSelect
+	ready   bool
+}
+
+func (c *remoteConn) selectEpisode(t Target) {
+	sel := sdk.EpisodeSelect{HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.ready {
+		c.pending = &sel
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = wsjson.Write(ctx, c.conn, sel)
+}
+
+// dialRemote connects to the worker's replica in the background, so the
+// loop never waits on the network; it reconnects with backoff until the
+// target changes.
+func (r *relay) dialRemote(t Target) {
+	ctx, cancel := context.WithCancel(r.ctx)
+	rc := &remoteConn{pending: &sdk.EpisodeSelect{HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}}
+	r.stop, r.remote = cancel, rc
+	go func() {
+		for backoff := 100 * time.Millisecond; ctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
+			err := r.runRemote(ctx, t.WorkerID.UUID, rc)
+			if ctx.Err() != nil {
+				return
+			}
+			r.log.Info("relay connection to replica ended; reconnecting", "chat_id", r.chatID, "worker_id", t.WorkerID.UUID, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+		}
+	}()
+}
+
+func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn) error {
+	rep, err := r.locator.Replica(ctx, worker)
+	if err != nil {
+		return fmt.Errorf("locate replica of worker %s: %w", worker, err)
+	}
+	url := strings.TrimRight(rep.Address, "/") + "/api/v2/chats/" + r.chatID.String() + "/stream/parts"
+	url = "ws" + strings.TrimPrefix(url, "http")
+	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{
+		HTTPHeader: http.Header{ReplicaTokenHeader: {rep.Token}},
+	})
+	if err != nil {
+		return fmt.Errorf("dial %s: %w", rep.Address, err)
+	}
+	defer conn.CloseNow()
+	conn.SetReadLimit(8 << 20)
+	rc.mu.Lock()
+	rc.conn, rc.ready = conn, true
+	sel := rc.pending
+	rc.pending = nil
+	rc.mu.Unlock()
+	if sel != nil {
+		if err := wsjson.Write(ctx, conn, sel); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		rc.mu.Lock()
+		rc.ready = false
+		rc.mu.Unlock()
+	}()
+	for {
+		var frames []sdk.PartFrame
+		if err := wsjson.Read(ctx, conn, &frames); err != nil {
+			return err
+		}
+		for _, f := range frames {
+			if !r.send(ctx, relayPart{f.HistoryVersion, f.GenerationAttempt, f.Seq, f.Part}) {
+				return ctx.Err()
+			}
+		}
+	}
+}
+
+// ServeParts is the parts endpoint (spec: "Parts endpoint"): it serves
+// whichever episode the peer selects, from this replica's buffer, whether
+// or not this replica owns the chat.
+func ServeParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffer, chatID uuid.UUID) error {
+	selects := make(chan sdk.EpisodeSelect, 1)
+	readErr := make(chan error, 1)
+	go func() {
+		for {
+			var sel sdk.EpisodeSelect
+			if err := wsjson.Read(ctx, conn, &sel); err != nil {
+				readErr <- err
+				return
+			}
+			select { // only the newest selection matters
+			case <-selects:
+			default:
+			}
+			selects <- sel
+		}
+	}()
+	var (
+		parts  <-chan partbuf.Part
+		cancel = func() {}
+		ep     partbuf.Episode
+	)
+	defer func() { cancel() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-readErr:
+			return err
+		case sel := <-selects:
+			cancel()
+			ep = partbuf.Episode{ChatID: chatID, HistoryVersion: sel.HistoryVersion, GenerationAttempt: sel.GenerationAttempt}
+			parts, cancel = buffer.SubscribeToEpisode(ctx, ep)
+		case p, ok := <-parts:
+			if !ok {
+				parts = nil // episode done (or subscriber dropped): wait for the next selection
+				continue
+			}
+			batch := []sdk.PartFrame{{HistoryVersion: ep.HistoryVersion, GenerationAttempt: ep.GenerationAttempt, Seq: p.Seq, Part: p.Content}}
+			for more := true; more && len(batch) < MaxEventsPerFrame; {
+				select {
+				case q, ok := <-parts:
+					if !ok {
+						parts, more = nil, false
+						continue
+					}
+					batch = append(batch, sdk.PartFrame{HistoryVersion: ep.HistoryVersion, GenerationAttempt: ep.GenerationAttempt, Seq: q.Seq, Part: q.Content})
+				default:
+					more = false
+				}
+			}
+			wctx, wcancel := context.WithTimeout(ctx, WriteTimeout)
+			err := wsjson.Write(wctx, conn, batch)
+			wcancel()
+			if err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// errClosed reports a normal close.
+func errClosed(err error) bool {
+	s := websocket.CloseStatus(err)
+	return s == websocket.StatusNormalClosure || s == websocket.StatusGoingAway || errors.Is(err, context.Canceled)
+}
