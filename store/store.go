@@ -144,6 +144,25 @@ type Tx interface {
 	// ReplicaDelete removes a replica's record.
 	ReplicaDelete(ctx context.Context, workerID uuid.UUID) error
 
+	// InvocationInsert stores a new request claim; ErrConflict when the
+	// request_id is already claimed.
+	InvocationInsert(ctx context.Context, inv Invocation) error
+	// InvocationGet reads a claim (ErrNotFound when none).
+	InvocationGet(ctx context.Context, requestID uuid.UUID) (Invocation, error)
+	// InvocationUpdate writes the set fields of p and returns the row.
+	InvocationUpdate(ctx context.Context, requestID uuid.UUID, p InvocationPatch) (Invocation, error)
+
+	// JournalStart records that a tool call is about to run; ErrConflict
+	// when the call already has an entry.
+	JournalStart(ctx context.Context, e JournalEntry) error
+	// JournalGet reads a tool call's entry (ErrNotFound when none).
+	JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (JournalEntry, error)
+	// JournalUpdate writes the set fields of p.
+	JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p JournalPatch) (JournalEntry, error)
+	// JournalList lists a chat's entries in start order; with requestID set,
+	// only that request's.
+	JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]JournalEntry, error)
+
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)
 	// UserGet reads a user by id.
@@ -367,7 +386,9 @@ type Message struct {
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
 	Usage           *Usage
-	CreatedAt       time.Time
+	// RequestID links the user message of a durable request to its claim.
+	RequestID uuid.NullUUID
+	CreatedAt time.Time
 }
 
 // MessageInsertParams are the columns of a new message. Revision is
@@ -383,6 +404,7 @@ type MessageInsertParams struct {
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
 	Usage           *Usage
+	RequestID       uuid.NullUUID
 	Now             time.Time
 }
 
@@ -401,10 +423,10 @@ type MessageListParams struct {
 	PeopleOnly bool
 	// RevisionAfter keeps rows with revision > this (0 = all).
 	RevisionAfter int64
-	AfterID    int64 // exclusive; 0 means from the start
-	BeforeID   int64 // exclusive; 0 means to the end
-	Limit      int   // 0 means no limit
-	Descending bool  // newest first (used with BeforeID for "load older")
+	AfterID       int64 // exclusive; 0 means from the start
+	BeforeID      int64 // exclusive; 0 means to the end
+	Limit         int   // 0 means no limit
+	Descending    bool  // newest first (used with BeforeID for "load older")
 }
 
 // QueuedMessage is one row of chat_queued_messages.
@@ -416,6 +438,7 @@ type QueuedMessage struct {
 	Content         json.RawMessage
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
+	RequestID       uuid.NullUUID
 	CreatedAt       time.Time
 }
 
@@ -426,7 +449,96 @@ type QueueInsertParams struct {
 	Content         json.RawMessage
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
+	RequestID       uuid.NullUUID
 	Now             time.Time
+}
+
+// Invocation states of a durable request.
+const (
+	// InvocationAdmitted: the message is in history or queued; its turn
+	// has not finished.
+	InvocationAdmitted = "admitted"
+	// InvocationCompleted: the turn finished and its outcome is durable.
+	InvocationCompleted = "completed"
+	// InvocationUnresolved: an effectful tool call of its turn was started
+	// and never recorded as done; effects are unknown until reviewed.
+	InvocationUnresolved = "unresolved"
+	// InvocationReconciled: an operator recorded an assessment.
+	InvocationReconciled = "reconciled"
+)
+
+// Invocation is a durable request claim (spec: durable-messages).
+type Invocation struct {
+	RequestID     uuid.UUID
+	CallerID      uuid.UUID
+	ContentSHA256 string // hex
+	Kind          string // "create_chat" or "send_message"
+	ChatID        uuid.UUID
+	AuditID       uuid.UUID
+	State         string
+	// MessageID is the request's user message once it is in history;
+	// QueuedMessageID while it waits in the queue.
+	MessageID       *int64
+	QueuedMessageID *int64
+	Response        json.RawMessage // the admission answer, replayed verbatim
+	Outcome         json.RawMessage // set once the turn's result is durable
+	Review          json.RawMessage // the operator's assessment
+	CreatedAt       time.Time
+	UpdatedAt       time.Time
+	CompletedAt     *time.Time
+}
+
+// InvocationPatch names the invocation columns an update writes.
+type InvocationPatch struct {
+	State           Opt[string]
+	MessageID       Opt[*int64]
+	QueuedMessageID Opt[*int64]
+	Response        Opt[json.RawMessage]
+	Outcome         Opt[json.RawMessage]
+	Review          Opt[json.RawMessage]
+	CompletedAt     Opt[*time.Time]
+	UpdatedAt       time.Time
+}
+
+// Effect classes of tools.
+const (
+	EffectPure       = "pure"
+	EffectIdempotent = "idempotent"
+	EffectEffectful  = "effectful"
+)
+
+// Journal states of a tool call.
+const (
+	JournalStarted    = "started"
+	JournalCompleted  = "completed"
+	JournalUnresolved = "unresolved"
+	JournalReconciled = "reconciled"
+)
+
+// JournalEntry records one server-side tool call.
+type JournalEntry struct {
+	ChatID      uuid.UUID
+	ToolCallID  string
+	RequestID   uuid.NullUUID
+	ToolName    string
+	Effect      string
+	Args        json.RawMessage
+	State       string
+	Result      json.RawMessage
+	IsError     bool
+	Attempts    int64
+	StartedAt   time.Time
+	CompletedAt *time.Time
+}
+
+// JournalPatch names the journal columns an update writes.
+type JournalPatch struct {
+	State       Opt[string]
+	Result      Opt[json.RawMessage]
+	IsError     Opt[bool]
+	Attempts    Opt[int64]
+	StartedAt   Opt[time.Time]
+	CompletedAt Opt[*time.Time]
 }
 
 // Replica is where a worker's parts endpoint can be reached.
