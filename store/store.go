@@ -144,25 +144,6 @@ type Tx interface {
 	// ReplicaDelete removes a replica's record.
 	ReplicaDelete(ctx context.Context, workerID uuid.UUID) error
 
-	// InvocationInsert stores a new request claim; ErrConflict when the
-	// request_id is already claimed.
-	InvocationInsert(ctx context.Context, inv Invocation) error
-	// InvocationGet reads a claim (ErrNotFound when none).
-	InvocationGet(ctx context.Context, requestID uuid.UUID) (Invocation, error)
-	// InvocationUpdate writes the set fields of p and returns the row.
-	InvocationUpdate(ctx context.Context, requestID uuid.UUID, p InvocationPatch) (Invocation, error)
-
-	// JournalStart records that a tool call is about to run; ErrConflict
-	// when the call already has an entry.
-	JournalStart(ctx context.Context, e JournalEntry) error
-	// JournalGet reads a tool call's entry (ErrNotFound when none).
-	JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (JournalEntry, error)
-	// JournalUpdate writes the set fields of p.
-	JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p JournalPatch) (JournalEntry, error)
-	// JournalList lists a chat's entries in start order; with requestID set,
-	// only that request's.
-	JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]JournalEntry, error)
-
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)
 	// UserGet reads a user by id.
@@ -188,6 +169,30 @@ type Tx interface {
 	// It exists for the conformance suite, which proves that the database
 	// itself refuses writes that bypass the typed operations.
 	ExecRaw(ctx context.Context, query string, args ...any) (int64, error)
+}
+
+// DurableTx is the durable-request part of Tx (claims and the tool-call
+// journal). It becomes part of Tx once both stores implement it.
+type DurableTx interface {
+	// InvocationInsert stores a new request claim; ErrConflict when the
+	// request_id is already claimed.
+	InvocationInsert(ctx context.Context, inv Invocation) error
+	// InvocationGet reads a claim (ErrNotFound when none).
+	InvocationGet(ctx context.Context, requestID uuid.UUID) (Invocation, error)
+	// InvocationUpdate writes the set fields of p and returns the row.
+	InvocationUpdate(ctx context.Context, requestID uuid.UUID, p InvocationPatch) (Invocation, error)
+
+	// JournalStart records that a tool call is about to run; ErrConflict
+	// when the call already has an entry.
+	JournalStart(ctx context.Context, e JournalEntry) error
+	// JournalGet reads a tool call's entry (ErrNotFound when none).
+	JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (JournalEntry, error)
+	// JournalUpdate writes the set fields of p.
+	JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p JournalPatch) (JournalEntry, error)
+	// JournalList lists a chat's entries in start order; with requestID set,
+	// only that request's.
+	JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]JournalEntry, error)
+
 }
 
 // ChatStatus is the chats.status column.
