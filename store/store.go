@@ -192,7 +192,6 @@ type DurableTx interface {
 	// JournalList lists a chat's entries in start order; with requestID set,
 	// only that request's.
 	JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]JournalEntry, error)
-
 }
 
 // ChatStatus is the chats.status column.
