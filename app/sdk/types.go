@@ -213,7 +213,28 @@ type CreateChatMessageResponse struct {
 	QueuedMessage *ChatQueuedMessage `json:"queued_message,omitempty"`
 	Queued        bool               `json:"queued"`
 	RequestID     *uuid.UUID         `json:"request_id,omitempty"`
+	AuditID       *uuid.UUID         `json:"audit_id,omitempty"`
 	Replayed      *bool              `json:"replayed,omitempty"`
+	// Outcome is set on a replay: how the request's turn ended.
+	Outcome *RequestOutcome `json:"outcome,omitempty"`
+}
+
+// RequestOutcome is how a durable request's turn ended.
+type RequestOutcome struct {
+	Status     string     `json:"status"` // completed, interrupted, error, superseded, cancelled
+	MessageIDs []int64    `json:"message_ids"`
+	LastError  *ChatError `json:"last_error,omitempty"`
+}
+
+// CreateChatResponse is the answer of POST /chats: the chat, plus the
+// durable-request fields when request_id was set.
+type CreateChatResponse struct {
+	Chat
+	RequestID *uuid.UUID      `json:"request_id,omitempty"`
+	AuditID   *uuid.UUID      `json:"audit_id,omitempty"`
+	Replayed  *bool           `json:"replayed,omitempty"`
+	Outcome   *RequestOutcome `json:"outcome,omitempty"`
+	Messages  []ChatMessage   `json:"messages,omitempty"`
 }
 
 // EditChatMessageRequest is the body of PATCH /chats/{chat}/messages/{message}.
@@ -308,6 +329,9 @@ type Response struct {
 	Detail      string            `json:"detail,omitempty"`
 	Code        string            `json:"code"`
 	Validations []ValidationError `json:"validations,omitempty"`
+	// RequestID and AuditID accompany durable-request errors.
+	RequestID *uuid.UUID `json:"request_id,omitempty"`
+	AuditID   *uuid.UUID `json:"audit_id,omitempty"`
 }
 
 // Error codes of API.md.
@@ -327,6 +351,12 @@ const (
 	CodeInternal             = "INTERNAL"
 	CodeAuditUnavailable     = "AUDIT_UNAVAILABLE"
 	CodeLoopError            = "LOOP_ERROR"
+	CodeInvocationInProgress = "INVOCATION_IN_PROGRESS"
+	CodeInvocationUnresolved = "INVOCATION_UNRESOLVED"
+	CodeInvocationReconciled = "INVOCATION_RECONCILED"
+	CodeInvocationConflict   = "INVOCATION_CONFLICT"
+	CodeInvocationNotFound   = "INVOCATION_NOT_FOUND"
+	CodeInvalidInvocationID  = "INVALID_INVOCATION_ID"
 )
 
 // Stream event types of GET /chats/{chat}/stream.

@@ -1,0 +1,148 @@
+// Package tools is the registry of tools the worker runs itself. Each tool
+// declares its effect class, which decides what happens when a crash or a
+// takeover leaves a call started but not recorded as done: pure and
+// idempotent calls run again; an effectful call never runs twice, and the
+// chat stops for review instead.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/chatd/chatd/store"
+)
+
+// Tool is a server-side tool.
+type Tool interface {
+	Name() string
+	Description() string
+	// Schema is the JSON Schema of the arguments.
+	Schema() json.RawMessage
+	// Effect is store.EffectPure, EffectIdempotent or EffectEffectful.
+	Effect() string
+	// Run executes the call. An error becomes an error result for the model.
+	Run(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+}
+
+// Registry holds the server's tools by name.
+type Registry struct {
+	mu    sync.RWMutex
+	tools map[string]Tool
+}
+
+// NewRegistry returns a registry with the given tools.
+func NewRegistry(ts ...Tool) *Registry {
+	r := &Registry{tools: map[string]Tool{}}
+	for _, t := range ts {
+		r.Add(t)
+	}
+	return r
+}
+
+// Add registers (or replaces) a tool.
+func (r *Registry) Add(t Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tools[t.Name()] = t
+}
+
+// Get finds a tool by name.
+func (r *Registry) Get(name string) (Tool, bool) {
+	if r == nil {
+		return nil, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	t, ok := r.tools[name]
+	return t, ok
+}
+
+// List returns the tools sorted by name.
+func (r *Registry) List() []Tool {
+	if r == nil {
+		return nil
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Tool, 0, len(r.tools))
+	for _, t := range r.tools {
+		out = append(out, t)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
+	return out
+}
+
+// Func adapts a function to a Tool.
+type Func struct {
+	ToolName, Desc, EffectClass string
+	InputSchema                 json.RawMessage
+	Fn                          func(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+}
+
+var _ Tool = (*Func)(nil)
+
+func (f *Func) Name() string        { return f.ToolName }
+func (f *Func) Description() string { return f.Desc }
+func (f *Func) Effect() string      { return f.EffectClass }
+
+// Schema returns the input schema ({"type":"object"} when unset).
+func (f *Func) Schema() json.RawMessage {
+	if len(f.InputSchema) == 0 {
+		return json.RawMessage(`{"type":"object","properties":{}}`)
+	}
+	return f.InputSchema
+}
+
+// Run calls Fn.
+func (f *Func) Run(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	return f.Fn(ctx, args)
+}
+
+// Clock is the built-in pure tool "current_time".
+func Clock(now func() time.Time) Tool {
+	return &Func{
+		ToolName: "current_time", EffectClass: store.EffectPure,
+		Desc: "Returns the current date and time in UTC (RFC 3339).",
+		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
+			return json.Marshal(map[string]string{"utc": now().UTC().Format(time.RFC3339)})
+		},
+	}
+}
+
+// Webhook is the built-in effectful tool "send_webhook": it POSTs the
+// model's JSON payload to a configured URL. It is the example of a side
+// effect that must never run twice by accident.
+func Webhook(url string, client *http.Client) Tool {
+	if client == nil {
+		client = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Func{
+		ToolName: "send_webhook", EffectClass: store.EffectEffectful,
+		Desc:        "Sends a JSON payload to the operator's webhook. This has real-world effects; call it once per request.",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"payload":{"type":"object"}},"required":["payload"]}`),
+		Fn: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(string(args)))
+			if err != nil {
+				return nil, err
+			}
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				return nil, err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			if resp.StatusCode >= 300 {
+				return nil, fmt.Errorf("webhook answered %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+			}
+			return json.Marshal(map[string]any{"status": resp.StatusCode, "body": string(body)})
+		},
+	}
+}
