@@ -79,7 +79,8 @@ type Tx interface {
 	// history_version = snapshot_version and generation_attempt = 0
 	// (RequestCompaction needs a fresh episode without inserting history).
 	ChatTouchHistory(ctx context.Context, id uuid.UUID) (Chat, error)
-	// ChatDelete removes a chat; messages, queue and heartbeats cascade.
+	// ChatDelete removes a chat; messages, queue, heartbeats and the tool
+	// journal cascade. Invocations stay: a claim outlives its chat.
 	ChatDelete(ctx context.Context, id uuid.UUID) error
 	// ChatDescendants returns every chat whose root is rootID (not the root itself).
 	ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]Chat, error)
@@ -164,34 +165,33 @@ type Tx interface {
 	// TokenDeleteForUser removes all of a user's tokens and reports how many.
 	TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, error)
 
-	// ExecRaw runs one SQL statement in the dialect of the store (placeholders
-	// are ? on SQLite and $n on Postgres) and returns the affected row count.
-	// It exists for the conformance suite, which proves that the database
-	// itself refuses writes that bypass the typed operations.
-	ExecRaw(ctx context.Context, query string, args ...any) (int64, error)
-}
-
-// DurableTx is the durable-request part of Tx (claims and the tool-call
-// journal). It becomes part of Tx once both stores implement it.
-type DurableTx interface {
 	// InvocationInsert stores a new request claim; ErrConflict when the
 	// request_id is already claimed.
 	InvocationInsert(ctx context.Context, inv Invocation) error
 	// InvocationGet reads a claim (ErrNotFound when none).
 	InvocationGet(ctx context.Context, requestID uuid.UUID) (Invocation, error)
-	// InvocationUpdate writes the set fields of p and returns the row.
+	// InvocationUpdate writes the set fields of p and updated_at, and
+	// returns the row (ErrNotFound when none).
 	InvocationUpdate(ctx context.Context, requestID uuid.UUID, p InvocationPatch) (Invocation, error)
 
 	// JournalStart records that a tool call is about to run; ErrConflict
-	// when the call already has an entry.
+	// when the call already has an entry. An empty State is
+	// JournalStarted and a zero Attempts is 1.
 	JournalStart(ctx context.Context, e JournalEntry) error
 	// JournalGet reads a tool call's entry (ErrNotFound when none).
 	JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (JournalEntry, error)
-	// JournalUpdate writes the set fields of p.
+	// JournalUpdate writes the set fields of p and returns the entry
+	// (ErrNotFound when none).
 	JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p JournalPatch) (JournalEntry, error)
 	// JournalList lists a chat's entries in start order; with requestID set,
 	// only that request's.
 	JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]JournalEntry, error)
+
+	// ExecRaw runs one SQL statement in the dialect of the store (placeholders
+	// are ? on SQLite and $n on Postgres) and returns the affected row count.
+	// It exists for the conformance suite, which proves that the database
+	// itself refuses writes that bypass the typed operations.
+	ExecRaw(ctx context.Context, query string, args ...any) (int64, error)
 }
 
 // ChatStatus is the chats.status column.

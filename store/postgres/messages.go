@@ -17,7 +17,7 @@ import (
 const messageColumns = `id, chat_id, role, content, visibility, compressed, deleted, revision,
 	queued_message_id, created_by, model_config_id, reasoning_effort,
 	input_tokens, output_tokens, total_tokens, reasoning_tokens,
-	cache_creation_tokens, cache_read_tokens, context_limit, created_at`
+	cache_creation_tokens, cache_read_tokens, context_limit, request_id, created_at`
 
 func scanMessage(row pgx.Row) (store.Message, error) {
 	var (
@@ -28,7 +28,8 @@ func scanMessage(row pgx.Row) (store.Message, error) {
 	err := row.Scan(
 		&m.ID, &m.ChatID, &m.Role, &content, &m.Visibility, &m.Compressed, &m.Deleted, &m.Revision,
 		&m.QueuedMessageID, &m.CreatedBy, &m.ModelConfigID, &m.ReasoningEffort,
-		&usage[0], &usage[1], &usage[2], &usage[3], &usage[4], &usage[5], &usage[6], &m.CreatedAt,
+		&usage[0], &usage[1], &usage[2], &usage[3], &usage[4], &usage[5], &usage[6],
+		&m.RequestID, &m.CreatedAt,
 	)
 	if err != nil {
 		return store.Message{}, translate(err)
@@ -80,12 +81,13 @@ func (t *tx) MessageInsert(ctx context.Context, p store.MessageInsertParams) (st
 		INSERT INTO chat_messages (
 			chat_id, role, content, visibility, compressed, queued_message_id, created_by,
 			model_config_id, reasoning_effort, input_tokens, output_tokens, total_tokens,
-			reasoning_tokens, cache_creation_tokens, cache_read_tokens, context_limit, created_at
-		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+			reasoning_tokens, cache_creation_tokens, cache_read_tokens, context_limit, request_id,
+			created_at
+		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
 		RETURNING `+messageColumns,
 		p.ChatID, p.Role, p.Content, visibility, p.Compressed, p.QueuedMessageID, p.CreatedBy,
 		p.ModelConfigID, p.ReasoningEffort, usage[0], usage[1], usage[2],
-		usage[3], usage[4], usage[5], usage[6], p.Now,
+		usage[3], usage[4], usage[5], usage[6], p.RequestID, p.Now,
 	)
 	m, err := scanMessage(row)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // queueColumns lists the chat_queued_messages columns in the order
 // scanQueued reads them.
 const queueColumns = `id, chat_id, position, created_by, content, model_config_id,
-	reasoning_effort, created_at`
+	reasoning_effort, request_id, created_at`
 
 func scanQueued(row pgx.Row) (store.QueuedMessage, error) {
 	var (
@@ -21,7 +21,7 @@ func scanQueued(row pgx.Row) (store.QueuedMessage, error) {
 		content []byte
 	)
 	err := row.Scan(&q.ID, &q.ChatID, &q.Position, &q.CreatedBy, &content, &q.ModelConfigID,
-		&q.ReasoningEffort, &q.CreatedAt)
+		&q.ReasoningEffort, &q.RequestID, &q.CreatedAt)
 	if err != nil {
 		return store.QueuedMessage{}, translate(err)
 	}
@@ -35,14 +35,15 @@ func scanQueued(row pgx.Row) (store.QueuedMessage, error) {
 func (t *tx) QueueInsert(ctx context.Context, p store.QueueInsertParams) (store.QueuedMessage, error) {
 	q, err := scanQueued(t.tx.QueryRow(ctx, `
 		INSERT INTO chat_queued_messages (
-			chat_id, position, created_by, content, model_config_id, reasoning_effort, created_at
+			chat_id, position, created_by, content, model_config_id, reasoning_effort,
+			request_id, created_at
 		) VALUES (
 			$1,
 			(SELECT COALESCE(MAX(position), 0) + 1 FROM chat_queued_messages WHERE chat_id = $1),
-			$2, $3, $4, $5, $6
+			$2, $3, $4, $5, $6, $7
 		)
 		RETURNING `+queueColumns,
-		p.ChatID, p.CreatedBy, p.Content, p.ModelConfigID, p.ReasoningEffort, p.Now))
+		p.ChatID, p.CreatedBy, p.Content, p.ModelConfigID, p.ReasoningEffort, p.RequestID, p.Now))
 	if err != nil {
 		return store.QueuedMessage{}, fmt.Errorf("queue message in chat %s: %w", p.ChatID, err)
 	}

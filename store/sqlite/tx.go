@@ -531,20 +531,20 @@ func jsonPathKey(k string) string {
 const messageColumns = `id, chat_id, role, content, visibility, compressed, deleted, revision,
 	queued_message_id, created_by, model_config_id, reasoning_effort, input_tokens,
 	output_tokens, total_tokens, reasoning_tokens, cache_creation_tokens, cache_read_tokens,
-	context_limit, created_at`
+	context_limit, request_id, created_at`
 
 func scanMessage(r rowScanner) (store.Message, error) {
 	var (
-		m                        store.Message
-		chatID, content, created string
-		createdBy, modelID       sql.NullString
-		compressed, deleted      int
-		revision, queued         sql.NullInt64
-		usage                    [7]sql.NullInt64
+		m                         store.Message
+		chatID, content, created  string
+		createdBy, modelID, reqID sql.NullString
+		compressed, deleted       int
+		revision, queued          sql.NullInt64
+		usage                     [7]sql.NullInt64
 	)
 	err := r.Scan(&m.ID, &chatID, &m.Role, &content, &m.Visibility, &compressed, &deleted,
 		&revision, &queued, &createdBy, &modelID, &m.ReasoningEffort, &usage[0], &usage[1],
-		&usage[2], &usage[3], &usage[4], &usage[5], &usage[6], &created)
+		&usage[2], &usage[3], &usage[4], &usage[5], &usage[6], &reqID, &created)
 	if err != nil {
 		return store.Message{}, translate(err)
 	}
@@ -552,6 +552,7 @@ func scanMessage(r rowScanner) (store.Message, error) {
 	s.uuid(&m.ChatID, chatID)
 	s.nullUUID(&m.CreatedBy, createdBy)
 	s.nullUUID(&m.ModelConfigID, modelID)
+	s.nullUUID(&m.RequestID, reqID)
 	s.time(&m.CreatedAt, created)
 	if s.err != nil {
 		return store.Message{}, s.err
@@ -605,13 +606,13 @@ func (t *tx) MessageInsert(ctx context.Context, p store.MessageInsertParams) (st
 	args := []any{p.ChatID.String(), p.Role, string(p.Content), vis, boolInt(p.Compressed),
 		queued, nullUUID(p.CreatedBy), nullUUID(p.ModelConfigID), p.ReasoningEffort}
 	args = append(args, usageArgs(p.Usage)...)
-	args = append(args, ts(p.Now))
+	args = append(args, nullUUID(p.RequestID), ts(p.Now))
 	var id int64
 	err := t.tx.QueryRowContext(ctx, `INSERT INTO chat_messages (chat_id, role, content, visibility,
 		compressed, queued_message_id, created_by, model_config_id, reasoning_effort,
 		input_tokens, output_tokens, total_tokens, reasoning_tokens, cache_creation_tokens,
-		cache_read_tokens, context_limit, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, args...).Scan(&id)
+		cache_read_tokens, context_limit, request_id, created_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, args...).Scan(&id)
 	if err != nil {
 		return store.Message{}, translate(err)
 	}
@@ -728,21 +729,24 @@ func (t *tx) MessageSoftDeleteFrom(ctx context.Context, chatID uuid.UUID, fromID
 
 // --- queue ---
 
-const queueColumns = `id, chat_id, position, created_by, content, model_config_id, reasoning_effort, created_at`
+const queueColumns = `id, chat_id, position, created_by, content, model_config_id, reasoning_effort,
+	request_id, created_at`
 
 func scanQueued(r rowScanner) (store.QueuedMessage, error) {
 	var (
-		q                        store.QueuedMessage
-		chatID, content, created string
-		createdBy, modelID       sql.NullString
+		q                         store.QueuedMessage
+		chatID, content, created  string
+		createdBy, modelID, reqID sql.NullString
 	)
-	if err := r.Scan(&q.ID, &chatID, &q.Position, &createdBy, &content, &modelID, &q.ReasoningEffort, &created); err != nil {
+	if err := r.Scan(&q.ID, &chatID, &q.Position, &createdBy, &content, &modelID, &q.ReasoningEffort,
+		&reqID, &created); err != nil {
 		return store.QueuedMessage{}, translate(err)
 	}
 	var s scanner
 	s.uuid(&q.ChatID, chatID)
 	s.nullUUID(&q.CreatedBy, createdBy)
 	s.nullUUID(&q.ModelConfigID, modelID)
+	s.nullUUID(&q.RequestID, reqID)
 	s.time(&q.CreatedAt, created)
 	q.Content = json.RawMessage(content)
 	return q, s.err
@@ -752,11 +756,11 @@ func scanQueued(r rowScanner) (store.QueuedMessage, error) {
 func (t *tx) QueueInsert(ctx context.Context, p store.QueueInsertParams) (store.QueuedMessage, error) {
 	var id int64
 	err := t.tx.QueryRowContext(ctx, `INSERT INTO chat_queued_messages (chat_id, position, created_by,
-		content, model_config_id, reasoning_effort, created_at)
+		content, model_config_id, reasoning_effort, request_id, created_at)
 		VALUES (?, (SELECT COALESCE(MAX(position), 0) + 1 FROM chat_queued_messages WHERE chat_id = ?),
-		?, ?, ?, ?, ?) RETURNING id`,
+		?, ?, ?, ?, ?, ?) RETURNING id`,
 		p.ChatID.String(), p.ChatID.String(), nullUUID(p.CreatedBy), string(p.Content),
-		nullUUID(p.ModelConfigID), p.ReasoningEffort, ts(p.Now)).Scan(&id)
+		nullUUID(p.ModelConfigID), p.ReasoningEffort, nullUUID(p.RequestID), ts(p.Now)).Scan(&id)
 	if err != nil {
 		return store.QueuedMessage{}, translate(err)
 	}

@@ -1,0 +1,206 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chatd/chatd/store"
+)
+
+// invocationColumns lists the invocations columns in the order
+// scanInvocation reads them.
+const invocationColumns = `request_id, caller_id, content_sha256, kind, chat_id, audit_id, state,
+	message_id, queued_message_id, response, outcome, review, created_at, updated_at, completed_at`
+
+func scanInvocation(row pgx.Row) (store.Invocation, error) {
+	var (
+		inv                       store.Invocation
+		response, outcome, review []byte
+	)
+	err := row.Scan(&inv.RequestID, &inv.CallerID, &inv.ContentSHA256, &inv.Kind, &inv.ChatID,
+		&inv.AuditID, &inv.State, &inv.MessageID, &inv.QueuedMessageID, &response, &outcome, &review,
+		&inv.CreatedAt, &inv.UpdatedAt, &inv.CompletedAt)
+	if err != nil {
+		return store.Invocation{}, translate(err)
+	}
+	inv.Response = rawJSON(response)
+	inv.Outcome = rawJSON(outcome)
+	inv.Review = rawJSON(review)
+	inv.CreatedAt = utc(inv.CreatedAt)
+	inv.UpdatedAt = utc(inv.UpdatedAt)
+	inv.CompletedAt = utcPtr(inv.CompletedAt)
+	return inv, nil
+}
+
+// InvocationInsert stores a new claim; a claimed request_id (or audit_id)
+// is store.ErrConflict.
+func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
+	_, err := t.tx.Exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		inv.RequestID, inv.CallerID, inv.ContentSHA256, inv.Kind, inv.ChatID, inv.AuditID, inv.State,
+		inv.MessageID, inv.QueuedMessageID, inv.Response, inv.Outcome, inv.Review,
+		inv.CreatedAt, inv.UpdatedAt, inv.CompletedAt)
+	if err != nil {
+		return fmt.Errorf("insert invocation %s: %w", inv.RequestID, translate(err))
+	}
+	return nil
+}
+
+// InvocationGet reads a claim.
+func (t *tx) InvocationGet(ctx context.Context, requestID uuid.UUID) (store.Invocation, error) {
+	inv, err := scanInvocation(t.tx.QueryRow(ctx,
+		`SELECT `+invocationColumns+` FROM invocations WHERE request_id = $1`, requestID))
+	if err != nil {
+		return store.Invocation{}, fmt.Errorf("get invocation %s: %w", requestID, err)
+	}
+	return inv, nil
+}
+
+// InvocationUpdate writes the set fields of p and updated_at.
+func (t *tx) InvocationUpdate(ctx context.Context, requestID uuid.UUID, p store.InvocationPatch) (store.Invocation, error) {
+	var a args
+	sets := []string{"updated_at = " + a.add(p.UpdatedAt)}
+	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
+	if p.State.Set {
+		set("state", p.State.Value)
+	}
+	if p.MessageID.Set {
+		set("message_id", p.MessageID.Value)
+	}
+	if p.QueuedMessageID.Set {
+		set("queued_message_id", p.QueuedMessageID.Value)
+	}
+	if p.Response.Set {
+		set("response", p.Response.Value)
+	}
+	if p.Outcome.Set {
+		set("outcome", p.Outcome.Value)
+	}
+	if p.Review.Set {
+		set("review", p.Review.Value)
+	}
+	if p.CompletedAt.Set {
+		set("completed_at", p.CompletedAt.Value)
+	}
+	query := `UPDATE invocations SET ` + strings.Join(sets, ", ") +
+		` WHERE request_id = ` + a.add(requestID) + ` RETURNING ` + invocationColumns
+	inv, err := scanInvocation(t.tx.QueryRow(ctx, query, a...))
+	if err != nil {
+		return store.Invocation{}, fmt.Errorf("update invocation %s: %w", requestID, err)
+	}
+	return inv, nil
+}
+
+// journalColumns lists the tool_journal columns in the order scanJournal
+// reads them.
+const journalColumns = `chat_id, tool_call_id, request_id, tool_name, effect, args, state, result,
+	is_error, attempts, started_at, completed_at`
+
+func scanJournal(row pgx.Row) (store.JournalEntry, error) {
+	var (
+		e            store.JournalEntry
+		args, result []byte
+	)
+	err := row.Scan(&e.ChatID, &e.ToolCallID, &e.RequestID, &e.ToolName, &e.Effect, &args, &e.State,
+		&result, &e.IsError, &e.Attempts, &e.StartedAt, &e.CompletedAt)
+	if err != nil {
+		return store.JournalEntry{}, translate(err)
+	}
+	e.Args = rawJSON(args)
+	e.Result = rawJSON(result)
+	e.StartedAt = utc(e.StartedAt)
+	e.CompletedAt = utcPtr(e.CompletedAt)
+	return e, nil
+}
+
+// JournalStart records a tool call before it runs; seq (its identity)
+// gives the start order.
+func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
+	state := e.State
+	if state == "" {
+		state = store.JournalStarted
+	}
+	attempts := e.Attempts
+	if attempts == 0 {
+		attempts = 1
+	}
+	_, err := t.tx.Exec(ctx, `INSERT INTO tool_journal (`+journalColumns+`)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		e.ChatID, e.ToolCallID, e.RequestID, e.ToolName, e.Effect, e.Args, state, e.Result,
+		e.IsError, attempts, e.StartedAt, e.CompletedAt)
+	if err != nil {
+		return fmt.Errorf("start journal entry %s of chat %s: %w", e.ToolCallID, e.ChatID, translate(err))
+	}
+	return nil
+}
+
+// JournalGet reads a tool call's entry.
+func (t *tx) JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (store.JournalEntry, error) {
+	e, err := scanJournal(t.tx.QueryRow(ctx,
+		`SELECT `+journalColumns+` FROM tool_journal WHERE chat_id = $1 AND tool_call_id = $2`, chatID, toolCallID))
+	if err != nil {
+		return store.JournalEntry{}, fmt.Errorf("get journal entry %s of chat %s: %w", toolCallID, chatID, err)
+	}
+	return e, nil
+}
+
+// JournalUpdate writes the set fields of p.
+func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p store.JournalPatch) (store.JournalEntry, error) {
+	var (
+		a    args
+		sets []string
+	)
+	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
+	if p.State.Set {
+		set("state", p.State.Value)
+	}
+	if p.Result.Set {
+		set("result", p.Result.Value)
+	}
+	if p.IsError.Set {
+		set("is_error", p.IsError.Value)
+	}
+	if p.Attempts.Set {
+		set("attempts", p.Attempts.Value)
+	}
+	if p.StartedAt.Set {
+		set("started_at", p.StartedAt.Value)
+	}
+	if p.CompletedAt.Set {
+		set("completed_at", p.CompletedAt.Value)
+	}
+	if len(sets) == 0 {
+		return t.JournalGet(ctx, chatID, toolCallID)
+	}
+	query := `UPDATE tool_journal SET ` + strings.Join(sets, ", ") +
+		` WHERE chat_id = ` + a.add(chatID) + ` AND tool_call_id = ` + a.add(toolCallID) +
+		` RETURNING ` + journalColumns
+	e, err := scanJournal(t.tx.QueryRow(ctx, query, a...))
+	if err != nil {
+		return store.JournalEntry{}, fmt.Errorf("update journal entry %s of chat %s: %w", toolCallID, chatID, err)
+	}
+	return e, nil
+}
+
+// JournalList lists a chat's entries in start order, optionally only one
+// request's.
+func (t *tx) JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]store.JournalEntry, error) {
+	var a args
+	query := `SELECT ` + journalColumns + ` FROM tool_journal WHERE chat_id = ` + a.add(chatID)
+	if requestID.Valid {
+		query += ` AND request_id = ` + a.add(requestID.UUID)
+	}
+	rows, err := t.tx.Query(ctx, query+` ORDER BY seq`, a...)
+	if err != nil {
+		return nil, fmt.Errorf("list journal of chat %s: %w", chatID, translate(err))
+	}
+	entries, err := collect(rows, scanJournal)
+	if err != nil {
+		return nil, fmt.Errorf("list journal of chat %s: %w", chatID, err)
+	}
+	return entries, nil
+}
