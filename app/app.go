@@ -24,10 +24,13 @@ import (
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/stream"
+	"github.com/chatd/chatd/app/tools"
+	"github.com/chatd/chatd/app/ui"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/postgres"
 	"github.com/chatd/chatd/store/sqlite"
+	"github.com/chatd/chatd/web"
 )
 
 // App is a running chatd: a migrated store, the state machine and the
@@ -150,8 +153,21 @@ func (a *App) init(ctx context.Context) error {
 	}
 	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
 	a.buffer = partbuf.New(partbuf.Config{})
+	// Server-side tools are opt-in: some OpenAI-compatible models refuse
+	// any request that offers tools.
+	reg := tools.NewRegistry()
+	if a.cfg.BuiltinTools {
+		reg.Add(tools.Clock(clock.Now))
+	}
+	if a.cfg.WebhookURL != "" {
+		reg.Add(tools.Webhook(a.cfg.WebhookURL, nil))
+	}
+	for _, t := range a.cfg.Tools {
+		reg.Add(t)
+	}
 	a.worker = worker.New(wcfg, worker.Deps{
-		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models, Clock: clock, Log: a.log,
+		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
+		Tools: reg, Clock: clock, Log: a.log,
 	})
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
@@ -170,6 +186,11 @@ func (a *App) init(ctx context.Context) error {
 		tok := r.Header.Get(stream.ReplicaTokenHeader)
 		return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.replicaTok)) == 1
 	})
+	webUI, err := ui.New(web.Files())
+	if err != nil {
+		return err
+	}
+	srv.Handle("/", webUI) // API routes are more specific and keep precedence
 	a.handler = srv
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 )
 
@@ -60,6 +61,12 @@ type Config struct {
 	AdvertiseURL string
 	// StreamPollInterval is the stream sync poller's period (default 10 s).
 	StreamPollInterval time.Duration
+	// BuiltinTools offers the pure built-in tool current_time.
+	BuiltinTools bool
+	// WebhookURL enables the effectful built-in tool send_webhook.
+	WebhookURL string
+	// Tools adds server-side tools (tests register their own).
+	Tools []tools.Tool
 }
 
 // FromEnv returns a Config filled from the environment.
@@ -78,6 +85,8 @@ func FromEnv() Config {
 	c.MaxTextBytes, _ = strconv.Atoi(os.Getenv("CHATD_MAX_TEXT_BYTES"))
 	c.RequiresActionTimeout, _ = time.ParseDuration(os.Getenv("CHATD_REQUIRES_ACTION_TIMEOUT"))
 	c.AdvertiseURL = os.Getenv("CHATD_ADVERTISE_URL")
+	c.WebhookURL = os.Getenv("CHATD_WEBHOOK_URL")
+	c.BuiltinTools, _ = strconv.ParseBool(os.Getenv("CHATD_BUILTIN_TOOLS"))
 	c.OpenAIAPIKey, c.OpenAIBaseURL = os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
 	c.AnthropicAPIKey, c.AnthropicBaseURL = os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
 	c.Worker.RootLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_ROOT_CHATS"))

@@ -110,6 +110,7 @@ func (s *Server) routes() {
 	chat("POST", "/chats/{chat}/clear", s.clear)
 	chat("POST", "/chats/{chat}/reconcile-invalid", s.reconcileInvalid)
 	chat("GET", "/users/me", s.me)
+	chat("GET", "/requests/{request_id}", s.lookupRequest)
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
 		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", http.HandlerFunc(s.login)))

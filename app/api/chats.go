@@ -57,8 +57,16 @@ func (s *Server) transition(r *http.Request, c *caller, id uuid.UUID, fn func(t 
 }
 
 func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
-	var req sdk.CreateChatRequest
+	var req struct {
+		sdk.CreateChatRequest
+		RequestID json.RawMessage `json:"request_id"`
+	}
 	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	requestID, err := parseRequestID(req.RequestID)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -89,8 +97,9 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 	if generate {
 		p.Title, p.TitleSource = chatstate.FallbackTitle(firstText(parts), DefaultFallbackLength), store.TitleSourceFallback
 	}
+	p.Input.RequestID = requestID
 	var res chatstate.CreateResult
-	err = s.deps.Machine.Do(r.Context(), func(t *chatstate.Tx) error {
+	create := func(t *chatstate.Tx) error {
 		if p.ParentChatID.Valid {
 			if _, err := s.readChat(r.Context(), c, t.Store(), p.ParentChatID.UUID); err != nil {
 				return validation("parent_chat_id", "the parent chat does not exist")
@@ -99,13 +108,31 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		var err error
 		res, err = t.Create(p)
 		return err
-	})
-	if err != nil {
-		writeError(w, r, err)
+	}
+	defer func() {
+		if generate && len(parts) > 0 && s.deps.Titles != nil && res.Chat.ID != uuid.Nil {
+			s.deps.Titles.GenerateTitle(res.Chat.ID)
+		}
+	}()
+	if requestID.Valid {
+		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(parts), kindCreateChat,
+			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
+				if err := create(t); err != nil {
+					return uuid.Nil, nil, nil, 0, nil, err
+				}
+				var msgID *int64
+				for _, m := range res.Messages {
+					if m.Role == store.RoleUser {
+						msgID = &m.ID
+					}
+				}
+				return res.Chat.ID, msgID, nil, http.StatusCreated, wire.ToChat(res.Chat), nil
+			})
 		return
 	}
-	if generate && len(parts) > 0 && s.deps.Titles != nil {
-		s.deps.Titles.GenerateTitle(res.Chat.ID)
+	if err := s.deps.Machine.Do(r.Context(), create); err != nil {
+		writeError(w, r, err)
+		return
 	}
 	writeJSON(w, http.StatusCreated, wire.ToChat(res.Chat))
 }
@@ -497,8 +524,16 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		writeError(w, r, err)
 		return
 	}
-	var req sdk.CreateChatMessageRequest
+	var req struct {
+		sdk.CreateChatMessageRequest
+		RequestID json.RawMessage `json:"request_id"`
+	}
 	if err := decodeJSON(r, &req); err != nil {
+		writeError(w, r, err)
+		return
+	}
+	requestID, err := parseRequestID(req.RequestID)
+	if err != nil {
 		writeError(w, r, err)
 		return
 	}
@@ -507,20 +542,21 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		writeError(w, r, err)
 		return
 	}
+	in.RequestID = requestID
 	busy, err := busyBehavior(req.BusyBehavior)
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	var (
-		res      chatstate.SendResult
-		retitled bool
-	)
+	var retitled bool
 	now := s.deps.Now().UTC()
-	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
-		var err error
-		if res, err = t.SendMessage(id, in, busy); err != nil {
-			return err
+	send := func(t *chatstate.Tx) (chatstate.SendResult, error) {
+		if _, err := s.readChat(r.Context(), c, t.Store(), id); err != nil {
+			return chatstate.SendResult{}, err
+		}
+		res, err := t.SendMessage(id, in, busy)
+		if err != nil {
+			return res, err
 		}
 		// A chat created empty gets its fallback title from its first message.
 		chat, err := t.Store().ChatGet(r.Context(), id)
@@ -528,15 +564,45 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 			title := chatstate.FallbackTitle(firstText(in.Content), DefaultFallbackLength)
 			retitled, err = chatstate.WriteTitle(r.Context(), t.Store(), id, title, store.TitleSourceFallback, now)
 		}
+		return res, err
+	}
+	defer func() {
+		if retitled && s.deps.Titles != nil {
+			s.deps.Titles.GenerateTitle(id)
+		}
+	}()
+	if requestID.Valid {
+		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(in.Content), kindSendMessage,
+			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
+				res, err := send(t)
+				if err != nil {
+					return id, nil, nil, 0, nil, err
+				}
+				var msgID, queuedID *int64
+				if res.Message != nil {
+					msgID = &res.Message.ID
+				}
+				if res.Queued != nil {
+					queuedID = &res.Queued.ID
+				}
+				return id, msgID, queuedID, http.StatusOK, sendResponse(res), nil
+			})
+		return
+	}
+	var res chatstate.SendResult
+	err = s.deps.Machine.Do(r.Context(), func(t *chatstate.Tx) error {
+		var err error
+		res, err = send(t)
 		return err
 	})
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
-	if retitled && s.deps.Titles != nil {
-		s.deps.Titles.GenerateTitle(id)
-	}
+	writeJSON(w, http.StatusOK, sendResponse(res))
+}
+
+func sendResponse(res chatstate.SendResult) sdk.CreateChatMessageResponse {
 	resp := sdk.CreateChatMessageResponse{Queued: res.Queued != nil}
 	if res.Message != nil {
 		m := wire.ToMessage(*res.Message)
@@ -549,7 +615,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if len(res.Promoted) > 0 {
 		resp.Messages = wire.ToMessages(res.Promoted)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return resp
 }
 
 func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) {

@@ -26,6 +26,8 @@ type UserInput struct {
 	CreatedBy       uuid.NullUUID
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
+	// RequestID links a durable request's claim to its message.
+	RequestID uuid.NullUUID
 }
 
 func (in UserInput) encode(field string) (json.RawMessage, error) {
@@ -44,7 +46,8 @@ func (t *Tx) insertUser(chatID uuid.UUID, content json.RawMessage, in UserInput,
 	}
 	m, err := t.tx.MessageInsert(t.ctx, store.MessageInsertParams{
 		ChatID: chatID, Role: store.RoleUser, Content: content, QueuedMessageID: queuedID,
-		CreatedBy: in.CreatedBy, ModelConfigID: in.ModelConfigID, ReasoningEffort: in.ReasoningEffort, Now: t.now,
+		CreatedBy: in.CreatedBy, ModelConfigID: in.ModelConfigID, ReasoningEffort: in.ReasoningEffort,
+		RequestID: in.RequestID, Now: t.now,
 	})
 	if err != nil {
 		return store.Message{}, fmt.Errorf("insert user message: %w", err)
@@ -75,7 +78,7 @@ func (t *Tx) enqueue(chatID uuid.UUID, content json.RawMessage, in UserInput) (s
 	}
 	q, err := t.tx.QueueInsert(t.ctx, store.QueueInsertParams{
 		ChatID: chatID, CreatedBy: in.CreatedBy, Content: content, ModelConfigID: in.ModelConfigID,
-		ReasoningEffort: in.ReasoningEffort, Now: t.now,
+		ReasoningEffort: in.ReasoningEffort, RequestID: in.RequestID, Now: t.now,
 	})
 	if err != nil {
 		return store.QueuedMessage{}, fmt.Errorf("queue message: %w", err)
@@ -101,9 +104,14 @@ func (t *Tx) promoteHead(chatID uuid.UUID) (store.Message, error) {
 	if n != 1 {
 		return store.Message{}, fmt.Errorf("promote queued message %d: deleted %d rows, want 1", head.ID, n)
 	}
-	return t.insertUser(chatID, head.Content, UserInput{
+	m, err := t.insertUser(chatID, head.Content, UserInput{
 		CreatedBy: head.CreatedBy, ModelConfigID: head.ModelConfigID, ReasoningEffort: head.ReasoningEffort,
+		RequestID: head.RequestID,
 	}, &head.ID)
+	if err != nil {
+		return m, err
+	}
+	return m, t.requestPromoted(m)
 }
 
 // moveToHead makes qid the queue head.
@@ -233,7 +241,8 @@ func (t *Tx) Create(p CreateParams) (CreateResult, error) {
 	if content != nil {
 		m, err := t.tx.MessageInsert(t.ctx, store.MessageInsertParams{
 			ChatID: c.ID, Role: store.RoleUser, Content: content, CreatedBy: p.Input.CreatedBy,
-			ModelConfigID: p.Input.ModelConfigID, ReasoningEffort: p.Input.ReasoningEffort, Now: t.now,
+			ModelConfigID: p.Input.ModelConfigID, ReasoningEffort: p.Input.ReasoningEffort,
+			RequestID: p.Input.RequestID, Now: t.now,
 		})
 		if err != nil {
 			return CreateResult{}, fmt.Errorf("insert first message: %w", err)
@@ -486,6 +495,9 @@ func (t *Tx) EditMessage(chatID uuid.UUID, messageID int64, in UserInput) (EditR
 	if target.Role != store.RoleUser || target.Visibility == store.VisibilityModel {
 		return EditResult{}, invalid("message", "only user messages can be edited (message %d is %s)", messageID, target.Role)
 	}
+	if err := t.settleRequests(chatID, messageID); err != nil {
+		return EditResult{}, err
+	}
 	if _, err := t.tx.QueueDeleteAll(t.ctx, chatID); err != nil {
 		return EditResult{}, err
 	}
@@ -512,12 +524,19 @@ func (t *Tx) DeleteQueuedMessage(chatID uuid.UUID, qid int64) (State, error) {
 	if err != nil {
 		return "", err
 	}
+	q, err := t.tx.QueueGet(t.ctx, chatID, qid)
+	if err != nil {
+		return "", fmt.Errorf("queued message %d: %w", qid, err)
+	}
 	n, err := t.tx.QueueDelete(t.ctx, chatID, qid)
 	if err != nil {
 		return "", err
 	}
 	if n != 1 {
 		return "", fmt.Errorf("queued message %d: %w", qid, ErrNotFound)
+	}
+	if err := t.finishRequest(q.RequestID, Outcome{Status: OutcomeCancelled}); err != nil {
+		return "", err
 	}
 	return s.end()
 }
@@ -907,7 +926,10 @@ type FinishResult struct {
 
 // finishPromoting lands in waiting with an empty queue, or promotes the
 // queue head and keeps running.
-func (t *Tx) finishPromoting(s *step) (FinishResult, error) {
+func (t *Tx) finishPromoting(s *step, outcome string) (FinishResult, error) {
+	if err := t.finishTurnRequest(s.chat.ID, outcome, nil); err != nil {
+		return FinishResult{}, err
+	}
 	n, err := t.tx.QueueCount(t.ctx, s.chat.ID)
 	if err != nil {
 		return FinishResult{}, err
@@ -939,7 +961,7 @@ func (t *Tx) FinishInterruption(chatID uuid.UUID, partial []store.MessageInsertP
 	if _, err := t.insertSuffix(chatID, partial); err != nil {
 		return FinishResult{}, err
 	}
-	return t.finishPromoting(s)
+	return t.finishPromoting(s, OutcomeInterrupted)
 }
 
 // RecordGenerationAttempt counts one more provider call for this history.
@@ -969,7 +991,7 @@ func (t *Tx) FinishTurn(chatID uuid.UUID) (FinishResult, error) {
 	if err != nil {
 		return FinishResult{}, err
 	}
-	return t.finishPromoting(s)
+	return t.finishPromoting(s, OutcomeCompleted)
 }
 
 // FinishError parks the chat in error with last_error = e.
@@ -980,6 +1002,9 @@ func (t *Tx) FinishError(chatID uuid.UUID, e sdk.ChatError) (State, error) {
 	}
 	raw, err := json.Marshal(e)
 	if err != nil {
+		return "", err
+	}
+	if err := t.finishTurnRequest(chatID, OutcomeError, &e); err != nil {
 		return "", err
 	}
 	if err := t.update(chatID, store.ChatPatch{

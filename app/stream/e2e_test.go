@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -28,7 +27,10 @@ func TestStreamTurn(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token, DemoTokenDelay: demo.NoDelay}, newStore(t), io.Discard)
+		// Paced tokens: an episode that starts and commits between two of
+		// the viewer's fetches is never relayed (hints coalesce), so an
+		// instant reply could show no parts at all.
+		a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token, DemoTokenDelay: time.Millisecond}, newStore(t), io.Discard)
 		require.NoError(t, err)
 		srv := httptest.NewServer(a.Handler())
 		defer srv.Close()
@@ -85,6 +87,10 @@ func TestStreamTurn(t *testing.T) {
 		require.Equal(t, []string{sdk.StreamQueueUpdate, sdk.StreamStatus}, types[:2], "bootstrap of an empty chat")
 		require.Contains(t, types, sdk.StreamMessagePart)
 		require.NotNil(t, assistant, "the committed reply arrives")
-		require.Equal(t, assistant.Content[0].Text, text.String(), "live parts spell the committed text")
+		// Parts still in flight when the step commits belong to an episode
+		// the loop has left (spec: "Part operation"), so the live preview is
+		// a prefix of the committed text, not always all of it.
+		require.True(t, strings.HasPrefix(assistant.Content[0].Text, text.String()),
+			"live parts %q are a prefix of the committed text %q", text.String(), assistant.Content[0].Text)
 	})
 }

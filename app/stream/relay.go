@@ -110,25 +110,41 @@ func (r *relay) subscribeLocal(t Target) {
 	}()
 }
 
-// remoteConn is a parts-endpoint connection to another replica.
+// remoteConn is a parts-endpoint connection to another replica. It
+// remembers the current episode selection and sends it on every
+// (re)connect, under the same lock as later selections, so the peer always
+// serves the newest one.
 type remoteConn struct {
 	mu      sync.Mutex
 	conn    *websocket.Conn
-	pending *sdk.EpisodeSelect
-	ready   bool
+	current sdk.EpisodeSelect
 }
 
 func (c *remoteConn) selectEpisode(t Target) {
-	sel := sdk.EpisodeSelect{HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.ready {
-		c.pending = &sel
-		return
+	c.current = sdk.EpisodeSelect{HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}
+	if c.conn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), WriteTimeout)
+		defer cancel()
+		_ = wsjson.Write(ctx, c.conn, c.current)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// attach makes conn the connection and sends it the current selection.
+func (c *remoteConn) attach(ctx context.Context, conn *websocket.Conn) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.conn = conn
+	wctx, cancel := context.WithTimeout(ctx, WriteTimeout)
 	defer cancel()
-	_ = wsjson.Write(ctx, c.conn, sel)
+	return wsjson.Write(wctx, conn, c.current)
+}
+
+func (c *remoteConn) detach() {
+	c.mu.Lock()
+	c.conn = nil
+	c.mu.Unlock()
 }
 
 // dialRemote connects to the worker's replica in the background, so the
@@ -136,7 +152,7 @@ func (c *remoteConn) selectEpisode(t Target) {
 // target changes.
 func (r *relay) dialRemote(t Target) {
 	ctx, cancel := context.WithCancel(r.ctx)
-	rc := &remoteConn{pending: &sdk.EpisodeSelect{HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}}
+	rc := &remoteConn{current: sdk.EpisodeSelect{HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}}
 	r.stop, r.remote = cancel, rc
 	go func() {
 		for backoff := 100 * time.Millisecond; ctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
@@ -169,21 +185,10 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 	}
 	defer conn.CloseNow()
 	conn.SetReadLimit(8 << 20)
-	rc.mu.Lock()
-	rc.conn, rc.ready = conn, true
-	sel := rc.pending
-	rc.pending = nil
-	rc.mu.Unlock()
-	if sel != nil {
-		if err := wsjson.Write(ctx, conn, sel); err != nil {
-			return err
-		}
+	defer rc.detach()
+	if err := rc.attach(ctx, conn); err != nil {
+		return err
 	}
-	defer func() {
-		rc.mu.Lock()
-		rc.ready = false
-		rc.mu.Unlock()
-	}()
 	for {
 		var frames []sdk.PartFrame
 		if err := wsjson.Read(ctx, conn, &frames); err != nil {

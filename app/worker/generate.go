@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 )
 
@@ -160,8 +161,17 @@ func (v view) prompt(upTo int) []llm.Message {
 	return out
 }
 
-func (v view) llmTools() []llm.Tool {
+func (v view) llmTools(reg *tools.Registry) []llm.Tool {
 	out := make([]llm.Tool, 0, len(v.tools))
+	dynamic := map[string]bool{}
+	for _, t := range v.tools {
+		dynamic[t.Name] = true
+	}
+	for _, t := range reg.List() {
+		if !dynamic[t.Name()] { // the chat's own tools win a name clash
+			out = append(out, llm.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.Schema()})
+		}
+	}
 	for _, t := range v.tools {
 		schema := t.InputSchema
 		if len(schema) == 0 || string(schema) == "null" {
@@ -204,7 +214,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 	if r.needsCompaction(v, model) {
 		return r.compact(ctx, ev, v, "automatic")
 	}
-	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(), ReasoningEffort: v.effort()}
+	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(r.w.deps.Tools), ReasoningEffort: v.effort()}
 	resp, done, err := r.callModel(ctx, ev, model, req, nil)
 	if err != nil || done {
 		return err
@@ -242,13 +252,23 @@ func (r *runner) finishTurn(ctx context.Context, f fence) error {
 	})
 }
 
-// handleToolCalls answers outstanding calls: dynamic tools wait for the
-// client (requires_action); calls to tools this chat does not have get an
-// error result so the model can recover.
+// handleToolCalls answers outstanding calls: server-side tools run under
+// the journal; dynamic tools wait for the client (requires_action); calls
+// to tools this chat does not have get an error result so the model can
+// recover.
 func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
 	dynamic := map[string]bool{}
 	for _, t := range v.tools {
 		dynamic[t.Name] = true
+	}
+	var local []chatstate.ToolCall
+	for _, c := range v.calls {
+		if _, ok := r.w.deps.Tools.Get(c.Name); ok && !dynamic[c.Name] {
+			local = append(local, c)
+		}
+	}
+	if len(local) > 0 {
+		return r.runTools(ctx, f, v, local)
 	}
 	var unknown []sdk.ChatMessagePart
 	for _, c := range v.calls {
@@ -420,6 +440,7 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) e
 		triplet = append(triplet, store.MessageInsertParams{
 			Role: store.RoleUser, Content: m.Content, Visibility: store.VisibilityModel,
 			CreatedBy: m.CreatedBy, ModelConfigID: m.ModelConfigID, ReasoningEffort: m.ReasoningEffort,
+			RequestID: m.RequestID, // the turn's request stays findable after the boundary
 		})
 	}
 	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {

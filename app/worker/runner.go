@@ -323,10 +323,15 @@ func (r *runner) actionTimeout(ctx context.Context, ev event) error {
 	if err != nil {
 		return err
 	}
-	if d := deadline.RequiresActionDeadlineAt; d != nil {
-		if err := sleep(ctx, r.w.clock, d.Sub(r.w.clock.Now())); err != nil {
-			return err
-		}
+	d := deadline.RequiresActionDeadlineAt
+	if d == nil {
+		// No deadline: the chat waits for an operator's review of tool
+		// calls with unknown effects; nothing may cancel them.
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if err := sleep(ctx, r.w.clock, d.Sub(r.w.clock.Now())); err != nil {
+		return err
 	}
 	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
 		_, err := t.CancelRequiresAction(r.chatID)

@@ -19,6 +19,7 @@ import (
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 )
 
@@ -117,8 +118,10 @@ type Deps struct {
 	Pubsub  Subscriber
 	Buffer  *partbuf.Buffer
 	Models  Models
-	Clock   Clock
-	Log     *slog.Logger
+	// Tools are the server-side tools (nil: none).
+	Tools *tools.Registry
+	Clock Clock
+	Log   *slog.Logger
 }
 
 // Worker is one replica's chat worker.

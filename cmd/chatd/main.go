@@ -33,6 +33,9 @@ Usage:
   chatd [serve] [--addr ADDR] [--db PATH|URL]   serve the API and web UI (default)
   chatd migrate [--db PATH|URL] up|down|status  manage the database schema
   chatd token create --user NAME [--admin]     print a new API token for NAME
+  chatd invocation inspect --request-id UUID   show a durable request, its turn and tool journal
+  chatd invocation reconcile --request-id UUID --review FILE.json
+                                               record an operator's review of an unresolved request
 
 Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
 `
@@ -49,6 +52,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, args, stdout, stderr)
 	case "token":
 		return runToken(ctx, args, stdout, stderr)
+	case "invocation":
+		return runInvocation(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

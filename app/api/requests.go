@@ -1,0 +1,248 @@
+package api
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/wire"
+	"github.com/chatd/chatd/store"
+)
+
+// Invocation kinds.
+const (
+	kindCreateChat  = "create_chat"
+	kindSendMessage = "send_message"
+)
+
+// ContentSHA256 is the hash a durable request is bound to: the hex SHA-256
+// of the message text, i.e. the text of its text parts concatenated in
+// order (clients compute the same for GET /requests/{id}).
+func ContentSHA256(parts []sdk.ChatMessagePart) string {
+	h := sha256.New()
+	for _, p := range parts {
+		if p.Type == sdk.PartText {
+			h.Write([]byte(p.Text))
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// parseRequestID reads request_id: absent or null is "not durable"; any
+// other value must be a non-nil UUID.
+func parseRequestID(raw json.RawMessage) (uuid.NullUUID, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return uuid.NullUUID{}, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		if id, err := uuid.Parse(s); err == nil && id != uuid.Nil {
+			return uuid.NullUUID{UUID: id, Valid: true}, nil
+		}
+	}
+	return uuid.NullUUID{}, invocationError(http.StatusBadRequest, sdk.CodeInvalidInvocationID,
+		"request_id must be a non-nil UUID (keep the same one when you retry).", uuid.NullUUID{}, uuid.Nil)
+}
+
+func invocationError(status int, code, message string, requestID uuid.NullUUID, audit uuid.UUID) *apiError {
+	e := newError(status, code, message, "")
+	if requestID.Valid {
+		id := requestID.UUID
+		e.resp.RequestID = &id
+	}
+	if audit != uuid.Nil {
+		e.resp.AuditID = &audit
+	}
+	return e
+}
+
+// claimConflict checks an existing claim against a new submission (or a
+// lookup) and returns the error it answers with, or nil when the claim is
+// completed and its outcome can be replayed.
+func claimConflict(inv store.Invocation, caller uuid.UUID, hash string) error {
+	id := uuid.NullUUID{UUID: inv.RequestID, Valid: true}
+	switch {
+	case inv.CallerID != caller || (hash != "" && inv.ContentSHA256 != hash):
+		// The audit reference is not revealed to another caller.
+		return invocationError(http.StatusConflict, sdk.CodeInvocationConflict,
+			"This request_id was used for a different caller or different content; use a new UUID for new work.", id, uuid.Nil)
+	case inv.State == store.InvocationAdmitted:
+		return invocationError(http.StatusConflict, sdk.CodeInvocationInProgress,
+			"This request is admitted and still running (or queued); check again later.", id, inv.AuditID)
+	case inv.State == store.InvocationUnresolved:
+		return invocationError(http.StatusConflict, sdk.CodeInvocationUnresolved,
+			"This request's effects are unknown after a failure; an operator must inspect and reconcile it (chatd invocation inspect).", id, inv.AuditID)
+	case inv.State == store.InvocationReconciled:
+		return invocationError(http.StatusConflict, sdk.CodeInvocationReconciled,
+			"An operator reconciled this request; it stays closed to execution. Use a new UUID for new work.", id, inv.AuditID)
+	}
+	return nil
+}
+
+// replay builds the answer for a completed claim: the original admission
+// answer with replayed: true and the turn's outcome and messages.
+func replay(ctx context.Context, tx store.Tx, inv store.Invocation) (map[string]any, error) {
+	body := map[string]any{}
+	if len(inv.Response) > 0 {
+		if err := json.Unmarshal(inv.Response, &body); err != nil {
+			return nil, fmt.Errorf("decode stored response: %w", err)
+		}
+	}
+	body["request_id"] = inv.RequestID
+	body["audit_id"] = inv.AuditID
+	body["replayed"] = true
+	var o chatstate.Outcome
+	if len(inv.Outcome) > 0 {
+		if err := json.Unmarshal(inv.Outcome, &o); err != nil {
+			return nil, fmt.Errorf("decode stored outcome: %w", err)
+		}
+		body["outcome"] = o
+	}
+	msgs := []sdk.ChatMessage{}
+	for _, id := range o.MessageIDs {
+		m, err := tx.MessageGet(ctx, inv.ChatID, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // the chat was deleted since
+		}
+		if err != nil {
+			return nil, err
+		}
+		msgs = append(msgs, wire.ToMessage(m))
+	}
+	body["messages"] = msgs
+	return body, nil
+}
+
+// errReplay carries a claim found at admission out of the transaction.
+type errReplay struct{ inv store.Invocation }
+
+func (e *errReplay) Error() string { return "request already claimed" }
+
+// admitDurable runs fn (the admission) in one transaction with the claim:
+// an existing claim is answered instead (replay or an INVOCATION_* error),
+// and a concurrent claim of the same id loses the race, rolls back and is
+// answered from the winner's claim.
+func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller, requestID uuid.UUID, hash, kind string,
+	fn func(t *chatstate.Tx) (chatID uuid.UUID, msgID, queuedID *int64, status int, body any, err error)) {
+	ctx := r.Context()
+	for attempt := 0; attempt < 2; attempt++ {
+		var (
+			status int
+			out    map[string]any
+		)
+		err := s.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+			inv, err := t.Store().InvocationGet(ctx, requestID)
+			if err == nil {
+				return &errReplay{inv}
+			}
+			if !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			chatID, msgID, queuedID, st, body, err := fn(t)
+			if err != nil {
+				return err
+			}
+			raw, err := json.Marshal(body)
+			if err != nil {
+				return err
+			}
+			audit := uuid.New()
+			now := s.deps.Now().UTC()
+			claim := store.Invocation{
+				RequestID: requestID, CallerID: c.user.ID, ContentSHA256: hash, Kind: kind, ChatID: chatID,
+				AuditID: audit, State: store.InvocationAdmitted, MessageID: msgID, QueuedMessageID: queuedID,
+				Response: raw, CreatedAt: now, UpdatedAt: now,
+			}
+			if msgID == nil && queuedID == nil {
+				// Nothing to run (a chat created without a message): done.
+				claim.State, claim.CompletedAt = store.InvocationCompleted, &now
+				claim.Outcome, _ = json.Marshal(chatstate.Outcome{Status: chatstate.OutcomeCompleted, MessageIDs: []int64{}})
+			}
+			if err := t.Store().InvocationInsert(ctx, claim); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(raw, &out); err != nil {
+				return err
+			}
+			out["request_id"], out["audit_id"], out["replayed"] = requestID, audit, false
+			status = st
+			return nil
+		})
+		var rep *errReplay
+		switch {
+		case errors.As(err, &rep):
+			if err := claimConflict(rep.inv, c.user.ID, hash); err != nil {
+				writeError(w, r, err)
+				return
+			}
+			var body map[string]any
+			err := s.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+				var err error
+				body, err = replay(ctx, tx, rep.inv)
+				return err
+			})
+			if err != nil {
+				writeError(w, r, err)
+				return
+			}
+			writeJSON(w, http.StatusOK, body)
+			return
+		case errors.Is(err, store.ErrConflict) && attempt == 0:
+			continue // lost the race for the claim: answer from the winner's
+		case err != nil:
+			writeError(w, r, err)
+			return
+		}
+		writeJSON(w, status, out)
+		return
+	}
+	writeError(w, r, invocationError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
+		"Could not record the request; its effects are unknown. Check its outcome before retrying.", uuid.NullUUID{UUID: requestID, Valid: true}, uuid.Nil))
+}
+
+// lookupRequest is GET /requests/{request_id}?content_sha256=HEX: a
+// read-only lookup that never creates a claim.
+func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller) {
+	id, err := parseRequestID(json.RawMessage(`"` + strings.ReplaceAll(r.PathValue("request_id"), `"`, "") + `"`))
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	hash := strings.ToLower(r.URL.Query().Get("content_sha256"))
+	if hash != "" {
+		if b, err := hex.DecodeString(hash); err != nil || len(b) != sha256.Size {
+			writeError(w, r, validation("content_sha256", "must be 64 hex digits (SHA-256 of the message text)"))
+			return
+		}
+	}
+	var body map[string]any
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+		inv, err := tx.InvocationGet(r.Context(), id.UUID)
+		if errors.Is(err, store.ErrNotFound) {
+			return invocationError(http.StatusNotFound, sdk.CodeInvocationNotFound,
+				"No request with this id was admitted; nothing was submitted by this lookup.", id, uuid.Nil)
+		}
+		if err != nil {
+			return err
+		}
+		if err := claimConflict(inv, c.user.ID, hash); err != nil {
+			return err
+		}
+		body, err = replay(r.Context(), tx, inv)
+		return err
+	})
+	if err != nil {
+		writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
+}

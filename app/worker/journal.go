@@ -1,0 +1,149 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// turnRequest is the durable request of the current turn, if any: the
+// request of the last user message.
+func (v view) turnRequest() uuid.NullUUID {
+	for i := len(v.active) - 1; i >= 0; i-- {
+		if m := v.active[i]; m.Role == store.RoleUser {
+			return m.RequestID
+		}
+	}
+	return uuid.NullUUID{}
+}
+
+// runTools runs server-side tool calls at most as often as their effect
+// class allows (the tool-call journal):
+//
+//  1. In one fenced transaction each call is looked up: a completed call
+//     reuses its stored result; a new call is recorded as started; a
+//     started pure or idempotent call (a crash or takeover interrupted it)
+//     runs again; a started effectful call must not run again, so the chat
+//     stops for review (requires_action without a deadline) and its request
+//     becomes unresolved.
+//  2. The calls run, in parallel.
+//  3. One CommitStep inserts every result and marks the calls completed in
+//     the same transaction, so a result is never lost or recorded twice.
+func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstate.ToolCall) error {
+	request := v.turnRequest()
+	results := map[string]sdk.ChatMessagePart{}
+	var toRun []chatstate.ToolCall
+	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
+		tx := t.Store()
+		results, toRun = map[string]sdk.ChatMessagePart{}, nil
+		var unresolved []chatstate.ToolCall
+		for _, c := range calls {
+			tool, _ := r.w.deps.Tools.Get(c.Name)
+			e, err := tx.JournalGet(ctx, r.chatID, c.ID)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				if err := tx.JournalStart(ctx, store.JournalEntry{
+					ChatID: r.chatID, ToolCallID: c.ID, RequestID: request, ToolName: c.Name,
+					Effect: tool.Effect(), Args: c.Args, State: store.JournalStarted, StartedAt: t.Now(),
+				}); err != nil {
+					return err
+				}
+				toRun = append(toRun, c)
+			case err != nil:
+				return err
+			case e.State == store.JournalCompleted || e.State == store.JournalReconciled:
+				results[c.ID] = sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: e.Result, IsError: e.IsError}
+			case e.State == store.JournalStarted && e.Effect != store.EffectEffectful:
+				if _, err := tx.JournalUpdate(ctx, r.chatID, c.ID, store.JournalPatch{
+					Attempts: store.Some(e.Attempts + 1), StartedAt: store.Some(t.Now()),
+				}); err != nil {
+					return err
+				}
+				toRun = append(toRun, c)
+			default: // an effectful call that may have run
+				unresolved = append(unresolved, c)
+			}
+		}
+		if len(unresolved) == 0 {
+			return nil
+		}
+		toRun = nil
+		for _, c := range unresolved {
+			if _, err := tx.JournalUpdate(ctx, r.chatID, c.ID, store.JournalPatch{State: store.Some(store.JournalUnresolved)}); err != nil {
+				return err
+			}
+		}
+		if request.Valid {
+			now := t.Now()
+			_, err := tx.InvocationUpdate(ctx, request.UUID, store.InvocationPatch{
+				State: store.Some(store.InvocationUnresolved), UpdatedAt: now,
+			})
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		r.w.log.Warn("effectful tool call may have run before a crash; stopping the chat for review",
+			"chat_id", r.chatID, "tool_calls", len(unresolved))
+		_, err := t.EnterReview(r.chatID)
+		return err
+	})
+	if err != nil || len(toRun) == 0 && len(results) < len(calls) {
+		return err // stopped for review, or fenced out
+	}
+
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for _, c := range toRun {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tool, _ := r.w.deps.Tools.Get(c.Name)
+			out, runErr := tool.Run(ctx, c.Args)
+			part := sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: out}
+			if runErr != nil {
+				part.Result, _ = json.Marshal(map[string]string{"error": runErr.Error()})
+				part.IsError = true
+			}
+			if len(part.Result) == 0 || !json.Valid(part.Result) {
+				part.Result, _ = json.Marshal(string(part.Result))
+			}
+			mu.Lock()
+			results[c.ID] = part
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return ctx.Err() // interrupted: the journal keeps them "started"
+	}
+	parts := make([]sdk.ChatMessagePart, 0, len(calls))
+	for _, c := range calls {
+		parts = append(parts, results[c.ID])
+	}
+	content, err := chatstate.EncodeParts(parts)
+	if err != nil {
+		return err
+	}
+	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+		now := t.Now()
+		for _, c := range toRun {
+			p := results[c.ID]
+			done := now
+			if _, err := t.Store().JournalUpdate(ctx, r.chatID, c.ID, store.JournalPatch{
+				State: store.Some(store.JournalCompleted), Result: store.Some(p.Result),
+				IsError: store.Some(p.IsError), CompletedAt: store.Some(&done),
+			}); err != nil {
+				return err
+			}
+		}
+		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
+		return err
+	})
+}

@@ -1,0 +1,219 @@
+// The composer: a growing textarea with a per-chat draft, the model and
+// reasoning pickers, Send / Stop, the queue-or-interrupt toggle for busy
+// chats, and the slash-command popup (/compact, /clear, /title).
+
+import { h, icon, local, debounce } from './dom.js';
+
+export const COMMANDS = [
+  { name: 'compact', hint: 'Summarize older messages to free up context' },
+  { name: 'clear', hint: 'Start a fresh context; the transcript stays visible' },
+  { name: 'title', hint: 'Rename this chat: /title New name', arg: true },
+];
+
+// parseCommand returns {name, arg} for "/compact", "/clear", "/title x".
+export function parseCommand(text) {
+  const m = /^\/(compact|clear|title)(?:\s+([\s\S]*))?$/.exec(text.trim());
+  return m ? { name: m[1], arg: (m[2] || '').trim() } : null;
+}
+
+const EFFORTS = [
+  ['', 'Default effort'], ['minimal', 'Minimal'], ['low', 'Low effort'], ['medium', 'Medium effort'], ['high', 'High effort'],
+];
+
+export class Composer {
+  // opts: {draftKey, models, placeholder, onSend(text), onStop(), onCommand(cmd),
+  //        onEditLast(), commands: bool}
+  constructor(opts) {
+    this.opts = opts;
+    this.busy = false;
+    this.running = false;
+    this.popupIndex = 0;
+    this.textarea = h('textarea', {
+      id: 'composer-input', class: 'composer-input', rows: 1, placeholder: opts.placeholder || 'Message chatd',
+      'aria-label': 'Message', autocomplete: 'off', spellcheck: 'true', 'aria-describedby': 'composer-hint',
+    });
+    this.textarea.value = local.get(opts.draftKey, '') || '';
+    this.popup = h('div', { id: 'slash-popup', class: 'slash-popup', role: 'listbox', 'aria-label': 'Commands', 'aria-live': 'polite', hidden: true });
+
+    this.model = h('select', { class: 'picker', 'aria-label': 'Model', title: 'Model' });
+    this.effort = h('select', { class: 'picker effort', 'aria-label': 'Reasoning effort', title: 'Reasoning effort' },
+      EFFORTS.map(([v, l]) => h('option', { value: v, text: l })));
+    this.effort.value = local.get('chatd.effort', '') || '';
+    this.effort.addEventListener('change', () => local.set('chatd.effort', this.effort.value));
+    this.model.addEventListener('change', () => local.set('chatd.model', this.model.value));
+    this.setModels(opts.models || []);
+
+    const behavior = local.get('chatd.busyBehavior', 'queue');
+    this.queueBtn = h('button', { type: 'button', class: 'seg', 'aria-pressed': String(behavior === 'queue'), onclick: () => this.setBehavior('queue') }, 'Queue');
+    this.interruptBtn = h('button', { type: 'button', class: 'seg', 'aria-pressed': String(behavior === 'interrupt'), onclick: () => this.setBehavior('interrupt') }, 'Interrupt');
+    this.toggle = h('div', { class: 'busy-toggle', role: 'group', 'aria-label': 'While the chat is busy, new messages', title: 'While the chat is busy, new messages…', hidden: true },
+      this.queueBtn, this.interruptBtn);
+    this.behavior = behavior;
+
+    this.sendBtn = h('button', { type: 'submit', class: 'send-btn', 'aria-label': 'Send message', title: 'Send (Enter)' }, icon('send'));
+    this.stopBtn = h('button', { type: 'button', class: 'stop-btn', 'aria-label': 'Stop', title: 'Stop (Esc)', hidden: true, onclick: () => opts.onStop && opts.onStop() }, icon('stop'));
+
+    this.form = h('form', { class: 'composer', onsubmit: (e) => { e.preventDefault(); this.submit(); } },
+      this.popup,
+      this.textarea,
+      h('div', { class: 'composer-bar' },
+        this.model, this.effort,
+        h('span', { class: 'spacer' }),
+        this.toggle, this.stopBtn, this.sendBtn));
+    this.el = h('div', { class: 'composer-wrap' }, this.form,
+      h('p', { id: 'composer-hint', class: 'composer-hint' },
+        'Enter to send · Shift+Enter for a new line', opts.commands ? ' · / for commands' : ''));
+
+    this.saveDraft = debounce(() => local.set(opts.draftKey, this.textarea.value), 250);
+    this.textarea.addEventListener('input', () => {
+      this.autosize();
+      this.saveDraft();
+      this.updatePopup();
+      this.updateButtons();
+    });
+    this.textarea.addEventListener('keydown', (e) => this.onKey(e));
+    this.textarea.addEventListener('blur', () => setTimeout(() => this.hidePopup(), 150));
+    requestAnimationFrame(() => this.autosize());
+    this.updateButtons();
+  }
+
+  setModels(models, chosen) {
+    const saved = chosen || local.get('chatd.model', '');
+    this.model.replaceChildren(...models.map((m) => h('option', { value: m.id, text: m.display_name || `${m.provider}/${m.model}` })));
+    const def = models.find((m) => m.id === saved) || models.find((m) => m.default || m.is_default) || models[0];
+    if (def) this.model.value = def.id;
+    this.model.hidden = models.length === 0;
+  }
+
+  setBehavior(b) {
+    this.behavior = b;
+    local.set('chatd.busyBehavior', b);
+    this.queueBtn.setAttribute('aria-pressed', String(b === 'queue'));
+    this.interruptBtn.setAttribute('aria-pressed', String(b === 'interrupt'));
+    this.updateButtons();
+  }
+
+  // setState tells the composer whether the chat is busy (messages queue)
+  // and running (Stop is offered).
+  setState({ busy, running, stopping }) {
+    this.busy = !!busy;
+    this.running = !!running;
+    this.stopping = !!stopping;
+    this.updateButtons();
+  }
+
+  updateButtons() {
+    const hasText = this.textarea.value.trim() !== '';
+    this.toggle.hidden = !this.busy;
+    this.stopBtn.hidden = !this.running;
+    this.stopBtn.disabled = !!this.stopping;
+    // While running, Send becomes Stop; typed text still goes to the queue.
+    this.sendBtn.hidden = this.running && !hasText;
+    this.sendBtn.disabled = !hasText;
+    const label = this.busy ? (this.behavior === 'interrupt' ? 'Interrupt and send' : 'Add to queue') : 'Send message';
+    this.sendBtn.setAttribute('aria-label', label);
+    this.sendBtn.title = label + ' (Enter)';
+    this.sendBtn.classList.toggle('queue-mode', this.busy);
+  }
+
+  autosize() {
+    const ta = this.textarea;
+    ta.style.height = 'auto';
+    ta.style.height = Math.min(ta.scrollHeight, Math.round(window.innerHeight * 0.4)) + 'px';
+  }
+
+  get value() { return this.textarea.value; }
+
+  set value(v) {
+    this.textarea.value = v;
+    local.set(this.opts.draftKey, v);
+    this.autosize();
+    this.updateButtons();
+  }
+
+  clear() { this.value = ''; }
+
+  focus() { this.textarea.focus(); }
+
+  submit() {
+    const text = this.textarea.value.trim();
+    if (!text) return;
+    const cmd = this.opts.commands ? parseCommand(text) : null;
+    this.hidePopup();
+    if (cmd) {
+      this.clear();
+      this.opts.onCommand(cmd);
+      return;
+    }
+    this.opts.onSend(text, this.behavior);
+  }
+
+  onKey(e) {
+    if (!this.popup.hidden) {
+      const items = [...this.popup.children];
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        this.popupIndex = (this.popupIndex + (e.key === 'ArrowDown' ? 1 : -1) + items.length) % items.length;
+        this.highlightPopup();
+        return;
+      }
+      if (e.key === 'Tab' || (e.key === 'Enter' && !e.shiftKey)) {
+        const c = this.matches[this.popupIndex];
+        const typed = this.textarea.value.trim();
+        if (c && (e.key === 'Tab' || typed !== '/' + c.name)) {
+          e.preventDefault();
+          this.complete(c);
+          return;
+        }
+      }
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        e.stopPropagation();
+        this.hidePopup();
+        return;
+      }
+    }
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      this.submit();
+    } else if (e.key === 'ArrowUp' && this.textarea.value === '' && this.opts.onEditLast) {
+      if (this.opts.onEditLast()) e.preventDefault();
+    }
+  }
+
+  complete(c) {
+    this.value = '/' + c.name + (c.arg ? ' ' : '');
+    this.hidePopup();
+    this.textarea.focus();
+    if (!c.arg) this.updatePopup();
+  }
+
+  updatePopup() {
+    const v = this.textarea.value;
+    if (!this.opts.commands || !/^\/\w*$/.test(v)) {
+      this.hidePopup();
+      return;
+    }
+    const q = v.slice(1).toLowerCase();
+    this.matches = COMMANDS.filter((c) => c.name.startsWith(q));
+    if (!this.matches.length) {
+      this.hidePopup();
+      return;
+    }
+    this.popupIndex = Math.min(this.popupIndex, this.matches.length - 1);
+    this.popup.replaceChildren(...this.matches.map((c, i) => h('div', {
+      class: 'slash-item', role: 'option', id: `slash-${c.name}`, 'aria-selected': String(i === this.popupIndex),
+      onmousedown: (e) => { e.preventDefault(); this.complete(c); },
+    }, h('span', { class: 'slash-name', text: '/' + c.name }), h('span', { class: 'slash-hint', text: c.hint }))));
+    this.popup.hidden = false;
+    this.highlightPopup();
+  }
+
+  highlightPopup() {
+    [...this.popup.children].forEach((el, i) => el.setAttribute('aria-selected', String(i === this.popupIndex)));
+  }
+
+  hidePopup() {
+    this.popup.hidden = true;
+  }
+}

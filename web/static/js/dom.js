@@ -1,0 +1,167 @@
+// Small DOM helpers: element construction without innerHTML, icons, and
+// clipboard, time and storage utilities shared by the views.
+
+const PROPS = new Set(['value', 'checked', 'disabled', 'hidden', 'selected', 'indeterminate', 'open']);
+
+// h builds an element: h('button', {class: 'x', onclick: fn, text: 'Go'}, child...).
+// Strings among children become text nodes; null/false children are skipped.
+export function h(tag, props, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v == null || v === false) continue;
+    if (k === 'class') el.className = v;
+    else if (k === 'text') el.textContent = v;
+    else if (k === 'dataset') Object.assign(el.dataset, v);
+    else if (k.startsWith('on') && typeof v === 'function') el.addEventListener(k.slice(2), v);
+    else if (PROPS.has(k)) el[k] = v;
+    else el.setAttribute(k, v === true ? '' : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children) {
+    if (c == null || c === false) continue;
+    if (Array.isArray(c)) append(el, c);
+    else el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+// setHTML puts markup produced by the markdown renderer (which escapes all
+// input) into el. It is the only way the UI writes HTML.
+export function setHTML(el, trustedMarkup) {
+  el.innerHTML = trustedMarkup;
+}
+
+const SVG = 'http://www.w3.org/2000/svg';
+const ICONS = {
+  plus: 'M12 5v14M5 12h14',
+  x: 'M6 6l12 12M18 6L6 18',
+  menu: 'M4 7h16M4 12h16M4 17h16',
+  sidebar: 'M4 4h16v16H4zM10 4v16',
+  search: 'M11 4a7 7 0 1 0 0 14a7 7 0 1 0 0-14zM20 20l-4.2-4.2',
+  dots: 'M6 12h.01M12 12h.01M18 12h.01',
+  send: 'M12 19V5M6 11l6-6 6 6',
+  stop: 'M8 8h8v8H8z',
+  copy: 'M9 9h10v10H9zM5 15V5h10',
+  check: 'M5 12.5l4.5 4.5L19 7.5',
+  edit: 'M4 20h4L19 9l-4-4L4 16zM13.5 6.5l4 4',
+  pin: 'M9 4h6M10 4v5l-3 4h10l-3-4V4M12 13v7',
+  archive: 'M4 5h16v4H4zM6 9v10h12V9M10 13h4',
+  unarchive: 'M4 5h16v4H4zM6 9v10h12V9M12 17v-5M9.5 14.5L12 12l2.5 2.5',
+  trash: 'M5 7h14M10 7V4h4v3M7 7l1 13h8l1-13',
+  down: 'M12 5v14M6 13l6 6 6-6',
+  chevron: 'M9 6l6 6-6 6',
+  logout: 'M14 4h5v16h-5M10 8l-4 4 4 4M6 12h10',
+  alert: 'M12 4l9 16H3zM12 10v4M12 17h.01',
+  tool: 'M15 4a5 5 0 0 0-4.6 7L4 17.4 6.6 20l6.4-6.4A5 5 0 0 0 20 9l-3 3-3-1-1-3z',
+  retry: 'M19 12a7 7 0 1 1-2-4.9M19 4v4h-4',
+  chat: 'M5 5h14v10H9l-4 4z',
+  tag: 'M4 4h7l9 9-7 7-9-9zM8 8h.01',
+  clock: 'M12 4a8 8 0 1 0 0 16a8 8 0 1 0 0-16zM12 8v4l3 2',
+  spark: 'M12 3v4M12 17v4M3 12h4M17 12h4M6 6l2.5 2.5M15.5 15.5L18 18M6 18l2.5-2.5M15.5 8.5L18 6',
+};
+
+// icon returns an inline SVG icon (decorative: aria-hidden).
+export function icon(name, cls = '') {
+  const svg = document.createElementNS(SVG, 'svg');
+  svg.setAttribute('viewBox', '0 0 24 24');
+  svg.setAttribute('aria-hidden', 'true');
+  svg.setAttribute('class', 'icon ' + cls);
+  const path = document.createElementNS(SVG, 'path');
+  path.setAttribute('d', ICONS[name] || ICONS.dots);
+  svg.append(path);
+  return svg;
+}
+
+// copyText copies to the clipboard; navigator.clipboard needs a secure
+// context, so plain-HTTP LAN hosts fall back to a hidden textarea.
+export async function copyText(text) {
+  if (navigator.clipboard && window.isSecureContext) {
+    try {
+      await navigator.clipboard.writeText(text);
+      return true;
+    } catch { /* fall through */ }
+  }
+  const ta = h('textarea', { class: 'sr-only', 'aria-hidden': 'true', readonly: true });
+  ta.value = text;
+  document.body.append(ta);
+  ta.select();
+  let ok = false;
+  try { ok = document.execCommand('copy'); } catch { ok = false; }
+  ta.remove();
+  return ok;
+}
+
+// flashCopied shows a short "Copied" state on a copy button.
+export function flashCopied(btn) {
+  const label = btn.querySelector('.label');
+  const old = label ? label.textContent : null;
+  btn.classList.add('copied');
+  if (label) label.textContent = 'Copied';
+  setTimeout(() => {
+    btn.classList.remove('copied');
+    if (label) label.textContent = old;
+  }, 1500);
+}
+
+// store wraps localStorage/sessionStorage, tolerating their absence.
+function wrap(getStorage) {
+  return {
+    get(key, fallback = null) {
+      try {
+        const v = getStorage().getItem(key);
+        return v == null ? fallback : JSON.parse(v);
+      } catch { return fallback; }
+    },
+    set(key, value) {
+      try {
+        if (value == null || value === '') getStorage().removeItem(key);
+        else getStorage().setItem(key, JSON.stringify(value));
+      } catch { /* storage full or disabled */ }
+    },
+  };
+}
+export const local = wrap(() => window.localStorage);
+export const session = wrap(() => window.sessionStorage);
+
+export function isToday(date) {
+  const d = new Date(date), n = new Date();
+  return d.getFullYear() === n.getFullYear() && d.getMonth() === n.getMonth() && d.getDate() === n.getDate();
+}
+
+export function formatTime(date) {
+  const d = new Date(date);
+  if (isNaN(d)) return '';
+  if (isToday(d)) return d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+  return d.toLocaleDateString([], { month: 'short', day: 'numeric' }) + ', ' +
+    d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' });
+}
+
+// formatSeconds: 65 -> "1 min 5 s", 4 -> "4 s".
+export function formatSeconds(s) {
+  s = Math.max(0, Math.ceil(s));
+  if (s < 60) return `${s} s`;
+  const m = Math.floor(s / 60), r = s % 60;
+  return r ? `${m} min ${r} s` : `${m} min`;
+}
+
+export function debounce(fn, ms) {
+  let t = null;
+  const d = (...args) => {
+    clearTimeout(t);
+    t = setTimeout(() => fn(...args), ms);
+  };
+  d.cancel = () => clearTimeout(t);
+  return d;
+}
+
+// prettyJSON formats a JSON value or JSON text; other text is returned as is.
+export function prettyJSON(v) {
+  if (typeof v === 'string') {
+    try { return JSON.stringify(JSON.parse(v), null, 2); } catch { return v; }
+  }
+  if (v === undefined) return '';
+  return JSON.stringify(v, null, 2);
+}

@@ -1,0 +1,234 @@
+// Rendering of the conversation: user and assistant messages, reasoning,
+// tool-call cards, context boundaries and the streaming preview. Each
+// function returns a fresh node; the chat view caches nodes by signature
+// so unchanged messages are never rebuilt.
+
+import { h, icon, setHTML, prettyJSON, formatSeconds, formatTime } from './dom.js';
+import { renderMarkdown, renderPlain } from './markdown.js';
+import { messageText } from './api.js';
+
+export const BOUNDARY_TOOLS = { chat_summarized: 'Context summarized', chat_cleared: 'Context cleared' };
+
+// boundaryOf returns the boundary kind of a compressed message, if any.
+export function boundaryOf(m) {
+  if (!m.compressed) return null;
+  for (const p of m.content || []) {
+    if ((p.type === 'tool-call' || p.type === 'tool-result') && BOUNDARY_TOOLS[p.tool_name]) return p.tool_name;
+  }
+  return null;
+}
+
+function parseJSON(v) {
+  if (v == null) return undefined;
+  if (typeof v !== 'string') return v;
+  try { return JSON.parse(v); } catch { return v; }
+}
+
+// toolOutcome classifies a tool result: ok, error or cancelled.
+export function toolOutcome(result) {
+  if (!result) return 'pending';
+  const v = parseJSON(result.result);
+  if (v && typeof v === 'object' && v.cancelled === true) return 'cancelled';
+  return result.is_error ? 'error' : 'ok';
+}
+
+const STATE_LABEL = {
+  pending: 'Running…', waiting: 'Waiting for your result', ok: 'Done', error: 'Error',
+  cancelled: 'Cancelled', missing: 'No result',
+};
+
+// toolCard renders one call with its result (or its pending state).
+export function toolCard(call, result, ctx) {
+  const args = call.argsText !== undefined ? call.argsText : call.args;
+  let state = toolOutcome(result);
+  if (state === 'pending') {
+    if (ctx.waitingIds && ctx.waitingIds.has(call.tool_call_id)) state = 'waiting';
+    else if (!ctx.running) state = 'missing';
+  }
+  const head = h('div', { class: 'tool-head' },
+    state === 'pending' ? h('span', { class: 'spinner', role: 'img', 'aria-label': 'running' }) : icon('tool', 'tool-icon'),
+    h('span', { class: 'tool-name', text: call.tool_name || 'tool' }),
+    h('span', { class: `tool-state state-${state}`, text: STATE_LABEL[state] }));
+  const card = h('div', { class: `tool-card tool-${state}`, dataset: { toolCallId: call.tool_call_id || '' } }, head);
+  const argText = prettyJSON(parseJSON(args) ?? '');
+  if (argText && argText !== '{}') {
+    card.append(h('details', { class: 'tool-section' },
+      h('summary', {}, 'Arguments'), h('pre', { class: 'json', tabindex: '0', text: argText })));
+  }
+  if (result) {
+    const v = parseJSON(result.result);
+    const label = state === 'cancelled' ? 'Cancelled' : state === 'error' ? 'Error' : 'Result';
+    card.append(h('details', { class: 'tool-section', open: state === 'error' },
+      h('summary', {}, label), h('pre', { class: 'json', tabindex: '0', text: prettyJSON(v ?? '') })));
+  }
+  return card;
+}
+
+function thinkingBlock(text, seconds, live) {
+  const label = live ? 'Thinking…' : seconds != null ? `Thought for ${formatSeconds(seconds)}` : 'Thoughts';
+  const body = h('div', { class: 'md thinking-body' });
+  setHTML(body, renderMarkdown(text));
+  return h('details', { class: 'thinking' + (live ? ' live' : '') },
+    h('summary', {}, icon('spark'), h('span', { text: label })), body);
+}
+
+function markdownNode(text, cls = '') {
+  const el = h('div', { class: 'md ' + cls });
+  setHTML(el, renderMarkdown(text));
+  return el;
+}
+
+function sourceChip(p) {
+  const safe = /^https?:\/\//i.test(p.url || '') ? p.url : null;
+  const label = p.title || p.url || 'source';
+  return safe ? h('a', { class: 'chip source', href: safe, target: '_blank', rel: 'noopener noreferrer nofollow', text: label })
+    : h('span', { class: 'chip source', text: label });
+}
+
+// partsNodes renders assistant parts in order.
+function partsNodes(parts, ctx, live) {
+  const out = [];
+  parts.forEach((p, i) => {
+    switch (p.type) {
+      case 'text':
+        if (p.text) out.push(markdownNode(p.text));
+        break;
+      case 'reasoning': {
+        const stillThinking = live && i === parts.length - 1;
+        out.push(thinkingBlock(p.text || '', ctx.reasoningSeconds, stillThinking));
+        break;
+      }
+      case 'tool-call':
+        out.push(toolCard(p, ctx.results.get(p.tool_call_id), ctx));
+        break;
+      case 'tool-result':
+        if (!ctx.calls || !ctx.calls.has(p.tool_call_id)) {
+          out.push(toolCard({ tool_call_id: p.tool_call_id, tool_name: p.tool_name, args: undefined }, p, ctx));
+        }
+        break;
+      case 'source':
+        out.push(sourceChip(p));
+        break;
+      case 'file':
+        out.push(h('span', { class: 'chip file', text: p.name || p.media_type || 'file' }));
+        break;
+    }
+  });
+  return out;
+}
+
+function actionButton(label, iconName, onclick, extra = {}) {
+  return h('button', { type: 'button', class: 'icon-btn', 'aria-label': label, title: label, onclick, ...extra }, icon(iconName));
+}
+
+// userMessage renders a user message with its hover actions.
+export function userMessage(m, actions) {
+  const text = messageText(m);
+  const bubble = h('div', { class: 'bubble' });
+  setHTML(bubble, renderPlain(text));
+  const files = (m.content || []).filter((p) => p.type === 'file');
+  return h('div', { class: 'msg msg-user', dataset: { id: m.id } },
+    bubble,
+    files.length ? h('div', { class: 'chips' }, files.map((p) => h('span', { class: 'chip file', text: p.name || 'file' }))) : null,
+    h('div', { class: 'msg-actions' },
+      h('span', { class: 'msg-time', text: formatTime(m.created_at) }),
+      actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget)),
+      actions.edit ? actionButton('Edit message', 'edit', () => actions.edit(m)) : null));
+}
+
+// editor is the inline editor of a user message.
+export function userEditor(m, onSave, onCancel) {
+  const ta = h('textarea', { class: 'edit-input', 'aria-label': 'Edit message', rows: 3 });
+  ta.value = messageText(m);
+  const save = () => {
+    const v = ta.value.trim();
+    if (v) onSave(v);
+  };
+  ta.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      save();
+    } else if (e.key === 'Escape') {
+      e.preventDefault();
+      e.stopPropagation();
+      onCancel();
+    }
+  });
+  const node = h('div', { class: 'msg msg-user editing', dataset: { id: m.id } },
+    h('div', { class: 'edit-box' }, ta,
+      h('div', { class: 'edit-actions' },
+        h('span', { class: 'edit-hint', text: 'Messages after this one are replaced.' }),
+        h('button', { type: 'button', class: 'btn ghost', onclick: onCancel }, 'Cancel'),
+        h('button', { type: 'button', class: 'btn primary', onclick: save }, 'Save & rerun'))));
+  requestAnimationFrame(() => {
+    ta.focus();
+    ta.setSelectionRange(ta.value.length, ta.value.length);
+    ta.style.height = Math.min(ta.scrollHeight + 2, 320) + 'px';
+  });
+  ta.addEventListener('input', () => {
+    ta.style.height = 'auto';
+    ta.style.height = Math.min(ta.scrollHeight + 2, 320) + 'px';
+  });
+  return node;
+}
+
+// assistantMessage renders committed assistant parts.
+export function assistantMessage(m, ctx, actions) {
+  const text = messageText(m);
+  return h('div', { class: 'msg msg-assistant', dataset: { id: m.id } },
+    partsNodes(m.content || [], { ...ctx, reasoningSeconds: ctx.reasoningFor(m) }, false),
+    text ? h('div', { class: 'msg-actions' },
+      actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget))) : null);
+}
+
+// orphanResults renders a tool message whose calls are not on screen.
+export function toolResults(m, ctx) {
+  const nodes = (m.content || []).filter((p) => p.type === 'tool-result' && !ctx.calls.has(p.tool_call_id))
+    .map((p) => toolCard({ tool_call_id: p.tool_call_id, tool_name: p.tool_name }, p, ctx));
+  return nodes.length ? h('div', { class: 'msg msg-assistant', dataset: { id: m.id } }, nodes) : null;
+}
+
+// divider renders a compaction or clear boundary.
+export function divider(m, kind, ctx) {
+  const label = BOUNDARY_TOOLS[kind];
+  let summary = '';
+  if (kind === 'chat_summarized') {
+    const res = ctx.results.get((m.content.find((p) => p.type === 'tool-call') || {}).tool_call_id);
+    const v = res && parseJSON(res.result);
+    if (v && typeof v.summary === 'string') summary = v.summary;
+  }
+  if (!summary) {
+    return h('div', { class: 'divider', role: 'separator', 'aria-label': label, dataset: { id: m.id } },
+      h('span', { text: label }));
+  }
+  return h('details', { class: 'divider', dataset: { id: m.id } },
+    h('summary', { 'aria-label': `${label}: show summary` }, h('span', { text: label })),
+    markdownNode(summary, 'divider-summary'));
+}
+
+// preview renders the streaming reply.
+export function preview(p, ctx) {
+  const seconds = p.reasoningStart != null && p.reasoningEnd != null ? (p.reasoningEnd - p.reasoningStart) / 1000 : null;
+  const nodes = partsNodes(p.parts, { ...ctx, reasoningSeconds: seconds }, true);
+  const last = p.parts[p.parts.length - 1];
+  const el = h('div', { class: 'msg msg-assistant streaming', 'aria-busy': 'true' }, nodes);
+  if (!last || last.type === 'text') {
+    const mds = el.querySelectorAll('.md:not(.thinking-body)');
+    const host = mds.length ? caretHost(mds[mds.length - 1]) : el;
+    host.append(h('span', { class: 'caret', 'aria-hidden': 'true' }));
+  }
+  return el;
+}
+
+// caretHost finds where the streaming caret goes: the end of the innermost
+// last block (paragraph, list item, heading, cell, or the code of a block).
+function caretHost(root) {
+  let node = root;
+  for (;;) {
+    const last = node.lastElementChild;
+    if (!last) return node;
+    if (last.matches('.codeblock')) return last.querySelector('code');
+    if (!last.matches('p, li, h1, h2, h3, h4, h5, h6, blockquote, ul, ol, .table-wrap, table, tbody, tr, td')) return node;
+    node = last;
+  }
+}

@@ -1,0 +1,269 @@
+// The sidebar: New chat, search (Ctrl/Cmd+K), label filter, the chat list
+// grouped Pinned / Today / Earlier with status dots and per-chat menus,
+// and the Archived view.
+
+import { h, icon, isToday, debounce } from './dom.js';
+import { api } from './api.js';
+import { openMenu, dialog, toast } from './widgets.js';
+
+const STATUS_LABEL = {
+  running: 'Running', interrupting: 'Stopping', requires_action: 'Needs your action', error: 'Error',
+};
+
+export class Sidebar {
+  constructor(app) {
+    this.app = app;
+    this.chats = null; // null until the first load
+    this.archived = false;
+    this.query = '';
+    this.label = '';
+    this.labels = new Set();
+    this.activeId = null;
+    this.renamingId = null;
+    this.seq = 0;
+
+    this.search = h('input', {
+      type: 'search', class: 'search-input', placeholder: 'Search chats', 'aria-label': 'Search chats',
+      autocomplete: 'off', enterkeyhint: 'search',
+    });
+    const kbd = /Mac|iPhone|iPad/.test(navigator.platform || '') ? '⌘K' : 'Ctrl K';
+    this.search.addEventListener('input', debounce(() => {
+      this.query = this.search.value.trim();
+      this.refresh();
+    }, 200));
+    this.search.addEventListener('keydown', (e) => {
+      if (e.key === 'Escape' && this.search.value) {
+        e.stopPropagation();
+        this.search.value = '';
+        this.query = '';
+        this.refresh();
+      }
+    });
+    this.labelSelect = h('select', { class: 'picker label-filter', 'aria-label': 'Filter by label', hidden: true });
+    this.labelSelect.addEventListener('change', () => {
+      this.label = this.labelSelect.value;
+      this.refresh();
+    });
+    this.list = h('nav', { class: 'chat-list', 'aria-label': 'Chats' });
+    this.archivedBtn = h('button', { type: 'button', class: 'side-btn', 'aria-pressed': 'false', onclick: () => this.toggleArchived() },
+      icon('archive'), h('span', { text: 'Archived' }));
+    this.userName = h('span', { class: 'user-name', text: app.me ? app.me.username : '' });
+
+    this.el = h('aside', { class: 'sidebar', id: 'sidebar', 'aria-label': 'Sidebar' },
+      h('div', { class: 'sidebar-top' },
+        h('a', { class: 'brand', href: '/', 'data-link': true, 'aria-label': 'chatd home' },
+          h('span', { class: 'brand-mark', 'aria-hidden': 'true' }, icon('chat')), 'chatd'),
+        h('button', { type: 'button', class: 'icon-btn', 'aria-label': 'Hide sidebar', title: 'Hide sidebar', onclick: () => app.toggleSidebar(false) }, icon('sidebar'))),
+      h('a', { class: 'btn new-chat', href: '/', 'data-link': true }, icon('plus'), h('span', { text: 'New chat' })),
+      h('div', { class: 'search' }, icon('search'), this.search, h('kbd', { text: kbd, 'aria-hidden': 'true' })),
+      this.labelSelect,
+      this.list,
+      h('div', { class: 'sidebar-bottom' },
+        this.archivedBtn,
+        h('div', { class: 'user' },
+          h('span', { class: 'avatar', 'aria-hidden': 'true', text: (app.me && app.me.username || '?').slice(0, 1).toUpperCase() }),
+          this.userName,
+          h('button', { type: 'button', class: 'icon-btn', 'aria-label': 'Log out', title: 'Log out', onclick: () => app.logout() }, icon('logout')))));
+    this.renderSkeleton();
+    this.timer = setInterval(() => {
+      if (document.visibilityState === 'visible' && !this.renamingId && !document.querySelector('.menu')) this.refresh();
+    }, 5000);
+  }
+
+  focusSearch() {
+    this.app.toggleSidebar(true);
+    this.search.focus();
+    this.search.select();
+  }
+
+  toggleArchived() {
+    this.archived = !this.archived;
+    this.archivedBtn.setAttribute('aria-pressed', String(this.archived));
+    this.archivedBtn.querySelector('span').textContent = this.archived ? 'Back to chats' : 'Archived';
+    this.chats = null;
+    this.renderedSig = null;
+    this.renderSkeleton();
+    this.refresh();
+  }
+
+  setActive(id) {
+    this.activeId = id;
+    for (const el of this.list.querySelectorAll('.chat-item')) {
+      const on = el.dataset.id === id;
+      el.classList.toggle('active', on);
+      const a = el.querySelector('a');
+      if (a) {
+        if (on) a.setAttribute('aria-current', 'page');
+        else a.removeAttribute('aria-current');
+      }
+    }
+  }
+
+  // patchLocal updates one chat in the list without a round trip (status
+  // changes seen on the chat's stream).
+  patchLocal(id, fields) {
+    if (!this.chats) return;
+    const c = this.chats.find((x) => x.id === id);
+    if (!c) return;
+    let changed = false;
+    for (const [k, v] of Object.entries(fields)) if (c[k] !== v) { c[k] = v; changed = true; }
+    if (changed) this.render();
+  }
+
+  async refresh() {
+    const seq = ++this.seq;
+    const q = new URLSearchParams({ limit: '200' });
+    if (this.query) q.set('q', this.query);
+    if (this.archived) q.set('archived', 'true');
+    if (this.label) q.set('label', this.label);
+    try {
+      const chats = await api('GET', '/chats?' + q);
+      if (seq !== this.seq) return;
+      this.chats = chats || [];
+      for (const c of this.chats) for (const [k, v] of Object.entries(c.labels || {})) this.labels.add(`${k}:${v}`);
+      this.render();
+      this.app.onChatsLoaded(this.chats);
+    } catch (e) {
+      if (seq === this.seq && this.chats === null) {
+        this.list.replaceChildren(h('p', { class: 'side-empty', text: 'Could not load chats: ' + e.message }));
+      }
+    }
+  }
+
+  renderSkeleton() {
+    this.list.replaceChildren(h('div', { class: 'skeleton-list', 'aria-label': 'Loading chats', role: 'status' },
+      [70, 85, 55, 75, 60].map((w) => h('div', { class: `skeleton-line w${w}` }))));
+  }
+
+  renderLabels() {
+    const labels = [...this.labels].sort();
+    this.labelSelect.hidden = labels.length === 0 && !this.label;
+    const cur = this.label;
+    this.labelSelect.replaceChildren(h('option', { value: '', text: 'All labels' }),
+      ...labels.map((l) => h('option', { value: l, text: l.replace(':', ': ') })));
+    this.labelSelect.value = cur;
+  }
+
+  render(force) {
+    if (!this.chats) return;
+    const sig = JSON.stringify([this.chats.map((c) => [c.id, c.title, c.status, c.pin_order, c.archived, c.updated_at]),
+      this.activeId, this.renamingId, this.archived, [...this.labels], this.label, this.query]);
+    if (sig === this.renderedSig && !force) return;
+    this.renderedSig = sig;
+    this.renderLabels();
+    const chats = this.chats;
+    if (!chats.length) {
+      const msg = this.query || this.label ? 'No chats match.' : this.archived ? 'No archived chats.' : 'No chats yet. Start one with New chat.';
+      this.list.replaceChildren(h('p', { class: 'side-empty', text: msg }));
+      return;
+    }
+    const groups = this.archived ? [['Archived', chats]] : [
+      ['Pinned', chats.filter((c) => c.pin_order > 0).sort((a, b) => a.pin_order - b.pin_order)],
+      ['Today', chats.filter((c) => !(c.pin_order > 0) && isToday(c.updated_at))],
+      ['Earlier', chats.filter((c) => !(c.pin_order > 0) && !isToday(c.updated_at))],
+    ];
+    const focused = document.activeElement;
+    const focusKey = focused && this.list.contains(focused) ? focused.dataset.focusKey : null;
+    this.list.replaceChildren(...groups.filter(([, cs]) => cs.length).map(([name, cs]) => h('section', { class: 'chat-group' },
+      h('h2', { class: 'group-title', text: name }),
+      h('ul', { role: 'list' }, cs.map((c) => this.item(c))))));
+    if (focusKey) {
+      const el = this.list.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`);
+      if (el) el.focus();
+    }
+  }
+
+  item(c) {
+    const active = c.id === this.activeId;
+    const title = c.title || 'New chat';
+    if (this.renamingId === c.id) {
+      const input = h('input', { class: 'rename-input', type: 'text', value: title, 'aria-label': 'Chat title', maxlength: 200 });
+      const done = async (save) => {
+        if (this.renamingId !== c.id) return;
+        this.renamingId = null;
+        const v = input.value.trim();
+        if (save && v && v !== c.title) await this.patch(c, { title: v });
+        else this.render();
+      };
+      input.addEventListener('keydown', (e) => {
+        if (e.key === 'Enter') { e.preventDefault(); done(true); }
+        if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); done(false); }
+      });
+      input.addEventListener('blur', () => done(true));
+      requestAnimationFrame(() => { input.focus(); input.select(); });
+      return h('li', { class: 'chat-item renaming' + (active ? ' active' : ''), dataset: { id: c.id } }, input);
+    }
+    const status = STATUS_LABEL[c.status];
+    const menuBtn = h('button', {
+      type: 'button', class: 'icon-btn chat-menu-btn', 'aria-label': `Options for ${title}`, 'aria-haspopup': 'menu',
+      'aria-expanded': 'false', dataset: { focusKey: 'menu:' + c.id },
+      onclick: (e) => { e.preventDefault(); openMenu(e.currentTarget, this.menuItems(c)); },
+    }, icon('dots'));
+    return h('li', { class: 'chat-item' + (active ? ' active' : ''), dataset: { id: c.id } },
+      h('a', { href: `/chats/${c.id}`, 'data-link': true, class: 'chat-link', 'aria-current': active ? 'page' : null, dataset: { focusKey: 'link:' + c.id }, title },
+        c.pin_order > 0 && !this.archived ? icon('pin', 'pin-icon') : null,
+        h('span', { class: 'chat-title', text: title }),
+        status ? h('span', { class: `dot dot-${c.status}`, role: 'img', 'aria-label': status, title: status }) : null),
+      menuBtn);
+  }
+
+  menuItems(c) {
+    const pinned = c.pin_order > 0;
+    return [
+      { label: 'Rename', icon: 'edit', onSelect: () => this.rename(c) },
+      c.archived ? null : { label: pinned ? 'Unpin' : 'Pin', icon: 'pin', onSelect: () => this.togglePin(c) },
+      { label: c.archived ? 'Unarchive' : 'Archive', icon: c.archived ? 'unarchive' : 'archive', onSelect: () => this.toggleArchive(c) },
+      { label: 'Delete', icon: 'trash', danger: true, onSelect: () => this.remove(c) },
+    ].filter(Boolean);
+  }
+
+  rename(c) {
+    if (this.chats && this.chats.some((x) => x.id === c.id)) {
+      this.renamingId = c.id;
+      this.app.toggleSidebar(true);
+      this.render();
+      return;
+    }
+    this.renameDialog(c);
+  }
+
+  async renameDialog(c) {
+    const v = await dialog({ title: 'Rename chat', input: { value: c.title, label: 'Chat title' }, confirm: 'Rename' });
+    if (v) await this.patch(c, { title: v });
+  }
+
+  async togglePin(c) {
+    const max = Math.max(0, ...(this.chats || []).map((x) => x.pin_order || 0));
+    await this.patch(c, { pin_order: c.pin_order > 0 ? 0 : max + 1 });
+  }
+
+  async toggleArchive(c) {
+    await this.patch(c, { archived: !c.archived });
+    toast(c.archived ? 'Chat restored from the archive.' : 'Chat archived.');
+  }
+
+  async remove(c) {
+    const ok = await dialog({ title: 'Delete chat?', message: `“${c.title || 'New chat'}” and its messages will be deleted.`, confirm: 'Delete', danger: true });
+    if (!ok) return;
+    try {
+      await api('DELETE', `/chats/${c.id}`);
+      if (this.activeId === c.id) this.app.navigate('/');
+      await this.refresh();
+    } catch (e) {
+      toast('Could not delete the chat', 'error', e.message);
+    }
+  }
+
+  async patch(c, body) {
+    try {
+      await api('PATCH', `/chats/${c.id}`, body);
+      Object.assign(c, body);
+      this.app.onChatPatched(c.id, body);
+    } catch (e) {
+      toast('Could not update the chat', 'error', e.message);
+    }
+    await this.refresh();
+  }
+
+  destroy() { clearInterval(this.timer); }
+}
