@@ -41,7 +41,9 @@ func FallbackTitle(prompt string, max int) string {
 // write takes no transition, sets title_updated_at and leaves updated_at.
 // It reports whether the title was written.
 func WriteTitle(ctx context.Context, tx store.Tx, chatID uuid.UUID, title string, src store.TitleSource, now time.Time) (bool, error) {
-	c, err := tx.ChatGet(ctx, chatID)
+	// Lock the row: a concurrent user title must not slip in between the
+	// rank check and the write.
+	c, err := tx.ChatLock(ctx, chatID)
 	if err != nil {
 		return false, err
 	}

@@ -683,6 +683,9 @@ func TestBrowser(t *testing.T) {
 		b.do(chromedp.KeyEvent("\x1b"))
 		b.waitJS("the closed drawer", `!document.body.classList.contains('drawer-open')`)
 		b.shot("15-light-narrow")
+		b.do(chromedp.Navigate(b.base + "/"))
+		b.waitJS("the new chat page", `document.querySelector('.hero')`)
+		b.shot("15-light-narrow-new-chat")
 		b.do(chromedp.EmulateViewport(1280, 860))
 	})
 

@@ -131,7 +131,19 @@ func (r *runner) run(parent context.Context, first event) {
 	}
 	defer unsubscribe()
 
+	// Subscribed: now read the chat, so an update committed between
+	// Acquire and the subscription is not missed.
 	r.notify(first)
+	err = r.w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+		c, err := tx.ChatGet(ctx, r.chatID)
+		if err == nil {
+			r.notify(eventFromChat(c))
+		}
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return // deleted meanwhile
+	}
 	for {
 		select {
 		case <-ctx.Done():

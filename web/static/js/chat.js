@@ -2,7 +2,7 @@
 // and everything around it — status line, retry countdown, error banner,
 // required-action card, queue chips, composer, unconfirmed sends.
 
-import { h, icon, local, session, copyText, flashCopied, prettyJSON, formatSeconds } from './dom.js';
+import { h, icon, session, copyText, flashCopied, prettyJSON, formatSeconds } from './dom.js';
 import { api, ApiError, streamURL, newUUID, sha256Hex, textContent, messageText } from './api.js';
 import { newChatState, applyEvent, maxMessageId, isBusy } from './state.js';
 import { Composer } from './composer.js';

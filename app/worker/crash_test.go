@@ -1,0 +1,270 @@
+package worker_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/llm/llmtest"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/postgres"
+)
+
+// Crash recovery (DESIGN.md rule 6, "Nothing is lost"): a process that dies
+// mid-generation leaves its chat owned by a worker id that no longer
+// exists; the next owner finishes the turn, and no committed message is
+// lost or duplicated.
+
+// requireOneTurn checks that the chat holds exactly the prompt and one
+// answer.
+func requireOneTurn(t testing.TB, c *sdk.Client, chat sdk.Chat, prompt, answer string) {
+	t.Helper()
+	resp, err := c.ChatMessages(context.Background(), chat.ID, sdk.MessagesOptions{Limit: 100})
+	require.NoError(t, err)
+	require.Equal(t, []string{"user: " + prompt, "assistant: " + answer}, transcript(resp.Messages))
+	require.Empty(t, resp.QueuedMessages)
+}
+
+// waitClientStatus polls the chat through c until it has status.
+func waitClientStatus(t testing.TB, c *sdk.Client, chat sdk.Chat, status sdk.ChatStatus) sdk.Chat {
+	t.Helper()
+	var last sdk.Chat
+	require.Eventually(t, func() bool {
+		got, err := c.Chat(context.Background(), chat.ID)
+		if err != nil {
+			return false
+		}
+		last = got
+		return got.Status == status
+	}, 30*time.Second, 10*time.Millisecond, "chat %s never reached %s", chat.ID, status)
+	return last
+}
+
+func TestCrashRecoverySQLiteRestart(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
+	llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("The whole answer."))
+	token := auth.NewToken()
+	cfg := app.Config{
+		DB: filepath.Join(t.TempDir(), "chatd.db"), BootstrapToken: token,
+		OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker(),
+	}
+
+	// The first process starts the turn and dies while the model streams.
+	a1, err := app.New(ctx, cfg, io.Discard)
+	require.NoError(t, err)
+	runCtx, crash := context.WithCancel(ctx)
+	require.NoError(t, a1.Start(runCtx))
+	srv1 := httptest.NewServer(a1.Handler())
+	c1 := &sdk.Client{BaseURL: srv1.URL, Token: token, HTTP: srv1.Client()}
+	chat, err := c1.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("A long question"), Title: "crash"})
+	require.NoError(t, err)
+	waitClosed(t, hang.Started(), "the model to stream")
+	crash() // no Abandon, no commit: the worker just stops
+	a1.Stop()
+	srv1.Close()
+	dead := storeChat(t, a1.Store(), chat.ID)
+	require.Equal(t, a1.Worker().ID(), dead.WorkerID.UUID, "the chat stays owned by the dead worker")
+	require.Equal(t, "running", string(dead.Status))
+	require.NoError(t, a1.Close())
+
+	// The next process on the same file takes the chat over at startup.
+	a2, err := app.New(ctx, cfg, io.Discard)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a2.Close()) })
+	require.NoError(t, a2.Start(ctx))
+	t.Cleanup(a2.Stop)
+	require.NotEqual(t, a1.Worker().ID(), a2.Worker().ID(), "a new process has a new worker id")
+	srv2 := httptest.NewServer(a2.Handler())
+	t.Cleanup(srv2.Close)
+	c2 := &sdk.Client{BaseURL: srv2.URL, Token: token, HTTP: srv2.Client()}
+
+	done := waitClientStatus(t, c2, chat, sdk.ChatStatusWaiting)
+	require.Nil(t, done.LastError)
+	requireOneTurn(t, c2, chat, "A long question", "The whole answer.")
+	require.Len(t, llmSrv.Requests(), 2)
+}
+
+func TestCrashRecoveryKilledProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the chatd binary")
+	}
+	t.Parallel()
+	bin := buildChatd(t)
+	hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
+	llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("Answer after the crash."))
+	token := auth.NewToken()
+	db := filepath.Join(t.TempDir(), "chatd.db")
+
+	first, c1 := startChatd(t, bin, db, token, llmSrv.URL)
+	chat, err := c1.CreateChat(context.Background(), sdk.CreateChatRequest{Content: sdk.Text("A long question"), Title: "kill"})
+	require.NoError(t, err)
+	waitClosed(t, hang.Started(), "the model to stream")
+	require.NoError(t, first.cmd.Process.Kill()) // SIGKILL: nothing runs on the way out
+	first.wait()
+
+	_, c2 := startChatd(t, bin, db, token, llmSrv.URL)
+	done := waitClientStatus(t, c2, chat, sdk.ChatStatusWaiting)
+	require.Nil(t, done.LastError)
+	requireOneTurn(t, c2, chat, "A long question", "Answer after the crash.")
+	require.Len(t, llmSrv.Requests(), 2)
+}
+
+// buildChatd builds cmd/chatd into a temp dir, with the race detector when
+// the tests run with it (so the build reuses the tests' build cache).
+func buildChatd(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build chatd")
+	}
+	out := filepath.Join(t.TempDir(), "chatd")
+	args := []string{"build", "-o", out}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	cmd := exec.Command(goBin, append(args, "./cmd/chatd")...)
+	cmd.Dir = filepath.Join("..", "..") // the module root
+	output, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build: %s", output)
+	return out
+}
+
+// process is a running chatd binary.
+type process struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	once sync.Once
+}
+
+func (p *process) wait() { p.once.Do(func() { _ = p.cmd.Wait() }) }
+
+// startChatd runs `chatd serve` on a free port and waits until it answers.
+func startChatd(t *testing.T, bin, db, token, openAIURL string) (*process, *sdk.Client) {
+	t.Helper()
+	addr := freeAddr(t)
+	p := &process{logs: &syncBuffer{}}
+	p.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", db)
+	p.cmd.Env = append(os.Environ(),
+		"CHATD_BOOTSTRAP_TOKEN="+token,
+		"CHATD_DEFAULT_MODEL=openai/test-model",
+		"OPENAI_BASE_URL="+openAIURL,
+		"OPENAI_API_KEY=test-key",
+	)
+	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
+	require.NoError(t, p.cmd.Start())
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Kill()
+		p.wait()
+		if t.Failed() {
+			t.Logf("chatd %s logs:\n%s", addr, p.logs.String())
+		}
+	})
+	base := "http://" + addr
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(base + "/healthz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 60*time.Second, 20*time.Millisecond, "chatd did not start: %s", p.logs)
+	return p, sdk.New(base, token)
+}
+
+// freeAddr returns a loopback address with a port that was free just now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+// syncBuffer is a bytes.Buffer safe for a process's two output streams.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestCrashRecoveryPostgresReplicaTakesOver: two replicas share one
+// Postgres schema. Replica A dies mid-generation; once its lease is stale,
+// replica B's acquisition takes the chat over and finishes the turn.
+func TestCrashRecoveryPostgresReplicaTakesOver(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn, schema := dbtest.PostgresSchema(t)
+	open := func() *postgres.Store {
+		s, err := postgres.Open(ctx, dsn, postgres.Options{SearchPath: schema})
+		require.NoError(t, err)
+		return s
+	}
+	sA, sB := open(), open()
+	migrations, err := sA.Migrations()
+	require.NoError(t, err)
+	_, err = migrations.Up(ctx)
+	require.NoError(t, err)
+
+	hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
+	llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("Answer from replica B."))
+	token := auth.NewToken()
+	cfg := app.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
+	cfg.Worker.HeartbeatInterval, cfg.Worker.LeaseTimeout = 100*time.Millisecond, 300*time.Millisecond
+
+	replica := func(s *postgres.Store, runCtx context.Context) (*app.App, *sdk.Client) {
+		a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, a.Close()) })
+		require.NoError(t, a.Start(runCtx))
+		t.Cleanup(a.Stop)
+		srv := httptest.NewServer(a.Handler())
+		t.Cleanup(srv.Close)
+		return a, &sdk.Client{BaseURL: srv.URL, Token: token, HTTP: srv.Client()}
+	}
+
+	runA, crashA := context.WithCancel(ctx)
+	a, cA := replica(sA, runA)
+	chat, err := cA.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("A long question"), Title: "replicas"})
+	require.NoError(t, err)
+	waitClosed(t, hang.Started(), "the model to stream on replica A")
+	require.Equal(t, a.Worker().ID(), storeChat(t, sA, chat.ID).WorkerID.UUID, "replica A owns the chat")
+
+	b, cB := replica(sB, ctx)
+	crashA() // replica A dies: no Abandon, its heartbeats stop
+	a.Stop()
+	require.True(t, storeChat(t, sB, chat.ID).WorkerID.Valid, "nothing released the chat on the way out")
+
+	done := waitClientStatus(t, cB, chat, sdk.ChatStatusWaiting)
+	require.Nil(t, done.LastError)
+	requireOneTurn(t, cB, chat, "A long question", "Answer from replica B.")
+	require.Len(t, llmSrv.Requests(), 2)
+	require.NotEqual(t, a.Worker().ID(), b.Worker().ID())
+}

@@ -1,0 +1,182 @@
+package worker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/dbtest"
+)
+
+// The concurrent agent limiter (spec: "Concurrent agent limiter") admits
+// chats inside the acquisition transaction. These tests run acquisition
+// passes by hand on the controlled clock, so leases only go stale when a
+// test advances it; chats run the way the app runs them (leases on
+// Postgres, in-memory ownership on SQLite).
+
+func newLimiterRig(t *testing.T, s store.Store, cfg Config) *rig {
+	t.Helper()
+	cfg.Leases = s.Dialect() == "postgres"
+	cfg.LeaseTimeout = 30 * time.Second
+	return newRig(t, s, cfg)
+}
+
+// createChild makes a subagent chat of parent with a running first message.
+func (g *rig) createChild(parent uuid.UUID, text string) uuid.UUID {
+	g.t.Helper()
+	var id uuid.UUID
+	g.do(func(t *chatstate.Tx) error {
+		res, err := t.Create(chatstate.CreateParams{
+			OwnerID: g.owner, ParentChatID: uuid.NullUUID{UUID: parent, Valid: true}, Title: text, TitleSource: store.TitleSourceUser,
+			Input: chatstate.UserInput{Content: sdk.Text(text)},
+		})
+		id = res.Chat.ID
+		return err
+	})
+	return id
+}
+
+// owned reports which of ids the rig's worker owns.
+func (g *rig) owned(ids ...uuid.UUID) (owned, unowned []uuid.UUID) {
+	g.t.Helper()
+	for _, id := range ids {
+		c := g.chat(id)
+		switch {
+		case c.WorkerID.Valid && c.WorkerID.UUID == g.w.id:
+			owned = append(owned, id)
+		case !c.WorkerID.Valid:
+			unowned = append(unowned, id)
+		default:
+			g.t.Fatalf("chat %s is owned by another worker %s", id, c.WorkerID.UUID)
+		}
+	}
+	return owned, unowned
+}
+
+func TestLimiterRootLimit(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := newLimiterRig(t, newStore(t), Config{RootLimit: 1})
+		a, b := g.create("chat a"), g.create("chat b")
+
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx), "one slot, one admission")
+		owned, unowned := g.owned(a, b)
+		require.Len(t, owned, 1)
+		require.Len(t, unowned, 1)
+		first, second := owned[0], unowned[0]
+		call := g.provider.next(t)
+		require.Equal(t, "chat "+map[uuid.UUID]string{a: "a", b: "b"}[first], lastUserText(call.req))
+
+		require.Zero(t, g.w.AcquirePass(g.ctx), "the refused chat waits for capacity")
+		require.False(t, g.chat(second).WorkerID.Valid, "a refused chat stays unowned")
+		require.Equal(t, store.ChatStatusRunning, g.chat(second).Status)
+
+		g.provider.answer("done")
+		eventually(t, func() bool {
+			c := g.peek(first)
+			return c.Status == store.ChatStatusWaiting && !c.WorkerID.Valid
+		}, "the first chat finishes and releases its slot")
+
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx), "the freed slot admits the waiting chat")
+		owned, _ = g.owned(second)
+		require.Equal(t, []uuid.UUID{second}, owned)
+		g.provider.next(t)
+		g.provider.answer("done too")
+		eventually(t, func() bool { return g.peek(second).Status == store.ChatStatusWaiting }, "the second chat finishes")
+	})
+}
+
+func TestLimiterSubagentPoolIsSeparate(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := newLimiterRig(t, newStore(t), Config{RootLimit: 1, SubagentLimit: 1})
+		parent := g.create("") // waiting: holds no slot
+		r1, r2 := g.create("root 1"), g.create("root 2")
+		c1, c2 := g.createChild(parent, "child 1"), g.createChild(parent, "child 2")
+
+		require.Equal(t, 2, g.w.AcquirePass(g.ctx), "one root and one subagent are admitted")
+		roots, _ := g.owned(r1, r2)
+		children, _ := g.owned(c1, c2)
+		require.Len(t, roots, 1, "the root pool holds one chat")
+		require.Len(t, children, 1, "the subagent pool holds one chat, whatever the root pool holds")
+		require.False(t, g.chat(parent).WorkerID.Valid)
+		require.Zero(t, g.w.AcquirePass(g.ctx))
+
+		var nRoots, nSubagents int64
+		require.NoError(t, g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+			var err error
+			nRoots, nSubagents, err = tx.ChatCountOwned(g.ctx, g.w.acquireParams())
+			return err
+		}))
+		require.Equal(t, int64(1), nRoots)
+		require.Equal(t, int64(1), nSubagents)
+	})
+}
+
+func TestLimiterInterruptUnownedChatNeedsNoSlot(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := newLimiterRig(t, newStore(t), Config{RootLimit: 1})
+		a, b := g.create("chat a"), g.create("chat b")
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		owned, unowned := g.owned(a, b)
+		running, waiting := owned[0], unowned[0]
+		call := g.provider.next(t)
+
+		var res chatstate.InterruptResult
+		g.do(func(t *chatstate.Tx) error {
+			var err error
+			res, err = t.Interrupt(waiting)
+			return err
+		})
+		require.Equal(t, chatstate.StateW, res.State, "an unowned chat finishes its interruption at once")
+		c := g.chat(waiting)
+		require.Equal(t, store.ChatStatusWaiting, c.Status)
+		require.False(t, c.WorkerID.Valid, "without taking a slot")
+		require.Zero(t, g.w.AcquirePass(g.ctx), "nothing is left to admit")
+
+		require.NoError(t, call.ctx.Err(), "the admitted chat keeps running")
+		owned, _ = g.owned(running)
+		require.Equal(t, []uuid.UUID{running}, owned)
+		require.Empty(t, g.provider.calls, "the interrupted chat never called the model")
+	})
+}
+
+// TestLimiterStaleLeaseFreesItsSlot: a chat holds its slot while its
+// owner's heartbeat is fresh; once the lease is stale, admission counts
+// the slot free, and the takeover rechecks the lease under the lock.
+func TestLimiterStaleLeaseFreesItsSlot(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := newRig(t, newStore(t), Config{RootLimit: 1, Leases: true, LeaseTimeout: 30 * time.Second})
+		a, b := g.create("chat a"), g.create("chat b")
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		g.provider.next(t)
+		require.Zero(t, g.w.AcquirePass(g.ctx))
+
+		g.clock.Advance(29 * time.Second)
+		require.Zero(t, g.w.AcquirePass(g.ctx), "a fresh lease keeps its slot")
+
+		g.clock.Advance(2 * time.Second)
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx), "a stale lease frees its slot for exactly one chat")
+		var fresh int
+		for _, id := range []uuid.UUID{a, b} {
+			c := g.chat(id)
+			if at, err := heartbeatOf(g, c); err == nil && at.Equal(g.clock.Now()) {
+				fresh++
+			}
+		}
+		require.Equal(t, 1, fresh, "one chat holds a fresh lease")
+	})
+}
+
+func heartbeatOf(g *rig, c store.Chat) (time.Time, error) {
+	var at time.Time
+	err := g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+		var err error
+		at, err = tx.HeartbeatAt(g.ctx, c.ID, c.RunnerID.UUID)
+		return err
+	})
+	return at, err
+}

@@ -1,0 +1,270 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/llm"
+	"github.com/chatd/chatd/app/partbuf"
+	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/worker/workertest"
+	"github.com/chatd/chatd/store"
+)
+
+// The internal tests drive the worker's pieces (runner iterations, the
+// manager's sync and heartbeat ticks, title generation) one step at a
+// time over a real store, with an in-process provider and a controlled
+// clock. Nothing here starts the worker's loops: a test is the loop.
+
+// providerCall is one call the fake provider received.
+type providerCall struct {
+	ctx context.Context
+	req llm.Request
+}
+
+// fakeProvider records every call and blocks it until the test sends an
+// answer or the call's context ends.
+type fakeProvider struct {
+	calls   chan providerCall
+	answers chan providerResult
+}
+
+type providerResult struct {
+	resp llm.Response
+	err  error
+}
+
+var _ llm.Provider = (*fakeProvider)(nil)
+
+func newFakeProvider() *fakeProvider {
+	return &fakeProvider{calls: make(chan providerCall, 64), answers: make(chan providerResult, 64)}
+}
+
+func (p *fakeProvider) Name() string { return "fake" }
+
+func (p *fakeProvider) Stream(ctx context.Context, req llm.Request, onPart func(sdk.ChatMessagePart)) (llm.Response, error) {
+	p.calls <- providerCall{ctx: ctx, req: req}
+	select {
+	case res := <-p.answers:
+		for _, part := range res.resp.Parts {
+			if onPart != nil {
+				onPart(part)
+			}
+		}
+		return res.resp, res.err
+	case <-ctx.Done():
+		return llm.Response{}, ctx.Err()
+	}
+}
+
+// answer lets the next (or current) call finish with text.
+func (p *fakeProvider) answer(text string) {
+	p.answers <- providerResult{resp: llm.Response{Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: text}}, FinishReason: "stop"}}
+}
+
+// fail lets the next (or current) call fail with err.
+func (p *fakeProvider) fail(err error) { p.answers <- providerResult{err: err} }
+
+// next waits for the next call.
+func (p *fakeProvider) next(t testing.TB) providerCall {
+	t.Helper()
+	select {
+	case c := <-p.calls:
+		return c
+	case <-time.After(10 * time.Second):
+		t.Fatal("the provider was not called")
+		return providerCall{}
+	}
+}
+
+// oneModel resolves every id to the same model.
+type oneModel struct{ m Model }
+
+func (o oneModel) Resolve(uuid.NullUUID) (Model, error) { return o.m, nil }
+
+// rig is a worker over a store that a test steps by hand.
+type rig struct {
+	t        testing.TB
+	ctx      context.Context
+	store    store.Store
+	pubsub   *pubsub.Memory
+	machine  *chatstate.Machine
+	clock    *workertest.Clock
+	provider *fakeProvider
+	w        *Worker
+	owner    uuid.UUID
+}
+
+const rigActionTimeout = time.Minute
+
+func newRig(t testing.TB, s store.Store, cfg Config) *rig {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	g := &rig{
+		t: t, ctx: ctx, store: s, pubsub: pubsub.NewMemory(),
+		clock:    workertest.NewClock(time.Now().UTC().Truncate(time.Millisecond)),
+		provider: newFakeProvider(),
+	}
+	g.machine = chatstate.New(s, g.pubsub, chatstate.Config{
+		Now: g.clock.Now, RequiresActionTimeout: rigActionTimeout, LeaseTimeout: leaseTimeoutIf(cfg),
+	})
+	g.w = New(cfg, Deps{
+		Machine: g.machine, Store: s, Pubsub: g.pubsub, Buffer: partbuf.New(partbuf.Config{}),
+		Models: oneModel{Model{ID: uuid.New(), Provider: g.provider, Name: "fake-model"}},
+		Clock:  g.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	// Runners spawned by AcquirePass run on ctx; stop them before the
+	// store closes (cleanups run last-in first-out).
+	t.Cleanup(func() { cancel(); g.w.manager.wait() })
+	g.owner = uuid.New()
+	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
+		_, err := tx.UserInsert(ctx, store.UserInsertParams{ID: g.owner, Name: "owner-" + g.owner.String()[:8], Now: g.clock.Now()})
+		return err
+	}))
+	return g
+}
+
+func leaseTimeoutIf(cfg Config) time.Duration {
+	if !cfg.Leases {
+		return 0
+	}
+	return cfg.withDefaults().LeaseTimeout
+}
+
+// do applies fn as one transition bundle.
+func (g *rig) do(fn func(t *chatstate.Tx) error) {
+	g.t.Helper()
+	require.NoError(g.t, g.machine.Do(g.ctx, fn))
+}
+
+// create makes a chat; a non-empty text starts it running.
+func (g *rig) create(text string, tools ...sdk.DynamicTool) uuid.UUID {
+	g.t.Helper()
+	p := chatstate.CreateParams{OwnerID: g.owner, Title: "t", TitleSource: store.TitleSourceUser}
+	if text != "" {
+		p.Input = chatstate.UserInput{Content: sdk.Text(text)}
+	}
+	if len(tools) > 0 {
+		raw, err := json.Marshal(tools)
+		require.NoError(g.t, err)
+		p.DynamicTools = raw
+	}
+	var id uuid.UUID
+	g.do(func(t *chatstate.Tx) error {
+		res, err := t.Create(p)
+		id = res.Chat.ID
+		return err
+	})
+	return id
+}
+
+// acquire gives the chat to the rig's worker under a new runner id.
+func (g *rig) acquire(id uuid.UUID) (uuid.UUID, store.Chat) {
+	g.t.Helper()
+	rid := uuid.New()
+	var c store.Chat
+	g.do(func(t *chatstate.Tx) error {
+		var err error
+		c, err = t.Acquire(id, g.w.id, rid)
+		return err
+	})
+	return rid, c
+}
+
+func (g *rig) chat(id uuid.UUID) store.Chat {
+	g.t.Helper()
+	var c store.Chat
+	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatGet(g.ctx, id)
+		return err
+	}))
+	return c
+}
+
+// peek reads a chat for a polled condition: it never fails the test (a
+// condition runs on another goroutine and may outlive the test).
+func (g *rig) peek(id uuid.UUID) store.Chat {
+	var c store.Chat
+	_ = g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatGet(g.ctx, id)
+		return err
+	})
+	return c
+}
+
+func (g *rig) event(id uuid.UUID) event { return eventFromChat(g.chat(id)) }
+
+func (g *rig) messages(id uuid.UUID) []store.Message {
+	g.t.Helper()
+	var ms []store.Message
+	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+		var err error
+		ms, err = tx.MessageList(g.ctx, id, store.MessageListParams{})
+		return err
+	}))
+	return ms
+}
+
+// peekMessages reads a chat's messages for a polled condition.
+func (g *rig) peekMessages(id uuid.UUID) []store.Message {
+	var ms []store.Message
+	_ = g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+		var err error
+		ms, err = tx.MessageList(g.ctx, id, store.MessageListParams{})
+		return err
+	})
+	return ms
+}
+
+// runner returns a runner that the test drives by calling process; its
+// stop (a cleanup request) cancels the returned context.
+func (g *rig) runner(chatID, runnerID uuid.UUID) (*runner, context.Context) {
+	g.t.Helper()
+	r := newRunner(g.w, chatID, runnerID)
+	ctx, cancel := context.WithCancel(g.ctx)
+	r.cancel = cancel
+	g.t.Cleanup(func() {
+		cancel()
+		r.wg.Wait()
+	})
+	return r, ctx
+}
+
+// eventually polls cond with a short tick.
+func eventually(t testing.TB, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	require.Eventually(t, cond, 10*time.Second, 2*time.Millisecond, append([]any{msg}, args...)...)
+}
+
+// partsOf decodes a message's content.
+func partsOf(t testing.TB, m store.Message) []sdk.ChatMessagePart {
+	t.Helper()
+	var parts []sdk.ChatMessagePart
+	require.NoError(t, json.Unmarshal(m.Content, &parts))
+	return parts
+}
+
+// lastUserText is the text of the last user message of a prompt.
+func lastUserText(req llm.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role == llm.RoleUser {
+			var s string
+			for _, p := range m.Parts {
+				s += p.Text
+			}
+			return s
+		}
+	}
+	return ""
+}
