@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -27,10 +28,28 @@ import (
 	"github.com/chatd/chatd/app/sdk"
 )
 
+// syncBuffer is a bytes.Buffer the child process writes while tests read.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
 // server is a chatd process under test.
 type server struct {
 	cmd  *exec.Cmd
-	out  *bytes.Buffer
+	out  *syncBuffer
 	done chan struct{} // closed when the process has exited
 }
 
@@ -45,7 +64,7 @@ func freeAddr(t *testing.T) string {
 
 func startServer(t *testing.T, bin string, env []string, addr string) *server {
 	t.Helper()
-	s := &server{cmd: exec.Command(bin, "serve"), out: &bytes.Buffer{}, done: make(chan struct{})}
+	s := &server{cmd: exec.Command(bin, "serve"), out: &syncBuffer{}, done: make(chan struct{})}
 	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	require.NoError(t, s.cmd.Start())
