@@ -88,9 +88,14 @@ type Func struct {
 
 var _ Tool = (*Func)(nil)
 
-func (f *Func) Name() string        { return f.ToolName }
+// Name is the tool's name.
+func (f *Func) Name() string { return f.ToolName }
+
+// Description tells the model what the tool does.
 func (f *Func) Description() string { return f.Desc }
-func (f *Func) Effect() string      { return f.EffectClass }
+
+// Effect is the tool's effect class.
+func (f *Func) Effect() string { return f.EffectClass }
 
 // Schema returns the input schema ({"type":"object"} when unset).
 func (f *Func) Schema() json.RawMessage {
