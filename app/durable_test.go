@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -241,4 +244,86 @@ func TestDurableCreateChat(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, chats, 1)
 	})
+}
+
+// journalApp starts an app on s with one server-side tool.
+func journalApp(t *testing.T, ctx context.Context, s store.Store, llmURL, token string, tool *tools.Func) (*app.App, *sdk.Client) {
+	t.Helper()
+	a, err := app.NewWithStore(ctx, app.Config{
+		BootstrapToken: token, OpenAIBaseURL: llmURL, DefaultModel: "openai/test-model",
+		Tools: []tools.Tool{tool},
+		Worker: worker.Config{
+			BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond,
+			AcquireInterval: 50 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond, LeaseTimeout: 300 * time.Millisecond,
+		},
+	}, s, io.Discard)
+	require.NoError(t, err)
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	require.NoError(t, a.Start(ctx))
+	return a, sdk.New(srv.URL, token)
+}
+
+// A crash while a server-side tool runs: a pure call runs again on the
+// next worker; an effectful one never does — the chat stops for review and
+// its request is unresolved. A completed call is never run again.
+func TestToolJournalAfterCrash(t *testing.T) {
+	t.Parallel()
+	for _, effect := range []string{store.EffectPure, store.EffectEffectful} {
+		t.Run(effect, func(t *testing.T) {
+			t.Parallel()
+			dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				s := newStore(t)
+				llm := llmtest.NewOpenAI(t)
+				llm.Enqueue(llmtest.ToolCall("call_1", "do_it", `{"n":1}`), llmtest.TextChunks("all done"))
+				var runs atomic.Int32
+				started := make(chan struct{}, 4)
+				tool := &tools.Func{ToolName: "do_it", EffectClass: effect, Fn: func(ctx context.Context, _ json.RawMessage) (json.RawMessage, error) {
+					n := runs.Add(1)
+					started <- struct{}{}
+					if n == 1 {
+						<-ctx.Done() // the first run is cut short by the crash
+						return nil, ctx.Err()
+					}
+					return json.RawMessage(`{"ok":true}`), nil
+				}}
+				token := auth.NewToken()
+				first, client := journalApp(t, ctx, s, llm.URL, token, tool)
+				id := uuid.New()
+				var chat sdk.CreateChatResponse
+				require.NoError(t, client.Do(ctx, http.MethodPost, "/chats",
+					map[string]any{"content": sdk.Text("go"), "request_id": id, "title": "journal"}, &chat))
+				<-started
+				first.Stop() // the crash: nothing is committed or abandoned
+
+				second, client := journalApp(t, ctx, s, llm.URL, token, tool)
+				defer second.Stop()
+				sum := sha256.Sum256([]byte("go"))
+				lookup := "/requests/" + id.String() + "?content_sha256=" + hex.EncodeToString(sum[:])
+				if effect == store.EffectPure {
+					require.Eventually(t, func() bool {
+						c, err := client.Chat(ctx, chat.ID)
+						return err == nil && c.Status == sdk.ChatStatusWaiting
+					}, 30*time.Second, 10*time.Millisecond)
+					require.Equal(t, int32(2), runs.Load(), "the started pure call ran again")
+					var out map[string]any
+					require.NoError(t, client.Do(ctx, http.MethodGet, lookup, nil, &out))
+					require.Equal(t, "completed", out["outcome"].(map[string]any)["status"])
+					return
+				}
+				require.Eventually(t, func() bool {
+					err := client.Do(ctx, http.MethodGet, lookup, nil, nil)
+					var e *sdk.Error
+					return errors.As(err, &e) && e.Code == sdk.CodeInvocationUnresolved
+				}, 30*time.Second, 10*time.Millisecond)
+				c, err := client.Chat(ctx, chat.ID)
+				require.NoError(t, err)
+				require.Equal(t, sdk.ChatStatusRequiresAction, c.Status)
+				require.Nil(t, c.RequiresActionDeadlineAt)
+				require.Equal(t, int32(1), runs.Load(), "the effectful call never ran twice")
+			})
+		})
+	}
 }
