@@ -294,6 +294,9 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	defer a.Stop()
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout}
 	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", describeDB(a.cfg.DB))
+	for _, m := range a.models.List() {
+		a.log.Info("model", "id", m.ID, "provider", m.Provider, "model", m.Model, "default", m.Default)
+	}
 	if a.firstToken != "" {
 		// Shown once: only its hash is stored.
 		a.log.Info("first start: created user admin; this token is shown only once",
@@ -310,6 +313,7 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return err
 	case <-ctx.Done():
 	}
+	a.log.Info("shutting down: finishing requests and stopping the worker (its chats resume on the next start)")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {

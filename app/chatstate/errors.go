@@ -79,3 +79,11 @@ func (e *ValidationError) Unwrap() error { return ErrValidation }
 func invalid(field, format string, args ...any) error {
 	return &ValidationError{Field: field, Detail: fmt.Sprintf(format, args...)}
 }
+
+// notFoundError names what was not found; it unwraps to ErrNotFound.
+type notFoundError struct{ what string }
+
+func (e *notFoundError) Error() string { return e.what + " not found" }
+
+// Unwrap returns ErrNotFound.
+func (e *notFoundError) Unwrap() error { return ErrNotFound }

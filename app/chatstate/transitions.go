@@ -487,7 +487,7 @@ func (t *Tx) EditMessage(chatID uuid.UUID, messageID int64, in UserInput) (EditR
 	}
 	target, err := t.tx.MessageGet(t.ctx, chatID, messageID)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && target.Deleted) {
-		return EditResult{}, fmt.Errorf("message %d: %w", messageID, ErrNotFound)
+		return EditResult{}, &notFoundError{what: fmt.Sprintf("message %d", messageID)}
 	}
 	if err != nil {
 		return EditResult{}, err
@@ -525,6 +525,9 @@ func (t *Tx) DeleteQueuedMessage(chatID uuid.UUID, qid int64) (State, error) {
 		return "", err
 	}
 	q, err := t.tx.QueueGet(t.ctx, chatID, qid)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", &notFoundError{what: fmt.Sprintf("queued message %d", qid)}
+	}
 	if err != nil {
 		return "", fmt.Errorf("queued message %d: %w", qid, err)
 	}
@@ -533,7 +536,7 @@ func (t *Tx) DeleteQueuedMessage(chatID uuid.UUID, qid int64) (State, error) {
 		return "", err
 	}
 	if n != 1 {
-		return "", fmt.Errorf("queued message %d: %w", qid, ErrNotFound)
+		return "", &notFoundError{what: fmt.Sprintf("queued message %d", qid)}
 	}
 	if err := t.finishRequest(q.RequestID, Outcome{Status: OutcomeCancelled}); err != nil {
 		return "", err
@@ -556,7 +559,9 @@ func (t *Tx) PromoteQueuedMessage(chatID uuid.UUID, qid int64) (PromoteResult, e
 	if err != nil {
 		return PromoteResult{}, err
 	}
-	if _, err := t.tx.QueueGet(t.ctx, chatID, qid); err != nil {
+	if _, err := t.tx.QueueGet(t.ctx, chatID, qid); errors.Is(err, store.ErrNotFound) {
+		return PromoteResult{}, &notFoundError{what: fmt.Sprintf("queued message %d", qid)}
+	} else if err != nil {
 		return PromoteResult{}, fmt.Errorf("queued message %d: %w", qid, err)
 	}
 	if err := t.moveToHead(chatID, qid); err != nil {

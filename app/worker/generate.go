@@ -339,6 +339,8 @@ func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.R
 			})
 		}
 		delay := r.w.backoff(c.GenerationAttempt)
+		r.w.log.Info("generation failed; retrying", "chat_id", r.chatID, "attempt", c.GenerationAttempt,
+			"max_retries", r.w.cfg.MaxRetries, "delay", delay, "err", perr)
 		retry := sdk.ChatRetry{
 			Attempt: c.GenerationAttempt, DelayMS: delay.Milliseconds(), Error: perr.Message,
 			Kind: perr.Kind, RetryingAt: r.w.clock.Now().Add(delay).UTC(),

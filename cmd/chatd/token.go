@@ -31,7 +31,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	s, err := app.OpenStore(ctx, *db)
 	if err != nil {
-		return fmt.Errorf("open %s: %w (is chatd serve running on this SQLite file? stop it, or use Postgres)", *db, err)
+		return fmt.Errorf("open %s: %w", *db, err)
 	}
 	defer s.Close()
 	if err := app.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }); err != nil {

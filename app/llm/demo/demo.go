@@ -214,7 +214,13 @@ func (p *Provider) shouldFail(hash string, limit int) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.failures[hash]++
-	return p.failures[hash] <= limit
+	if p.failures[hash] <= limit {
+		return true
+	}
+	// Recovered: the next time this prompt is sent it fails again, so the
+	// retries can be watched more than once per server run.
+	delete(p.failures, hash)
+	return false
 }
 
 // errorTrigger finds "/error KIND [N]"; N <= 0 means always.
@@ -440,7 +446,7 @@ func answer(prompt string, req llm.Request, turn int) string {
 		b.WriteString("> " + line + "\n")
 	}
 	b.WriteString("\nA few facts about your message:\n\n")
-	fmt.Fprintf(&b, "- It has **%d words** and **%d characters**.\n", words(prompt), utf8.RuneCountInString(prompt))
+	fmt.Fprintf(&b, "- It has **%s** and **%d characters**.\n", plural(words(prompt), "word"), utf8.RuneCountInString(prompt))
 	fmt.Fprintf(&b, "- Its longest word is `%s`.\n", longestWord(prompt))
 	fmt.Fprintf(&b, "- It is message **%d** of this conversation.\n\n", turn)
 	lang, code := snippet(prompt)
@@ -616,4 +622,12 @@ func demoSummary(msgs []llm.Message) string {
 		fmt.Fprintf(&b, "- %s: %s\n", m.Role, text)
 	}
 	return b.String()
+}
+
+// plural writes "1 word", "2 words".
+func plural(n int64, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.FormatInt(n, 10) + " " + noun + "s"
 }
