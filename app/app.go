@@ -173,7 +173,7 @@ func (a *App) init(ctx context.Context) error {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
 	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}, api.Deps{
-		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.worker, Log: a.log, Metrics: api.NewMetrics(),
+		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: api.NewMetrics(),
 	})
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.log)
 	a.replicaTok = auth.NewToken()
@@ -193,6 +193,14 @@ func (a *App) init(ctx context.Context) error {
 	srv.Handle("/", webUI) // API routes are more specific and keep precedence
 	a.handler = srv
 	return nil
+}
+
+// titles is the title generator, none without a worker.
+func (a *App) titles() api.TitleGenerator {
+	if a.cfg.NoWorker {
+		return nil
+	}
+	return a.worker
 }
 
 // locator resolves workers to replicas for the stream relay.

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 )
@@ -121,9 +123,9 @@ func describeDB(db string) string {
 	if !IsPostgres(db) {
 		return "sqlite " + db
 	}
-	if at := strings.LastIndex(db, "@"); at >= 0 {
-		scheme := db[:strings.Index(db, "://")+3]
-		return fmt.Sprintf("postgres %s***@%s", scheme, db[at+1:])
+	cfg, err := pgconn.ParseConfig(db)
+	if err != nil {
+		return "postgres (unparsable DSN)"
 	}
-	return "postgres " + db
+	return fmt.Sprintf("postgres host=%s port=%d dbname=%s user=%s", cfg.Host, cfg.Port, cfg.Database, cfg.User)
 }

@@ -327,3 +327,34 @@ func TestToolJournalAfterCrash(t *testing.T) {
 		})
 	}
 }
+
+// Deleting a chat ends its unfinished requests; a request id is bound to
+// its chat as well as to its caller and content.
+func TestDurableChatDeletedAndOtherChat(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		d := newDurable(t, newStore)
+		chat, err := d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "doomed"})
+		require.NoError(t, err)
+		other, err := d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "other"})
+		require.NoError(t, err)
+		hang := llmtest.Hang()
+		d.llm.Enqueue(hang)
+		running, queued := uuid.New(), uuid.New()
+		_, err = d.send(d.alice, chat.ID, running, "first")
+		require.NoError(t, err)
+		<-hang.Started()
+		_, err = d.send(d.alice, chat.ID, queued, "second")
+		require.NoError(t, err)
+
+		_, err = d.send(d.alice, other.ID, running, "first")
+		requireCode(t, err, http.StatusConflict, sdk.CodeInvocationConflict)
+
+		require.NoError(t, d.alice.DeleteChat(d.ctx, chat.ID))
+		for id, text := range map[uuid.UUID]string{running: "first", queued: "second"} {
+			var out map[string]any
+			require.NoError(t, d.alice.Do(d.ctx, http.MethodGet, "/requests/"+id.String()+"?content_sha256="+hashText(text), nil, &out))
+			require.Equal(t, "cancelled", out["outcome"].(map[string]any)["status"], text)
+		}
+	})
+}

@@ -137,7 +137,8 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 		return err
 	})
 	if err != nil {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "message": err.Error()})
+		s.deps.Log.Warn("health check failed", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "message": "the database does not answer; see the server log"})
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": s.deps.Store.Dialect()})

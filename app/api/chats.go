@@ -115,7 +115,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		}
 	}()
 	if requestID.Valid {
-		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(parts), kindCreateChat,
+		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(parts), kindCreateChat, uuid.NullUUID{},
 			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
 				if err := create(t); err != nil {
 					return uuid.Nil, nil, nil, 0, nil, err
@@ -246,6 +246,10 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 			p.Labels = map[string]string{}
 		}
 		p.Labels[k] = v
+		if len(p.Labels) > maxLabels {
+			writeError(w, r, validation("label", fmt.Sprintf("at most %d label filters", maxLabels)))
+			return
+		}
 	}
 	limit, err := queryInt(r, "limit", DefaultListLimit, 1, MaxListLimit)
 	if err != nil {
@@ -572,7 +576,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		}
 	}()
 	if requestID.Valid {
-		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(in.Content), kindSendMessage,
+		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(in.Content), kindSendMessage, uuid.NullUUID{UUID: id, Valid: true},
 			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
 				res, err := send(t)
 				if err != nil {

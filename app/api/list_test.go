@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -348,5 +349,17 @@ func TestHealthMetricsModels(t *testing.T) {
 		require.Contains(t, metrics, `chatd_http_requests_total{code="404",route="GET /api/*/chats/{chat}"}`)
 		require.Contains(t, metrics, `chatd_http_requests_total{code="200",route="GET /healthz"}`)
 		require.Contains(t, metrics, "chatd_http_request_duration_seconds")
+	})
+}
+
+func TestTooManyLabelFilters(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		h := setup(t, newStore)
+		q := "/api/v2/chats?"
+		for i := range 40 {
+			q += fmt.Sprintf("label=k%d:v&", i)
+		}
+		requireJSONError(t, h.raw(t, "GET", q, nil, "Authorization", "Bearer "+h.aliceToken), http.StatusBadRequest, sdk.CodeValidation)
 	})
 }

@@ -68,10 +68,10 @@ func invocationError(status int, code, message string, requestID uuid.NullUUID, 
 // claimConflict checks an existing claim against a new submission (or a
 // lookup) and returns the error it answers with, or nil when the claim is
 // completed and its outcome can be replayed.
-func claimConflict(inv store.Invocation, caller uuid.UUID, hash string) error {
+func claimConflict(inv store.Invocation, caller uuid.UUID, hash string, chat uuid.NullUUID) error {
 	id := uuid.NullUUID{UUID: inv.RequestID, Valid: true}
 	switch {
-	case inv.CallerID != caller || (hash != "" && inv.ContentSHA256 != hash):
+	case inv.CallerID != caller || (hash != "" && inv.ContentSHA256 != hash) || (chat.Valid && inv.ChatID != chat.UUID):
 		// The audit reference is not revealed to another caller.
 		return invocationError(http.StatusConflict, sdk.CodeInvocationConflict,
 			"This request_id was used for a different caller or different content; use a new UUID for new work.", id, uuid.Nil)
@@ -131,7 +131,7 @@ func (e *errReplay) Error() string { return "request already claimed" }
 // an existing claim is answered instead (replay or an INVOCATION_* error),
 // and a concurrent claim of the same id loses the race, rolls back and is
 // answered from the winner's claim.
-func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller, requestID uuid.UUID, hash, kind string,
+func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller, requestID uuid.UUID, hash, kind string, chat uuid.NullUUID,
 	fn func(t *chatstate.Tx) (chatID uuid.UUID, msgID, queuedID *int64, status int, body any, err error)) {
 	ctx := r.Context()
 	for attempt := 0; attempt < 2; attempt++ {
@@ -180,7 +180,7 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 		var rep *errReplay
 		switch {
 		case errors.As(err, &rep):
-			if err := claimConflict(rep.inv, c.user.ID, hash); err != nil {
+			if err := claimConflict(rep.inv, c.user.ID, hash, chat); err != nil {
 				writeError(w, r, err)
 				return
 			}
@@ -196,8 +196,14 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 			}
 			writeJSON(w, http.StatusOK, body)
 			return
-		case errors.Is(err, store.ErrConflict) && attempt == 0:
-			continue // lost the race for the claim: answer from the winner's
+		case errors.Is(err, store.ErrConflict):
+			if attempt == 0 {
+				continue // lost the race for the claim: answer from the winner's
+			}
+			writeError(w, r, invocationError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
+				"Could not record the request; its effects are unknown. Check its outcome before retrying.",
+				uuid.NullUUID{UUID: requestID, Valid: true}, uuid.Nil))
+			return
 		case err != nil:
 			writeError(w, r, err)
 			return
@@ -205,18 +211,18 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 		writeJSON(w, status, out)
 		return
 	}
-	writeError(w, r, invocationError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
-		"Could not record the request; its effects are unknown. Check its outcome before retrying.", uuid.NullUUID{UUID: requestID, Valid: true}, uuid.Nil))
 }
 
 // lookupRequest is GET /requests/{request_id}?content_sha256=HEX: a
 // read-only lookup that never creates a claim.
 func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller) {
-	id, err := parseRequestID(json.RawMessage(`"` + strings.ReplaceAll(r.PathValue("request_id"), `"`, "") + `"`))
-	if err != nil {
-		writeError(w, r, err)
+	parsed, err := uuid.Parse(r.PathValue("request_id"))
+	if err != nil || parsed == uuid.Nil {
+		writeError(w, r, invocationError(http.StatusBadRequest, sdk.CodeInvalidInvocationID,
+			"The request id must be a non-nil UUID.", uuid.NullUUID{}, uuid.Nil))
 		return
 	}
+	id := uuid.NullUUID{UUID: parsed, Valid: true}
 	hash := strings.ToLower(r.URL.Query().Get("content_sha256"))
 	if hash != "" {
 		if b, err := hex.DecodeString(hash); err != nil || len(b) != sha256.Size {
@@ -234,7 +240,7 @@ func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller
 		if err != nil {
 			return err
 		}
-		if err := claimConflict(inv, c.user.ID, hash); err != nil {
+		if err := claimConflict(inv, c.user.ID, hash, uuid.NullUUID{}); err != nil {
 			return err
 		}
 		body, err = replay(r.Context(), tx, inv)

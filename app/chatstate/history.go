@@ -150,20 +150,32 @@ func IsBoundaryAnchor(m store.Message) bool {
 // sinceBoundary returns the active messages after the latest boundary
 // anchor (all active messages when there is none), oldest first.
 func (t *Tx) sinceBoundary(chatID uuid.UUID) ([]store.Message, error) {
+	ms, err := FromBoundary(t.ctx, t.tx, chatID)
+	if len(ms) > 0 && IsBoundaryAnchor(ms[0]) {
+		ms = ms[1:]
+	}
+	return ms, err
+}
+
+// FromBoundary reads, in any transaction, the active messages from the
+// latest boundary anchor on (the anchor first; all active messages when
+// there is none), oldest first. It reads backwards in pages, so its cost
+// follows the model's context, not the chat's whole history.
+func FromBoundary(ctx context.Context, tx store.Tx, chatID uuid.UUID) ([]store.Message, error) {
 	const page = 128
 	var out []store.Message
 	before := int64(0)
 	for {
-		ms, err := t.tx.MessageList(t.ctx, chatID, store.MessageListParams{BeforeID: before, Descending: true, Limit: page})
+		ms, err := tx.MessageList(ctx, chatID, store.MessageListParams{BeforeID: before, Descending: true, Limit: page})
 		if err != nil {
 			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
 		}
 		for _, m := range ms {
+			out = append(out, m)
 			if IsBoundaryAnchor(m) {
 				slices.Reverse(out)
 				return out, nil
 			}
-			out = append(out, m)
 		}
 		if len(ms) < page {
 			slices.Reverse(out)

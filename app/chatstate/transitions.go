@@ -803,10 +803,14 @@ func (t *Tx) ReconcileInvalidState(chatID uuid.UUID) (State, error) {
 	if err := t.answerOutstanding(chatID, reasonReconciled); err != nil {
 		return "", err
 	}
-	lastErr, _ := json.Marshal(sdk.ChatError{
+	ce := sdk.ChatError{
 		Message: "The chat was in an invalid state and has been reset. Send a new message or edit the history to continue.",
 		Kind:    sdk.ChatErrorInvalidState,
-	})
+	}
+	if err := t.finishTurnRequest(chatID, OutcomeError, &ce); err != nil {
+		return "", err
+	}
+	lastErr, _ := json.Marshal(ce)
 	if err := t.update(chatID, store.ChatPatch{
 		Archived:                 store.Some(false),
 		Status:                   store.Some(store.ChatStatusError),
@@ -1047,6 +1051,19 @@ func (t *Tx) Delete(chatID uuid.UUID) error {
 	}
 	if st == StateN {
 		return fmt.Errorf("chat %s: %w", chatID, ErrNotFound)
+	}
+	// Requests whose turn never finished end with the chat.
+	if err := t.finishTurnRequest(chatID, OutcomeCancelled, nil); err != nil {
+		return err
+	}
+	queue, err := t.tx.QueueList(t.ctx, chatID)
+	if err != nil {
+		return err
+	}
+	for _, q := range queue {
+		if err := t.finishRequest(q.RequestID, Outcome{Status: OutcomeCancelled}); err != nil {
+			return err
+		}
 	}
 	t.deleted[chatID] = true
 	return t.tx.ChatDelete(t.ctx, chatID)

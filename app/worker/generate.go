@@ -32,22 +32,23 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 	var v view
 	err := r.read(ctx, ev, func(tx store.Tx, c store.Chat) error {
 		v.chat = c
-		ms, err := tx.MessageList(ctx, c.ID, store.MessageListParams{})
-		if err != nil {
+		var err error
+		if v.active, err = chatstate.FromBoundary(ctx, tx, c.ID); err != nil {
 			return err
 		}
-		start := 0
-		for i, m := range ms {
-			if chatstate.IsBoundaryAnchor(m) {
-				start = i
+		// System messages open a chat (Create writes them first); keep the
+		// ones a boundary cut off.
+		if len(v.active) > 0 && chatstate.IsBoundaryAnchor(v.active[0]) {
+			head, err := tx.MessageList(ctx, c.ID, store.MessageListParams{BeforeID: v.active[0].ID, Limit: 8})
+			if err != nil {
+				return err
+			}
+			for _, m := range head {
+				if m.Role == store.RoleSystem {
+					v.system = append(v.system, m)
+				}
 			}
 		}
-		for i, m := range ms {
-			if m.Role == store.RoleSystem && i < start {
-				v.system = append(v.system, m)
-			}
-		}
-		v.active = ms[start:]
 		v.calls = outstanding(v.active)
 		if len(c.DynamicTools) > 0 {
 			if err := json.Unmarshal(c.DynamicTools, &v.tools); err != nil {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 )
 
@@ -105,7 +107,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		go func() {
 			defer wg.Done()
 			tool, _ := r.w.deps.Tools.Get(c.Name)
-			out, runErr := tool.Run(ctx, c.Args)
+			out, runErr := runTool(ctx, tool, c.Args)
 			part := sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: out}
 			if runErr != nil {
 				part.Result, _ = json.Marshal(map[string]string{"error": runErr.Error()})
@@ -146,4 +148,15 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
 		return err
 	})
+}
+
+// runTool runs a tool, turning a panic into an error result so one broken
+// tool cannot take the process down.
+func runTool(ctx context.Context, tool tools.Tool, args json.RawMessage) (out json.RawMessage, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("tool %s panicked: %v", tool.Name(), p)
+		}
+	}()
+	return tool.Run(ctx, args)
 }

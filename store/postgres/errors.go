@@ -61,7 +61,9 @@ func sentinelFor(code string) error {
 		"57P01", // admin_shutdown
 		"57P02", // crash_shutdown
 		"57P03", // cannot_connect_now
-		"53300": // too_many_connections
+		"53300", // too_many_connections
+		"40P01", // deadlock_detected: one side is rolled back; retrying works
+		"40001": // serialization_failure
 		return store.ErrUnavailable
 	}
 	switch {
