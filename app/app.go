@@ -46,6 +46,8 @@ type App struct {
 	buffer     *partbuf.Buffer
 	worker     *worker.Worker
 	poller     *stream.Poller
+	streams    *stream.Server
+	pollerDone chan struct{}
 	replicaTok string
 	stopPoller context.CancelFunc
 	handler    http.Handler
@@ -177,12 +179,12 @@ func (a *App) init(ctx context.Context) error {
 	})
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.log)
 	a.replicaTok = auth.NewToken()
-	ss := &stream.Server{
+	a.streams = &stream.Server{
 		Store: a.store, Pubsub: a.pubsub, Poller: a.poller, Buffer: a.buffer,
 		Locator: locator{a}, Log: a.log, ReplicaToken: a.replicaTok,
 	}
-	srv.HandleChatStream("/chats/{chat}/stream", ss.HandleStream, nil)
-	srv.HandleChatStream("/chats/{chat}/stream/parts", ss.HandleParts, func(r *http.Request) bool {
+	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
+	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, func(r *http.Request) bool {
 		tok := r.Header.Get(stream.ReplicaTokenHeader)
 		return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.replicaTok)) == 1
 	})
@@ -245,8 +247,11 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	pctx, cancel := context.WithCancel(ctx)
-	a.stopPoller = cancel
-	go a.poller.Run(pctx)
+	a.stopPoller, a.pollerDone = cancel, make(chan struct{})
+	go func() {
+		defer close(a.pollerDone)
+		a.poller.Run(pctx)
+	}()
 	if _, multi := a.store.(*postgres.Store); multi {
 		err := a.store.InTx(ctx, func(tx store.Tx) error {
 			return tx.ReplicaUpsert(ctx, store.Replica{
@@ -263,11 +268,14 @@ func (a *App) Start(ctx context.Context) error {
 	return a.worker.Start(ctx)
 }
 
-// Stop stops the worker, the poller and the buffer.
+// Stop ends the streams and stops the worker, the poller and the buffer,
+// waiting for each.
 func (a *App) Stop() {
+	a.streams.Close()
 	a.worker.Stop()
 	if a.stopPoller != nil {
 		a.stopPoller()
+		<-a.pollerDone
 	}
 	if _, multi := a.store.(*postgres.Store); multi {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -296,6 +304,7 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		a.cfg.AdvertiseURL = "http://" + ln.Addr().String()
 	}
 	if err := a.Start(ctx); err != nil {
+		a.Stop()
 		ln.Close()
 		return fmt.Errorf("start worker: %w", err)
 	}

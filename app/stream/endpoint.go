@@ -49,6 +49,57 @@ type Server struct {
 	Log     *slog.Logger
 	// ReplicaToken is what peers must present on the parts endpoint.
 	ReplicaToken string
+
+	mu      sync.Mutex
+	closed  bool
+	cancels map[*context.CancelFunc]struct{}
+	wg      sync.WaitGroup
+}
+
+// track registers one connection's cancel func so Close can end it; it
+// reports false once the server is closed.
+func (s *Server) track(cancel *context.CancelFunc) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	if s.cancels == nil {
+		s.cancels = map[*context.CancelFunc]struct{}{}
+	}
+	s.cancels[cancel] = struct{}{}
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) untrack(cancel *context.CancelFunc) {
+	s.mu.Lock()
+	delete(s.cancels, cancel)
+	s.mu.Unlock()
+	s.wg.Done()
+}
+
+// Close ends every stream and parts connection and waits for them: HTTP
+// shutdown does not wait for hijacked WebSocket connections.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.cancels {
+		(*c)()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// serveTracked runs fn with a context Close can cancel.
+func (s *Server) serveTracked(parent context.Context, fn func(ctx context.Context)) {
+	ctx, cancel := context.WithCancel(parent)
+	defer cancel()
+	if !s.track(&cancel) {
+		return
+	}
+	defer s.untrack(&cancel)
+	fn(ctx)
 }
 
 // mailbox coalesces sync hints: the loop only needs the newest.
@@ -124,7 +175,7 @@ func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UU
 		}
 	}()
 
-	sync := func(h Hints) error {
+	syncOnce := func(h Hints) error {
 		var err error
 		for attempt := 1; attempt <= syncRetries; attempt++ {
 			var events []sdk.ChatStreamEvent
@@ -142,7 +193,7 @@ func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UU
 		}
 		return err
 	}
-	if err := sync(Hints{}); err != nil {
+	if err := syncOnce(Hints{}); err != nil {
 		return err
 	}
 	for {
@@ -151,7 +202,7 @@ func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UU
 			return ctx.Err()
 		case <-box.wake:
 			if h := box.take(); h != nil {
-				if err := sync(*h); err != nil {
+				if err := syncOnce(*h); err != nil {
 					return err
 				}
 			}
@@ -234,17 +285,19 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 		return // Accept already answered (e.g. a bad Origin)
 	}
 	defer conn.CloseNow()
-	ctx := conn.CloseRead(r.Context())
-	err = s.Serve(ctx, conn, chatID)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		conn.Close(websocket.StatusNormalClosure, "chat deleted")
-	case err == nil || errClosed(err) || ctx.Err() != nil:
-		conn.Close(websocket.StatusNormalClosure, "")
-	default:
-		s.Log.Info("stream ended", "chat_id", chatID, "err", err)
-		conn.Close(websocket.StatusInternalError, "stream error")
-	}
+	s.serveTracked(r.Context(), func(ctx context.Context) {
+		ctx = conn.CloseRead(ctx)
+		err := s.Serve(ctx, conn, chatID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			conn.Close(websocket.StatusNormalClosure, "chat deleted")
+		case err == nil || errClosed(err) || ctx.Err() != nil:
+			conn.Close(websocket.StatusGoingAway, "")
+		default:
+			s.Log.Info("stream ended", "chat_id", chatID, "err", err)
+			conn.Close(websocket.StatusInternalError, "stream error")
+		}
+	})
 }
 
 // HandleParts is GET /chats/{chat}/stream/parts for replicas: the peer
@@ -255,10 +308,12 @@ func (s *Server) HandleParts(w http.ResponseWriter, r *http.Request, chatID uuid
 		return
 	}
 	defer conn.CloseNow()
-	err = ServeParts(r.Context(), conn, s.Buffer, chatID)
-	if err == nil || errClosed(err) {
-		conn.Close(websocket.StatusNormalClosure, "")
-		return
-	}
-	conn.Close(websocket.StatusInternalError, "parts stream error")
+	s.serveTracked(r.Context(), func(ctx context.Context) {
+		err := ServeParts(ctx, conn, s.Buffer, chatID)
+		if err == nil || errClosed(err) {
+			conn.Close(websocket.StatusNormalClosure, "")
+			return
+		}
+		conn.Close(websocket.StatusInternalError, "parts stream error")
+	})
 }

@@ -121,16 +121,14 @@ func TestStreamEdit(t *testing.T) {
 
 		_, err := r.client.EditMessage(ctx, chat.ID, before[0].ID, sdk.EditChatMessageRequest{Content: sdk.Text("edited question")})
 		require.NoError(t, err)
-		events := v.untilIdle()
 		// The previous turn's last Sync may have put a preview_reset after
-		// its waiting status (spec order: status before preview_reset) in
-		// the frame untilIdle stopped in; the edit itself starts with
-		// history_reset.
-		for len(events) > 0 && events[0].Type == tPreview {
-			events = events[1:]
+		// its waiting status (spec order: status before preview_reset);
+		// the edit itself starts with history_reset.
+		pre := v.untilType(tHistory)
+		for _, e := range pre[:len(pre)-1] {
+			require.Equal(t, tPreview, e.Type, "before the edit's history_reset: %v", kinds(pre))
 		}
-		require.NotEmpty(t, events)
-		require.Equal(t, tHistory, events[0].Type, "the edit starts with history_reset; got %v", kinds(events))
+		events := append(pre[len(pre)-1:], v.untilIdle()...)
 		after := summarize(history(events))
 		require.Len(t, after, 2)
 		require.Equal(t, store.RoleUser, after[0].Role)

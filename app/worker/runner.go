@@ -174,6 +174,9 @@ func (r *runner) process(ctx context.Context, ev event) {
 	r.last, r.seen = ev, true
 	// 2. Not ours any more.
 	if ev.WorkerID != (uuid.NullUUID{UUID: r.w.id, Valid: true}) || ev.RunnerID != (uuid.NullUUID{UUID: r.runnerID, Valid: true}) {
+		if !ev.WorkerID.Valid && !ev.Archived && ev.Status != store.ChatStatusWaiting && ev.Status != store.ChatStatusError {
+			r.w.wakeAcquire() // left runnable without an owner
+		}
 		r.stop()
 		return
 	}
@@ -318,10 +321,17 @@ func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) e
 
 // abandon gives the chat up (spec: "Abandon chat goroutine").
 func (r *runner) abandon(ctx context.Context, ev event) error {
-	return r.commit(ctx, fence{ev: ev, anyState: true}, func(t *chatstate.Tx) error {
+	err := r.commit(ctx, fence{ev: ev, anyState: true}, func(t *chatstate.Tx) error {
 		_, err := t.Abandon(r.chatID)
 		return err
 	})
+	if err == nil {
+		// The chat may have become runnable again (an edit or a new message
+		// raced the abandon): look for work now rather than at the next
+		// timer, in case the ownership notification is lost.
+		r.w.wakeAcquire()
+	}
+	return err
 }
 
 // actionTimeout waits for the dynamic-tool deadline, then cancels the

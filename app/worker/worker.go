@@ -135,6 +135,7 @@ type Worker struct {
 	manager *manager
 	locks   keyedLock
 	titles  chan uuid.UUID
+	wake    chan struct{} // acquisition pass requests, buffered to one
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -155,7 +156,16 @@ func New(cfg Config, deps Deps) *Worker {
 	w.log = deps.Log.With("worker_id", w.id)
 	w.manager = newManager(w)
 	w.titles = make(chan uuid.UUID, 256)
+	w.wake = make(chan struct{}, 1)
 	return w
+}
+
+// wakeAcquire asks for an acquisition pass soon; wakes coalesce.
+func (w *Worker) wakeAcquire() {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
 }
 
 // ID is the worker id written into chats.worker_id.
@@ -171,13 +181,8 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	ctx, w.cancel = context.WithCancel(ctx)
-	wake := make(chan struct{}, 1)
-	cancelSub, err := w.deps.Pubsub.Subscribe(ctx, pubsub.ChannelOwnership, func([]byte) {
-		select {
-		case wake <- struct{}{}:
-		default:
-		}
-	})
+	wake := w.wake
+	cancelSub, err := w.deps.Pubsub.Subscribe(ctx, pubsub.ChannelOwnership, func([]byte) { w.wakeAcquire() })
 	if err != nil {
 		w.cancel()
 		return fmt.Errorf("subscribe to %s: %w", pubsub.ChannelOwnership, err)
