@@ -187,6 +187,15 @@ func reconcile(ctx context.Context, m *chatstate.Machine, id uuid.UUID, review R
 		if err != nil {
 			return fmt.Errorf("request %s: %w", id, err)
 		}
+		// Lock the chat before touching the claim and the journal, in the
+		// order runners use, then re-read the claim under the lock.
+		_, st, err := t.State(inv.ChatID)
+		if err != nil {
+			return err
+		}
+		if inv, err = tx.InvocationGet(ctx, id); err != nil {
+			return fmt.Errorf("request %s: %w", id, err)
+		}
 		if inv.State != store.InvocationUnresolved {
 			return fmt.Errorf("request %s is %s; only unresolved requests are reconciled", id, inv.State)
 		}
@@ -214,9 +223,8 @@ func reconcile(ctx context.Context, m *chatstate.Machine, id uuid.UUID, review R
 		}); err != nil {
 			return err
 		}
-		_, st, err := t.State(inv.ChatID)
-		if err != nil || (st != chatstate.StateA0 && st != chatstate.StateA1) {
-			return err // the chat moved on (or is gone): the review is recorded
+		if st != chatstate.StateA0 && st != chatstate.StateA1 {
+			return nil // the chat moved on (or is gone): the review is recorded
 		}
 		pending, err := t.OutstandingToolCalls(inv.ChatID)
 		if err != nil {
