@@ -49,7 +49,9 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 				}
 			}
 		}
-		v.calls = outstanding(v.active)
+		if v.calls, err = chatstate.OutstandingToolCalls(ctx, tx, c.ID); err != nil {
+			return err
+		}
 		if len(c.DynamicTools) > 0 {
 			if err := json.Unmarshal(c.DynamicTools, &v.tools); err != nil {
 				return fmt.Errorf("decode dynamic tools: %w", err)
@@ -58,25 +60,6 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 		return nil
 	})
 	return v, err
-}
-
-// outstanding finds tool calls without results (as chatstate does).
-func outstanding(ms []store.Message) []chatstate.ToolCall {
-	var calls []chatstate.ToolCall
-	answered := map[string]bool{}
-	for _, m := range ms {
-		var parts []sdk.ChatMessagePart
-		_ = json.Unmarshal(m.Content, &parts)
-		for _, p := range parts {
-			switch {
-			case p.Type == sdk.PartToolCall && !p.ProviderExecuted:
-				calls = append(calls, chatstate.ToolCall{MessageID: m.ID, ID: p.ToolCallID, Name: p.ToolName, Args: p.Args})
-			case p.Type == sdk.PartToolResult:
-				answered[p.ToolCallID] = true
-			}
-		}
-	}
-	return slices.DeleteFunc(calls, func(c chatstate.ToolCall) bool { return answered[c.ID] })
 }
 
 // forModel is the part of history the model sees.
