@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -46,8 +45,6 @@ func (s *Server) Authenticate(r *http.Request) (store.User, error) {
 	return auth.Authenticate(r.Context(), s.deps.Store, requestToken(r))
 }
 
-type callerKey struct{}
-
 // authed wraps a handler that needs a user; it also caps the body.
 func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *caller)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -58,7 +55,7 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *caller)) htt
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		c := &caller{user: u}
-		h(w, r.WithContext(context.WithValue(r.Context(), callerKey{}, c)), c)
+		h(w, r, c)
 	})
 }
 

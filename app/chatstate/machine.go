@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/store"
 )
 
@@ -186,23 +187,18 @@ func NewUpdatePayload(c store.Chat) UpdatePayload {
 	return p
 }
 
-// Channel names (kept here too so chatstate needs no pubsub import).
-const channelOwnership = "chat:ownership"
-
-func channelUpdate(id uuid.UUID) string { return "chat:update:" + id.String() }
-
 func (m *Machine) publish(ctx context.Context, n notice) {
 	// Notifications are best-effort hints: a failure is logged, never
 	// returned, because the transaction has already committed.
 	ctx = context.WithoutCancel(ctx)
 	c := n.chat
 	payload, _ := json.Marshal(NewUpdatePayload(c))
-	if err := m.pub.Publish(ctx, channelUpdate(c.ID), payload); err != nil {
+	if err := m.pub.Publish(ctx, pubsub.ChannelUpdate(c.ID.String()), payload); err != nil {
 		m.cfg.Log.Warn("publish chat update", "chat_id", c.ID, "err", err)
 	}
 	if n.needsOwner {
 		payload, _ := json.Marshal(OwnershipPayload{ChatID: c.ID, SnapshotVersion: c.SnapshotVersion})
-		if err := m.pub.Publish(ctx, channelOwnership, payload); err != nil {
+		if err := m.pub.Publish(ctx, pubsub.ChannelOwnership, payload); err != nil {
 			m.cfg.Log.Warn("publish chat ownership", "chat_id", c.ID, "err", err)
 		}
 	}

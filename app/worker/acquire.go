@@ -119,7 +119,7 @@ func (w *Worker) ownerAlive(ctx context.Context, tx store.Tx, c store.Chat) (boo
 	if err != nil {
 		return false, err
 	}
-	return at.After(w.clock.Now().Add(-w.cfg.LeaseTimeout)), nil
+	return at.After(w.leaseCutoff()), nil
 }
 
 // leaseCutoff is the time before which a heartbeat is stale.

@@ -46,16 +46,6 @@ func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID) {
 	}()
 }
 
-// cleanup cancels a runner without waiting for it.
-func (m *manager) cleanup(chatID, runnerID uuid.UUID) {
-	m.mu.Lock()
-	r := m.runners[chatID][runnerID]
-	m.mu.Unlock()
-	if r != nil {
-		r.stop()
-	}
-}
-
 // has reports whether a runner exists.
 func (m *manager) has(chatID, runnerID uuid.UUID) bool {
 	m.mu.Lock()

@@ -259,9 +259,8 @@ var (
 
 // fence describes what a goroutine expects of the chat when it touches it.
 type fence struct {
-	ev          event
-	anyState    bool // abandon only checks ownership
-	expectOwner bool
+	ev       event
+	anyState bool // abandon only checks ownership
 }
 
 func (r *runner) check(c store.Chat, f fence) error {

@@ -221,7 +221,7 @@ func (w *Worker) Stop() {
 func (w *Worker) acquireParams() store.AcquirableParams {
 	p := store.AcquirableParams{Self: w.id, Limit: 100}
 	if w.cfg.Leases {
-		cutoff := w.clock.Now().Add(-w.cfg.LeaseTimeout)
+		cutoff := w.leaseCutoff()
 		p.LeaseCutoff = &cutoff
 	}
 	return p
