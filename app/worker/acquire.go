@@ -31,10 +31,16 @@ func (w *Worker) acquireLoop(ctx context.Context, wake <-chan struct{}) {
 // AcquirePass tries to acquire every acquirable chat once and reports how
 // many it took.
 func (w *Worker) AcquirePass(ctx context.Context) int {
-	var chats []store.Chat
+	var (
+		chats            []store.Chat
+		roots, subagents int64
+	)
 	err := w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
 		var err error
-		chats, err = tx.ChatListAcquirable(ctx, w.acquireParams())
+		if chats, err = tx.ChatListAcquirable(ctx, w.acquireParams()); err != nil {
+			return err
+		}
+		roots, subagents, err = tx.ChatCountOwned(ctx, w.acquireParams())
 		return err
 	})
 	if err != nil {
@@ -48,7 +54,18 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 		if ctx.Err() != nil {
 			break
 		}
+		// A pool that was full when the list was read is skipped without a
+		// write transaction; tryAcquire's check under the lock decides.
+		if c.ParentChatID.Valid && subagents >= int64(w.cfg.SubagentLimit) ||
+			!c.ParentChatID.Valid && roots >= int64(w.cfg.RootLimit) {
+			continue
+		}
 		if w.tryAcquire(ctx, c.ID) {
+			if c.ParentChatID.Valid {
+				subagents++
+			} else {
+				roots++
+			}
 			n++
 		}
 	}
