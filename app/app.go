@@ -212,7 +212,7 @@ func (l locator) Local() uuid.UUID { return l.a.worker.ID() }
 
 func (l locator) Replica(ctx context.Context, workerID uuid.UUID) (store.Replica, error) {
 	var r store.Replica
-	err := l.a.store.ReadTx(ctx, func(tx store.Tx) error {
+	err := l.a.store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
 		r, err = tx.ReplicaGet(ctx, workerID)
 		return err

@@ -45,94 +45,153 @@ type Store interface {
 	// connection; on Postgres rows are locked explicitly with ChatLock.
 	InTx(ctx context.Context, fn func(Tx) error) error
 	// ReadTx runs fn in a read-only transaction that sees one snapshot.
-	ReadTx(ctx context.Context, fn func(Tx) error) error
+	ReadTx(ctx context.Context, fn func(Reader) error) error
 	// Dialect names the database: "sqlite" or "postgres".
 	Dialect() string
 	// Close releases connections and the process lock.
 	Close() error
 }
 
-// Tx is the set of data operations available inside a transaction.
-// Method names put the noun first so they group when sorted.
-type Tx interface {
-	// ChatInsert creates a chat with snapshot_version = 1 and every other
-	// version at 0.
-	ChatInsert(ctx context.Context, p ChatInsertParams) (Chat, error)
-	// ChatLock takes the chat's row lock (FOR UPDATE on Postgres; the SQLite
-	// write transaction already holds the database write lock) and returns it.
-	ChatLock(ctx context.Context, id uuid.UUID) (Chat, error)
-	// ChatLockShared takes a shared row lock (FOR SHARE on Postgres).
-	ChatLockShared(ctx context.Context, id uuid.UUID) (Chat, error)
+// Reader is the read-only half of a transaction: what ReadTx hands out and
+// what callers outside app/chatstate see of a write transaction. Method
+// names put the noun first so they group when sorted.
+type Reader interface {
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
+
 	// ChatGetMany reads the chats with the given ids, in no particular order;
 	// missing ids are skipped.
 	ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]Chat, error)
+
+	// ChatDescendants returns every chat whose root is rootID (not the root itself).
+	ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]Chat, error)
+
+	// ChatList lists chats for the listing endpoint, newest first.
+	ChatList(ctx context.Context, p ChatListParams) ([]Chat, error)
+
+	// MessageGet reads one message of a chat.
+	MessageGet(ctx context.Context, chatID uuid.UUID, id int64) (Message, error)
+
+	// MessageList returns a chat's messages in id order.
+	MessageList(ctx context.Context, chatID uuid.UUID, p MessageListParams) ([]Message, error)
+
+	// QueueList returns the queue in position order.
+	QueueList(ctx context.Context, chatID uuid.UUID) ([]QueuedMessage, error)
+
+	// QueueGet reads one queued message of a chat.
+	QueueGet(ctx context.Context, chatID uuid.UUID, id int64) (QueuedMessage, error)
+
+	// QueueCount counts a chat's queued messages.
+	QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error)
+
+	// HeartbeatAt reads a lease's last heartbeat (ErrNotFound when none).
+	HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error)
+
+	// ChatListAcquirable lists unarchived chats in a runnable status
+	// (running, interrupting, requires_action) that no live worker owns.
+	ChatListAcquirable(ctx context.Context, p AcquirableParams) ([]Chat, error)
+
+	// ChatCountOwned counts chats held by a live lease, split into root
+	// chats and subagent (child) chats, for the concurrent agent limiter.
+	ChatCountOwned(ctx context.Context, p AcquirableParams) (roots, subagents int64, err error)
+
+	// ReplicaGet reads a replica by its worker id.
+	ReplicaGet(ctx context.Context, workerID uuid.UUID) (Replica, error)
+
+	// UserGet reads a user by id.
+	UserGet(ctx context.Context, id uuid.UUID) (User, error)
+
+	// UserGetByName reads a user by name.
+	UserGetByName(ctx context.Context, name string) (User, error)
+
+	// UserCount counts users.
+	UserCount(ctx context.Context) (int64, error)
+
+	// TokenGetByHash finds a token by its hash.
+	TokenGetByHash(ctx context.Context, hash []byte) (Token, error)
+
+	// InvocationGet reads a claim (ErrNotFound when none).
+	InvocationGet(ctx context.Context, requestID uuid.UUID) (Invocation, error)
+
+	// JournalGet reads a tool call's entry (ErrNotFound when none).
+	JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (JournalEntry, error)
+
+	// JournalList lists a chat's entries in start order; with requestID set,
+	// only that request's.
+	JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]JournalEntry, error)
+}
+
+// Tx is the set of data operations available inside a write transaction:
+// every read of Reader plus the writes. Only app/chatstate (and the stores'
+// own tests) hold one.
+type Tx interface {
+	Reader
+
+	// ChatInsert creates a chat with snapshot_version = 1 and every other
+	// version at 0.
+	ChatInsert(ctx context.Context, p ChatInsertParams) (Chat, error)
+
+	// ChatLock takes the chat's row lock (FOR UPDATE on Postgres; the SQLite
+	// write transaction already holds the database write lock) and returns it.
+	ChatLock(ctx context.Context, id uuid.UUID) (Chat, error)
+
+	// ChatLockShared takes a shared row lock (FOR SHARE on Postgres).
+	ChatLockShared(ctx context.Context, id uuid.UUID) (Chat, error)
+
 	// ChatBumpSnapshot advances snapshot_version by one and returns the new value.
 	ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error)
+
 	// ChatUpdate writes the fields set in p and returns the row as the
 	// triggers left it.
 	ChatUpdate(ctx context.Context, id uuid.UUID, p ChatPatch) (Chat, error)
+
 	// ChatIncrementGenerationAttempt adds one to generation_attempt.
 	ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (Chat, error)
+
 	// ChatTouchHistory records a history change without a message write:
 	// history_version = snapshot_version and generation_attempt = 0
 	// (RequestCompaction needs a fresh episode without inserting history).
 	ChatTouchHistory(ctx context.Context, id uuid.UUID) (Chat, error)
+
 	// ChatDelete removes a chat; messages, queue, heartbeats and the tool
 	// journal cascade. Invocations stay: a claim outlives its chat.
 	ChatDelete(ctx context.Context, id uuid.UUID) error
-	// ChatDescendants returns every chat whose root is rootID (not the root itself).
-	ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]Chat, error)
-	// ChatList lists chats for the listing endpoint, newest first.
-	ChatList(ctx context.Context, p ChatListParams) ([]Chat, error)
 
 	// MessageInsert appends a message. The database assigns id and revision.
 	MessageInsert(ctx context.Context, p MessageInsertParams) (Message, error)
-	// MessageGet reads one message of a chat.
-	MessageGet(ctx context.Context, chatID uuid.UUID, id int64) (Message, error)
+
 	// MessageUpdate writes the fields set in p; the revision trigger decides
 	// whether history changed.
 	MessageUpdate(ctx context.Context, chatID uuid.UUID, id int64, p MessagePatch) (Message, error)
-	// MessageList returns a chat's messages in id order.
-	MessageList(ctx context.Context, chatID uuid.UUID, p MessageListParams) ([]Message, error)
+
 	// MessageSoftDeleteFrom marks every non-deleted message with id >= fromID
 	// as deleted and returns their ids.
 	MessageSoftDeleteFrom(ctx context.Context, chatID uuid.UUID, fromID int64) ([]int64, error)
 
 	// QueueInsert appends a queued message at the tail.
 	QueueInsert(ctx context.Context, p QueueInsertParams) (QueuedMessage, error)
-	// QueueList returns the queue in position order.
-	QueueList(ctx context.Context, chatID uuid.UUID) ([]QueuedMessage, error)
-	// QueueGet reads one queued message of a chat.
-	QueueGet(ctx context.Context, chatID uuid.UUID, id int64) (QueuedMessage, error)
+
 	// QueueSetPosition moves a queued message to position.
 	QueueSetPosition(ctx context.Context, chatID uuid.UUID, id int64, position int64) error
+
 	// QueueDelete removes one queued message and reports how many rows went.
 	QueueDelete(ctx context.Context, chatID uuid.UUID, id int64) (int64, error)
+
 	// QueueDeleteAll empties a chat's queue and reports how many rows went.
 	QueueDeleteAll(ctx context.Context, chatID uuid.UUID) (int64, error)
-	// QueueCount counts a chat's queued messages.
-	QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error)
 
 	// HeartbeatInsert records a runner's lease on a chat (Acquire's initial
 	// heartbeat), replacing an existing row for the same pair.
 	HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at time.Time) error
+
 	// HeartbeatRenew sets heartbeat_at = now for the given leases that are
 	// still fresh (heartbeat_at > cutoff) and whose chat is still owned by
 	// that runner; it returns the renewed ones. A stale lease is never revived.
 	HeartbeatRenew(ctx context.Context, leases []Lease, now, cutoff time.Time) ([]Lease, error)
-	// HeartbeatAt reads a lease's last heartbeat (ErrNotFound when none).
-	HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error)
+
 	// HeartbeatDeleteStale removes leases with heartbeat_at < cutoff.
 	HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error)
 
-	// ChatListAcquirable lists unarchived chats in a runnable status
-	// (running, interrupting, requires_action) that no live worker owns.
-	ChatListAcquirable(ctx context.Context, p AcquirableParams) ([]Chat, error)
-	// ChatCountOwned counts chats held by a live lease, split into root
-	// chats and subagent (child) chats, for the concurrent agent limiter.
-	ChatCountOwned(ctx context.Context, p AcquirableParams) (roots, subagents int64, err error)
 	// AdmissionLock serialises capacity admission until the transaction
 	// ends (a Postgres advisory lock; SQLite's writer lock already does).
 	AdmissionLock(ctx context.Context) error
@@ -140,36 +199,29 @@ type Tx interface {
 	// ReplicaUpsert publishes a replica's relay address (several replicas
 	// on Postgres: streams dial the replica that runs a chat).
 	ReplicaUpsert(ctx context.Context, r Replica) error
-	// ReplicaGet reads a replica by its worker id.
-	ReplicaGet(ctx context.Context, workerID uuid.UUID) (Replica, error)
+
 	// ReplicaDelete removes a replica's record.
 	ReplicaDelete(ctx context.Context, workerID uuid.UUID) error
 
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)
-	// UserGet reads a user by id.
-	UserGet(ctx context.Context, id uuid.UUID) (User, error)
-	// UserGetByName reads a user by name.
-	UserGetByName(ctx context.Context, name string) (User, error)
+
 	// UserSetAdmin grants or revokes admin.
 	UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error
-	// UserCount counts users.
-	UserCount(ctx context.Context) (int64, error)
 
 	// TokenInsert stores a token's hash; the clear token never reaches the store.
 	TokenInsert(ctx context.Context, p TokenInsertParams) (Token, error)
-	// TokenGetByHash finds a token by its hash.
-	TokenGetByHash(ctx context.Context, hash []byte) (Token, error)
+
 	// TokenDeleteByHash removes one token and reports whether it existed.
 	TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error)
+
 	// TokenDeleteForUser removes all of a user's tokens and reports how many.
 	TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, error)
 
 	// InvocationInsert stores a new request claim; ErrConflict when the
 	// request_id is already claimed.
 	InvocationInsert(ctx context.Context, inv Invocation) error
-	// InvocationGet reads a claim (ErrNotFound when none).
-	InvocationGet(ctx context.Context, requestID uuid.UUID) (Invocation, error)
+
 	// InvocationUpdate writes the set fields of p and updated_at, and
 	// returns the row (ErrNotFound when none).
 	InvocationUpdate(ctx context.Context, requestID uuid.UUID, p InvocationPatch) (Invocation, error)
@@ -178,14 +230,10 @@ type Tx interface {
 	// when the call already has an entry. An empty State is
 	// JournalStarted and a zero Attempts is 1.
 	JournalStart(ctx context.Context, e JournalEntry) error
-	// JournalGet reads a tool call's entry (ErrNotFound when none).
-	JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (JournalEntry, error)
+
 	// JournalUpdate writes the set fields of p and returns the entry
 	// (ErrNotFound when none).
 	JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p JournalPatch) (JournalEntry, error)
-	// JournalList lists a chat's entries in start order; with requestID set,
-	// only that request's.
-	JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]JournalEntry, error)
 
 	// ExecRaw runs one SQL statement in the dialect of the store (placeholders
 	// are ? on SQLite and $n on Postgres) and returns the affected row count.

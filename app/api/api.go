@@ -132,7 +132,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
-	err := s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+	err := s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		_, err := tx.UserCount(r.Context())
 		return err
 	})
@@ -160,7 +160,7 @@ func (s *Server) HandleChatStream(path string, h func(w http.ResponseWriter, r *
 				writeError(w, r, err)
 				return
 			}
-			err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+			err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 				_, err := s.readChat(r.Context(), &caller{user: u}, tx, id)
 				return err
 			})

@@ -26,7 +26,7 @@ const (
 )
 
 // readChat reads a chat the caller may see; anything else is 404.
-func (s *Server) readChat(ctx context.Context, c *caller, tx store.Tx, id uuid.UUID) (store.Chat, error) {
+func (s *Server) readChat(ctx context.Context, c *caller, tx store.Reader, id uuid.UUID) (store.Chat, error) {
 	chat, err := tx.ChatGet(ctx, id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !c.owns(chat)) {
 		return store.Chat{}, errChatNotFound
@@ -266,7 +266,7 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 		p.AfterID = uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}
 	}
 	var chats []store.Chat
-	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		var err error
 		chats, err = tx.ChatList(r.Context(), p)
 		return err
@@ -330,7 +330,7 @@ func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		return
 	}
 	var out sdk.Chat
-	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		chat, err := s.readChat(r.Context(), c, tx, id)
 		if err != nil {
 			return err
@@ -477,7 +477,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 		return
 	}
 	var resp sdk.ChatMessagesResponse
-	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		ctx := r.Context()
 		if _, err := s.readChat(ctx, c, tx, id); err != nil {
 			return err

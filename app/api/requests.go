@@ -90,7 +90,7 @@ func claimConflict(inv store.Invocation, caller uuid.UUID, hash string, chat uui
 
 // replay builds the answer for a completed claim: the original admission
 // answer with replayed: true and the turn's outcome and messages.
-func replay(ctx context.Context, tx store.Tx, inv store.Invocation) (map[string]any, error) {
+func replay(ctx context.Context, tx store.Reader, inv store.Invocation) (map[string]any, error) {
 	body := map[string]any{}
 	if len(inv.Response) > 0 {
 		if err := json.Unmarshal(inv.Response, &body); err != nil {
@@ -185,7 +185,7 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 				return
 			}
 			var body map[string]any
-			err := s.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+			err := s.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 				var err error
 				body, err = replay(ctx, tx, rep.inv)
 				return err
@@ -231,7 +231,7 @@ func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller
 		}
 	}
 	var body map[string]any
-	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Tx) error {
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		inv, err := tx.InvocationGet(r.Context(), id.UUID)
 		if errors.Is(err, store.ErrNotFound) {
 			return invocationError(http.StatusNotFound, sdk.CodeInvocationNotFound,

@@ -46,7 +46,7 @@ func Authenticate(ctx context.Context, s store.Store, token string) (store.User,
 		return store.User{}, ErrUnauthenticated
 	}
 	var u store.User
-	err := s.ReadTx(ctx, func(tx store.Tx) error {
+	err := s.ReadTx(ctx, func(tx store.Reader) error {
 		tok, err := tx.TokenGetByHash(ctx, Hash(token))
 		if err != nil {
 			return err

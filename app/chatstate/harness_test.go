@@ -238,7 +238,7 @@ type snapshot struct {
 func (f *fixture) snap(t testing.TB, id uuid.UUID) snapshot {
 	t.Helper()
 	var s snapshot
-	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Tx) error {
+	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Reader) error {
 		c, err := tx.ChatGet(f.ctx, id)
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {

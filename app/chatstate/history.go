@@ -52,7 +52,7 @@ func (t *Tx) tail(chatID uuid.UUID) ([]store.Message, error) {
 	return tail(t.ctx, t.tx, chatID)
 }
 
-func tail(ctx context.Context, tx store.Tx, chatID uuid.UUID) ([]store.Message, error) {
+func tail(ctx context.Context, tx store.Reader, chatID uuid.UUID) ([]store.Message, error) {
 	const page = 64
 	var out []store.Message
 	before := int64(0)
@@ -84,7 +84,7 @@ func (t *Tx) OutstandingToolCalls(chatID uuid.UUID) ([]ToolCall, error) {
 
 // OutstandingToolCalls reads, in any transaction, the tool calls in active
 // history that have no result yet, in call order.
-func OutstandingToolCalls(ctx context.Context, tx store.Tx, chatID uuid.UUID) ([]ToolCall, error) {
+func OutstandingToolCalls(ctx context.Context, tx store.Reader, chatID uuid.UUID) ([]ToolCall, error) {
 	ms, err := tail(ctx, tx, chatID)
 	if err != nil {
 		return nil, err
@@ -161,7 +161,7 @@ func (t *Tx) sinceBoundary(chatID uuid.UUID) ([]store.Message, error) {
 // latest boundary anchor on (the anchor first; all active messages when
 // there is none), oldest first. It reads backwards in pages, so its cost
 // follows the model's context, not the chat's whole history.
-func FromBoundary(ctx context.Context, tx store.Tx, chatID uuid.UUID) ([]store.Message, error) {
+func FromBoundary(ctx context.Context, tx store.Reader, chatID uuid.UUID) ([]store.Message, error) {
 	const page = 128
 	var out []store.Message
 	before := int64(0)

@@ -401,7 +401,7 @@ func rlChildParams(f *fixture, id, parent uuid.UUID, first string) chatstate.Cre
 func rlDescendants(t testing.TB, f *fixture, root uuid.UUID) []store.Chat {
 	t.Helper()
 	var out []store.Chat
-	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Tx) error {
+	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Reader) error {
 		var err error
 		out, err = tx.ChatDescendants(f.ctx, root)
 		return err

@@ -375,7 +375,7 @@ func TestStreamPollerConverges(t *testing.T) {
 		// A machine whose notifications go nowhere: only the poller can tell.
 		silent := chatstate.New(s, pubsub.NewMemory(), chatstate.Config{})
 		var user store.User
-		require.NoError(t, s.ReadTx(context.Background(), func(tx store.Tx) error {
+		require.NoError(t, s.ReadTx(context.Background(), func(tx store.Reader) error {
 			var err error
 			user, err = tx.UserGetByName(context.Background(), "admin")
 			return err

@@ -92,7 +92,7 @@ func (p *Poller) Poll(ctx context.Context) {
 		return
 	}
 	var chats []store.Chat
-	err := p.store.ReadTx(ctx, func(tx store.Tx) error {
+	err := p.store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
 		chats, err = tx.ChatGetMany(ctx, ids)
 		return err

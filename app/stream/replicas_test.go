@@ -96,7 +96,7 @@ func TestStreamReplicas(t *testing.T) {
 func chatRow(t testing.TB, s store.Store, id uuid.UUID) store.Chat {
 	t.Helper()
 	var c store.Chat
-	require.NoError(t, s.ReadTx(context.Background(), func(tx store.Tx) error {
+	require.NoError(t, s.ReadTx(context.Background(), func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(context.Background(), id)
 		return err

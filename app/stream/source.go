@@ -19,7 +19,7 @@ type StoreSource struct {
 // Fetch implements Source.
 func (s StoreSource) Fetch(ctx context.Context, chatID uuid.UUID, c Cursors) (Snapshot, error) {
 	var snap Snapshot
-	err := s.Store.ReadTx(ctx, func(tx store.Tx) error {
+	err := s.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
 		if snap.Chat, err = tx.ChatGet(ctx, chatID); err != nil {
 			return err

@@ -59,7 +59,7 @@ func (r *machineRig) do(fn func(tx *chatstate.Tx) error) {
 func (r *machineRig) chat() store.Chat {
 	r.t.Helper()
 	var c store.Chat
-	require.NoError(r.t, r.store.ReadTx(r.ctx, func(tx store.Tx) error {
+	require.NoError(r.t, r.store.ReadTx(r.ctx, func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(r.ctx, r.chatID)
 		return err

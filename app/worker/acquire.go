@@ -35,7 +35,7 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 		chats            []store.Chat
 		roots, subagents int64
 	)
-	err := w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+	err := w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
 		if chats, err = tx.ChatListAcquirable(ctx, w.acquireParams()); err != nil {
 			return err

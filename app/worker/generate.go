@@ -30,7 +30,7 @@ type view struct {
 // load reads the chat's prompt-relevant history.
 func (r *runner) load(ctx context.Context, ev event) (view, error) {
 	var v view
-	err := r.read(ctx, ev, func(tx store.Tx, c store.Chat) error {
+	err := r.read(ctx, ev, func(tx store.Reader, c store.Chat) error {
 		v.chat = c
 		var err error
 		if v.active, err = chatstate.FromBoundary(ctx, tx, c.ID); err != nil {
@@ -345,7 +345,7 @@ func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.R
 // had streamed as the partial step (spec: "Interrupt goroutine").
 func (r *runner) interrupt(ctx context.Context, ev event) error {
 	var c store.Chat
-	if err := r.read(ctx, ev, func(_ store.Tx, chat store.Chat) error { c = chat; return nil }); err != nil {
+	if err := r.read(ctx, ev, func(_ store.Reader, chat store.Chat) error { c = chat; return nil }); err != nil {
 		return err
 	}
 	ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: c.HistoryVersion, GenerationAttempt: c.GenerationAttempt}

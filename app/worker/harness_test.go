@@ -161,7 +161,7 @@ func (e *env) messages(id uuid.UUID) []sdk.ChatMessage {
 // goroutine and must not fail the test.
 func peekChat(s store.Store, id uuid.UUID) (store.Chat, bool) {
 	var c store.Chat
-	err := s.ReadTx(context.Background(), func(tx store.Tx) error {
+	err := s.ReadTx(context.Background(), func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(context.Background(), id)
 		return err
@@ -178,7 +178,7 @@ func (e *env) peek(id uuid.UUID) sdk.Chat {
 func storeChat(t testing.TB, s store.Store, id uuid.UUID) store.Chat {
 	t.Helper()
 	var c store.Chat
-	require.NoError(t, s.ReadTx(context.Background(), func(tx store.Tx) error {
+	require.NoError(t, s.ReadTx(context.Background(), func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(context.Background(), id)
 		return err

@@ -106,7 +106,7 @@ func TestLimiterSubagentPoolIsSeparate(t *testing.T) {
 		require.Zero(t, g.w.AcquirePass(g.ctx))
 
 		var nRoots, nSubagents int64
-		require.NoError(t, g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+		require.NoError(t, g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 			var err error
 			nRoots, nSubagents, err = tx.ChatCountOwned(g.ctx, g.w.acquireParams())
 			return err
@@ -173,7 +173,7 @@ func TestLimiterStaleLeaseFreesItsSlot(t *testing.T) {
 
 func heartbeatOf(g *rig, c store.Chat) (time.Time, error) {
 	var at time.Time
-	err := g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+	err := g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error
 		at, err = tx.HeartbeatAt(g.ctx, c.ID, c.RunnerID.UUID)
 		return err

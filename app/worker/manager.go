@@ -100,7 +100,7 @@ func (m *manager) syncOnce(ctx context.Context) {
 		}
 	}
 	var chats []store.Chat
-	err := m.w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+	err := m.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
 		chats, err = tx.ChatGetMany(ctx, ids)
 		return err

@@ -19,7 +19,7 @@ import (
 func (g *rig) heartbeatAt(id, rid uuid.UUID) time.Time {
 	g.t.Helper()
 	var at time.Time
-	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error
 		at, err = tx.HeartbeatAt(g.ctx, id, rid)
 		return err

@@ -183,7 +183,7 @@ func (g *rig) acquire(id uuid.UUID) (uuid.UUID, store.Chat) {
 func (g *rig) chat(id uuid.UUID) store.Chat {
 	g.t.Helper()
 	var c store.Chat
-	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(g.ctx, id)
 		return err
@@ -195,7 +195,7 @@ func (g *rig) chat(id uuid.UUID) store.Chat {
 // condition runs on another goroutine and may outlive the test).
 func (g *rig) peek(id uuid.UUID) store.Chat {
 	var c store.Chat
-	_ = g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+	_ = g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(g.ctx, id)
 		return err
@@ -208,7 +208,7 @@ func (g *rig) event(id uuid.UUID) event { return eventFromChat(g.chat(id)) }
 func (g *rig) messages(id uuid.UUID) []store.Message {
 	g.t.Helper()
 	var ms []store.Message
-	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error
 		ms, err = tx.MessageList(g.ctx, id, store.MessageListParams{})
 		return err
@@ -219,7 +219,7 @@ func (g *rig) messages(id uuid.UUID) []store.Message {
 // peekMessages reads a chat's messages for a polled condition.
 func (g *rig) peekMessages(id uuid.UUID) []store.Message {
 	var ms []store.Message
-	_ = g.store.ReadTx(g.ctx, func(tx store.Tx) error {
+	_ = g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error
 		ms, err = tx.MessageList(g.ctx, id, store.MessageListParams{})
 		return err

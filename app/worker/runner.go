@@ -134,7 +134,7 @@ func (r *runner) run(parent context.Context, first event) {
 	// Subscribed: now read the chat, so an update committed between
 	// Acquire and the subscription is not missed.
 	r.notify(first)
-	err = r.w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+	err = r.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		c, err := tx.ChatGet(ctx, r.chatID)
 		if err == nil {
 			r.notify(eventFromChat(c))
@@ -274,8 +274,8 @@ func (r *runner) check(c store.Chat, f fence) error {
 }
 
 // read runs fn on one consistent snapshot after checking the fence.
-func (r *runner) read(ctx context.Context, ev event, fn func(tx store.Tx, c store.Chat) error) error {
-	return r.w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+func (r *runner) read(ctx context.Context, ev event, fn func(tx store.Reader, c store.Chat) error) error {
+	return r.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		c, err := tx.ChatGet(ctx, r.chatID)
 		if errors.Is(err, store.ErrNotFound) {
 			return errDeleted
@@ -337,7 +337,7 @@ func (r *runner) abandon(ctx context.Context, ev event) error {
 // pending action (spec: "Dynamic tools timeout goroutine").
 func (r *runner) actionTimeout(ctx context.Context, ev event) error {
 	var deadline *store.Chat
-	err := r.read(ctx, ev, func(tx store.Tx, c store.Chat) error {
+	err := r.read(ctx, ev, func(tx store.Reader, c store.Chat) error {
 		deadline = &c
 		return nil
 	})

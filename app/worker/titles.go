@@ -46,7 +46,7 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 		chat  store.Chat
 		first string
 	)
-	err := w.deps.Store.ReadTx(ctx, func(tx store.Tx) error {
+	err := w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
 		if chat, err = tx.ChatGet(ctx, chatID); err != nil {
 			return err

@@ -126,7 +126,7 @@ func runInvocation(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 func inspect(ctx context.Context, s store.Store, id uuid.UUID, out io.Writer) error {
 	var in inspection
-	err := s.ReadTx(ctx, func(tx store.Tx) error {
+	err := s.ReadTx(ctx, func(tx store.Reader) error {
 		inv, err := tx.InvocationGet(ctx, id)
 		if err != nil {
 			return fmt.Errorf("request %s: %w", id, err)

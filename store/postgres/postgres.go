@@ -97,8 +97,8 @@ func (s *Store) InTx(ctx context.Context, fn func(store.Tx) error) error {
 // ReadTx runs fn in a REPEATABLE READ READ ONLY transaction: every query
 // sees the snapshot taken by the first one, and any write fails with
 // store.ErrReadOnly.
-func (s *Store) ReadTx(ctx context.Context, fn func(store.Tx) error) error {
-	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, fn)
+func (s *Store) ReadTx(ctx context.Context, fn func(store.Reader) error) error {
+	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx store.Tx) error { return fn(tx) })
 }
 
 func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) error) (err error) {

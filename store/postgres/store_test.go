@@ -47,7 +47,7 @@ func setup(t *testing.T) *fixture {
 func (f *fixture) get(t *testing.T) store.Chat {
 	t.Helper()
 	var c store.Chat
-	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Tx) error {
+	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(f.ctx, f.chat.ID)
 		return err
@@ -114,7 +114,7 @@ func TestChatListQueryEscapesBackslash(t *testing.T) {
 		_, err := tx.ChatUpdate(f.ctx, f.chat.ID, store.ChatPatch{Title: store.Some(`C:\Temp\x`)})
 		return err
 	}))
-	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Tx) error {
+	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Reader) error {
 		cs, err := tx.ChatList(f.ctx, store.ChatListParams{Query: `c:\temp`})
 		require.NoError(t, err)
 		require.Len(t, cs, 1)
@@ -148,7 +148,7 @@ func TestPanicRollsBack(t *testing.T) {
 func TestReadTxSeesOneSnapshot(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Tx) error {
+	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Reader) error {
 		before, err := tx.ChatGet(f.ctx, f.chat.ID)
 		require.NoError(t, err)
 		// A write committed by another transaction after the snapshot.
@@ -167,8 +167,8 @@ func TestReadTxSeesOneSnapshot(t *testing.T) {
 func TestReadTxRefusesLocks(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	err := f.s.ReadTx(f.ctx, func(tx store.Tx) error {
-		_, err := tx.ChatLock(f.ctx, f.chat.ID)
+	err := f.s.ReadTx(f.ctx, func(r store.Reader) error {
+		_, err := r.(store.Tx).ChatLock(f.ctx, f.chat.ID)
 		return err
 	})
 	require.ErrorIs(t, err, store.ErrReadOnly)
@@ -256,7 +256,7 @@ func TestOpenDoesNotMigrate(t *testing.T) {
 	s2, err := Open(f.ctx, testDSN(t), Options{SearchPath: schema})
 	require.NoError(t, err)
 	defer s2.Close()
-	err = s2.ReadTx(f.ctx, func(tx store.Tx) error {
+	err = s2.ReadTx(f.ctx, func(tx store.Reader) error {
 		_, err := tx.ChatGet(f.ctx, f.chat.ID)
 		return err
 	})
@@ -270,7 +270,7 @@ func TestOpenDoesNotMigrate(t *testing.T) {
 func TestSearchPathIsolatesSchemas(t *testing.T) {
 	t.Parallel()
 	a, b := setup(t), setup(t)
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		_, err := tx.ChatGet(b.ctx, a.chat.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		return nil

@@ -153,8 +153,8 @@ func (s *Store) InTx(ctx context.Context, fn func(store.Tx) error) error {
 
 // ReadTx runs fn in a deferred transaction on the read pool; WAL gives it a
 // stable snapshot from its first read, and query_only refuses writes.
-func (s *Store) ReadTx(ctx context.Context, fn func(store.Tx) error) error {
-	return s.run(ctx, s.reader, fn)
+func (s *Store) ReadTx(ctx context.Context, fn func(store.Reader) error) error {
+	return s.run(ctx, s.reader, func(tx store.Tx) error { return fn(tx) })
 }
 
 func (s *Store) run(ctx context.Context, db *sql.DB, fn func(store.Tx) error) (err error) {

@@ -127,7 +127,7 @@ func (b *bundle) tryTransition(chatID uuid.UUID, fn func(tx store.Tx) error) err
 func (b *bundle) get(t *testing.T, id uuid.UUID) store.Chat {
 	t.Helper()
 	var c store.Chat
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(b.ctx, id)
 		return err
@@ -152,7 +152,7 @@ func (b *bundle) insertMessage(t *testing.T, tx store.Tx, chatID uuid.UUID, role
 func (b *bundle) messages(t *testing.T, chatID uuid.UUID) []store.Message {
 	t.Helper()
 	var ms []store.Message
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		var err error
 		ms, err = tx.MessageList(b.ctx, chatID, store.MessageListParams{IncludeDeleted: true})
 		return err
@@ -386,7 +386,7 @@ func testQueueVersion(t *testing.T, b *bundle) {
 	c = b.get(t, b.chat.ID)
 	require.Equal(t, c.SnapshotVersion, c.QueueVersion, "reorder")
 	var list []store.QueuedMessage
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		var err error
 		list, err = tx.QueueList(b.ctx, b.chat.ID)
 		return err
@@ -499,7 +499,7 @@ func testRetryStateVersionGuard(t *testing.T, b *bundle) {
 func (b *bundle) count(t *testing.T, table string, chatID uuid.UUID) int64 {
 	t.Helper()
 	var n int64
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		switch table {
 		case "chat_messages":
 			ms, err := tx.MessageList(b.ctx, chatID, store.MessageListParams{IncludeDeleted: true})
@@ -545,7 +545,7 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ChatDelete(b.ctx, b.chat.ID) }))
 	for _, id := range []uuid.UUID{b.chat.ID, child.ID} {
-		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			_, err := tx.ChatGet(b.ctx, id)
 			require.ErrorIs(t, err, store.ErrNotFound, "deleting a root deletes its family")
 			return nil
@@ -563,7 +563,7 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 		_, err = tx.ExecRaw(b.ctx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
 		return err
 	}))
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		_, err := tx.ChatGet(b.ctx, other.ID)
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, err = tx.TokenGetByHash(b.ctx, []byte("h"))
@@ -643,7 +643,13 @@ func testRollback(t *testing.T, b *bundle) {
 }
 
 func testReadTxRefusesWrites(t *testing.T, b *bundle) {
-	err := b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	// ReadTx hands out a store.Reader, so a write does not compile; the
+	// database refuses one all the same when the Reader is the full Tx.
+	err := b.s.ReadTx(b.ctx, func(r store.Reader) error {
+		tx, ok := r.(store.Tx)
+		if !ok {
+			return store.ErrReadOnly
+		}
 		_, err := tx.ChatBumpSnapshot(b.ctx, b.chat.ID)
 		return err
 	})
@@ -652,7 +658,7 @@ func testReadTxRefusesWrites(t *testing.T, b *bundle) {
 }
 
 func testErrors(t *testing.T, b *bundle) {
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		_, err := tx.ChatGet(b.ctx, uuid.New())
 		require.ErrorIs(t, err, store.ErrNotFound)
 		_, err = tx.MessageGet(b.ctx, b.chat.ID, 12345)
@@ -710,7 +716,7 @@ func testChatList(t *testing.T, b *bundle) {
 
 	list := func(p store.ChatListParams) []uuid.UUID {
 		var out []uuid.UUID
-		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			cs, err := tx.ChatList(b.ctx, p)
 			for _, c := range cs {
 				out = append(out, c.ID)
@@ -831,7 +837,7 @@ func testMessageList(t *testing.T, b *bundle) {
 
 	list := func(p store.MessageListParams) []int64 {
 		var out []int64
-		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			ms, err := tx.MessageList(b.ctx, b.chat.ID, p)
 			for _, m := range ms {
 				out = append(out, m.ID)
@@ -978,7 +984,7 @@ func testHeartbeatLeases(t *testing.T, b *bundle) {
 	}
 	l1, l2 := store.Lease{ChatID: b.chat.ID, RunnerID: r1}, store.Lease{ChatID: other.ID, RunnerID: r2}
 	require.ElementsMatch(t, []store.Lease{l1, l2}, renew(t0.Add(9*time.Second), l1, l2))
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		at, err := tx.HeartbeatAt(b.ctx, b.chat.ID, r1)
 		require.True(t, t0.Add(9*time.Second).Equal(at), "renewed to now")
 		_, err2 := tx.HeartbeatAt(b.ctx, b.chat.ID, uuid.New())
@@ -1049,7 +1055,7 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 
 	count := func(p store.AcquirableParams) (int64, int64) {
 		var r, s int64
-		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			var err error
 			r, s, err = tx.ChatCountOwned(b.ctx, p)
 			return err
@@ -1074,7 +1080,7 @@ func testMessagesByRevision(t *testing.T, b *bundle) {
 	})
 	byRev := func(after int64) []int64 {
 		var ids []int64
-		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			ms, err := tx.MessageList(b.ctx, b.chat.ID, store.MessageListParams{RevisionAfter: after, IncludeDeleted: true})
 			for _, m := range ms {
 				ids = append(ids, m.ID)
@@ -1099,7 +1105,7 @@ func testReplicas(t *testing.T, b *bundle) {
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaUpsert(b.ctx, r) }))
 	r.Address, r.UpdatedAt = "http://10.0.0.2:8080", b.now.Add(time.Second)
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaUpsert(b.ctx, r) }))
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		got, err := tx.ReplicaGet(b.ctx, w)
 		require.NoError(t, err)
 		require.Equal(t, r, got)
@@ -1135,7 +1141,7 @@ func testRequestIDRoundTrips(t *testing.T, b *bundle) {
 
 	ms := b.messages(t, b.chat.ID)
 	require.Equal(t, []uuid.NullUUID{req, {}}, []uuid.NullUUID{ms[0].RequestID, ms[1].RequestID})
-	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		m, err := tx.MessageGet(b.ctx, b.chat.ID, with.ID)
 		require.NoError(t, err)
 		require.Equal(t, with, m)
@@ -1174,7 +1180,7 @@ func requireInvocation(t *testing.T, want, got store.Invocation) {
 func testInvocations(t *testing.T, b *bundle) {
 	get := func(id uuid.UUID) (store.Invocation, error) {
 		var inv store.Invocation
-		err := b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		err := b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			var err error
 			inv, err = tx.InvocationGet(b.ctx, id)
 			return err
@@ -1297,7 +1303,7 @@ func testJournal(t *testing.T, b *bundle) {
 	}
 	get := func(chatID uuid.UUID, callID string) (store.JournalEntry, error) {
 		var e store.JournalEntry
-		err := b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		err := b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			var err error
 			e, err = tx.JournalGet(b.ctx, chatID, callID)
 			return err
@@ -1306,7 +1312,7 @@ func testJournal(t *testing.T, b *bundle) {
 	}
 	list := func(chatID uuid.UUID, requestID uuid.NullUUID) []string {
 		var ids []string
-		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Tx) error {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			es, err := tx.JournalList(b.ctx, chatID, requestID)
 			for _, e := range es {
 				ids = append(ids, e.ToolCallID)
