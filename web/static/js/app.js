@@ -5,7 +5,8 @@
 import { h, icon, local, copyText, flashCopied } from './dom.js';
 import { api, ApiError, onUnauthorized } from './api.js';
 import { Sidebar } from './sidebar.js';
-import { ChatView, NewChatView } from './chat.js';
+import { ChatView } from './chat.js';
+import { NewChatView } from './newchat.js';
 import { openMenu, toast } from './widgets.js';
 
 const NARROW = window.matchMedia('(max-width: 800px)');

@@ -1,0 +1,245 @@
+// The conversation pane: the scroller with the thread of messages, the
+// streaming preview and a pending send's ghost; following new content
+// only while the user is at the bottom ("Jump to latest" otherwise); and
+// the screen-reader announcements of a streaming reply. Nodes are cached
+// by key and signature, so a message is rebuilt only when it changed
+// (messages.js builds them).
+
+import { h, icon, copyText, flashCopied } from './dom.js';
+import { messageText } from './api.js';
+import * as render from './messages.js';
+
+// AT_BOTTOM_PX: closer than this to the end counts as at the bottom.
+const AT_BOTTOM_PX = 48;
+
+export class Thread {
+  // handlers: {onJump(): after "Jump to latest",
+  //            onEdit(m), onSaveEdit(m, text), onCancelEdit(): the inline editor}
+  constructor(handlers) {
+    this.handlers = handlers;
+    this.nodes = new Map(); // key -> {sig, node}
+    this.reasoningTimes = new Map(); // reasoning text -> seconds, measured live
+    this.rendered = false;
+    this.lastUserId = null;
+    this.list = h('div', { class: 'thread', role: 'log', 'aria-label': 'Conversation', 'aria-live': 'off' });
+    this.live = h('div', { class: 'sr-only', 'aria-live': 'polite', 'aria-atomic': 'false' });
+    this.scroller = h('div', { class: 'scroller', tabindex: '-1' }, this.list);
+    this.pinned = true; // the user is at the bottom: follow new content
+    this.scroller.addEventListener('scroll', () => {
+      this.pinned = this.isAtBottom();
+      if (this.pinned) this.jumpBtn.hidden = true;
+    }, { passive: true });
+    if (window.ResizeObserver) {
+      this.resizer = new ResizeObserver(() => {
+        if (this.pinned) this.scroller.scrollTop = this.scroller.scrollHeight;
+      });
+      this.resizer.observe(this.scroller);
+      this.resizer.observe(this.list);
+    }
+    this.jumpBtn = h('button', { type: 'button', class: 'jump-btn', hidden: true, onclick: () => { this.scrollToBottom(); handlers.onJump(); } },
+      icon('down'), 'Jump to latest');
+    this.skeleton();
+  }
+
+  destroy() {
+    if (this.resizer) this.resizer.disconnect();
+  }
+
+  skeleton() {
+    this.list.replaceChildren(h('div', { class: 'skeleton-thread', role: 'status', 'aria-label': 'Loading conversation' },
+      h('div', { class: 'skeleton-bubble' }),
+      h('div', { class: 'skeleton-line w90' }), h('div', { class: 'skeleton-line w75' }), h('div', { class: 'skeleton-line w60' })));
+  }
+
+  // replace shows node instead of the conversation (the view is done).
+  replace(node) {
+    this.list.replaceChildren(node);
+  }
+
+  isAtBottom() {
+    const s = this.scroller;
+    return s.scrollHeight - s.scrollTop - s.clientHeight < AT_BOTTOM_PX;
+  }
+
+  // scrollToBottom jumps (never smooth: a smooth scroll chasing a growing
+  // reply would lose the bottom).
+  scrollToBottom() {
+    this.scroller.scrollTop = this.scroller.scrollHeight;
+    this.pinned = true;
+    this.jumpBtn.hidden = true;
+  }
+
+  // sticky: whether the next render should end at the bottom. Ask before
+  // rendering; follow(sticky) after everything around the thread is laid out.
+  sticky() {
+    return this.pinned || this.isAtBottom() || !this.rendered;
+  }
+
+  follow(stick) {
+    if (stick) this.scrollToBottom();
+    else if (this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight > AT_BOTTOM_PX) this.jumpBtn.hidden = false;
+  }
+
+  reasoningFor(m) {
+    const r = (m.content || []).find((p) => p.type === 'reasoning');
+    return r ? this.reasoningTimes.get(r.text) ?? null : null;
+  }
+
+  // render shows chat state s; editingId is the user message being edited,
+  // ghost (or null) the node maker for a pending send, ghostSig its
+  // signature. It sets lastUserId.
+  render(s, { editingId, ghost, ghostSig }) {
+    const msgs = [...s.messages.values()].sort((a, b) => a.id - b.id);
+    const results = new Map();
+    const calls = new Set();
+    for (const m of msgs) {
+      for (const p of m.content || []) {
+        if (p.type === 'tool-result') results.set(p.tool_call_id, p);
+        else if (p.type === 'tool-call') calls.add(p.tool_call_id);
+      }
+    }
+    const running = s.status === 'running' || s.status === 'interrupting';
+    const waitingIds = new Set(((s.action && s.action.tool_calls) || []).map((c) => c.tool_call_id));
+    const ctx = { results, calls, running, waitingIds, reasoningFor: (m) => this.reasoningFor(m) };
+    const hd = this.handlers;
+    const actions = {
+      copy: async (text, btn) => { if (await copyText(text)) flashCopied(btn); },
+      edit: (m) => hd.onEdit(m),
+    };
+    const waitSig = [...waitingIds].join(',');
+
+    // Remember how long live reasoning took, for the committed message.
+    if (s.preview) {
+      const r = s.preview.parts.find((p) => p.type === 'reasoning');
+      if (r && s.preview.reasoningStart != null) {
+        const end = s.preview.reasoningEnd ?? Date.now();
+        this.reasoningTimes.set(r.text, (end - s.preview.reasoningStart) / 1000);
+      }
+    }
+
+    const items = [];
+    this.lastUserId = null;
+    for (const m of msgs) {
+      const kind = render.boundaryOf(m);
+      if (kind) {
+        if (m.role === 'assistant') {
+          const callId = (m.content.find((p) => p.type === 'tool-call') || {}).tool_call_id;
+          const res = results.get(callId);
+          items.push({ key: 'd' + m.id, sig: JSON.stringify([m.content, res && res.result]), make: () => render.divider(m, kind, ctx) });
+        }
+        continue;
+      }
+      if (m.role === 'user') {
+        this.lastUserId = m.id;
+        const editing = editingId === m.id;
+        items.push({
+          key: 'u' + m.id, sig: JSON.stringify([m.content, editing]),
+          make: () => editing ? render.userEditor(m, (text) => hd.onSaveEdit(m, text), () => hd.onCancelEdit()) : render.userMessage(m, actions),
+        });
+      } else if (m.role === 'assistant') {
+        const own = (m.content || []).filter((p) => p.type === 'tool-call').map((p) => results.get(p.tool_call_id) || null);
+        const rsec = this.reasoningFor(m);
+        items.push({
+          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec]),
+          make: () => render.assistantMessage(m, ctx, actions),
+        });
+      } else if (m.role === 'tool') {
+        if ((m.content || []).some((p) => p.type === 'tool-result' && !calls.has(p.tool_call_id))) {
+          items.push({ key: 't' + m.id, sig: JSON.stringify(m.content), make: () => render.toolResults(m, ctx) });
+        }
+      }
+    }
+    if (s.preview && s.preview.parts.length) {
+      const p = s.preview;
+      items.push({ key: 'preview', sig: `${p.hv}/${p.ga}/${p.lastSeq}/${p.parts.length}/${p.reasoningEnd}/${waitSig}`, make: () => render.preview(p, ctx) });
+    } else if (s.status === 'running' && !s.retry) {
+      items.push({ key: 'typing', sig: 'typing', make: () => h('div', { class: 'msg msg-assistant typing', 'aria-label': 'Assistant is thinking' }, h('span', { class: 'dots' }, h('i'), h('i'), h('i'))) });
+    }
+    if (ghost) items.push({ key: 'ghost', sig: ghostSig, make: ghost });
+    if (!items.length) {
+      items.push({ key: 'empty', sig: 'empty', make: () => h('div', { class: 'empty-state' },
+        h('div', { class: 'empty-icon', 'aria-hidden': 'true' }, icon('chat')),
+        h('h2', { text: 'Nothing here yet' }),
+        h('p', { class: 'muted', text: 'Send a message below to start; replies stream in as they are written.' })) });
+    }
+    this.reconcile(items);
+    this.announce(s, msgs);
+    this.rendered = true;
+  }
+
+  // announce reads the reply to screen readers as it streams, a sentence
+  // at a time (re-reading the whole preview on every token would drown
+  // them), and the rest once it is committed.
+  announce(s, msgs) {
+    const p = s.preview;
+    const key = p ? `${p.hv}/${p.ga}` : null;
+    const text = p ? p.parts.filter((x) => x.type === 'text').map((x) => x.text).join('') : '';
+    if (!this.rendered) {
+      this.liveKey = key;
+      this.liveLen = text.length;
+      this.liveMax = msgs.length ? msgs[msgs.length - 1].id : 0;
+      return;
+    }
+    if (key !== this.liveKey) {
+      if (this.liveKey && !key) {
+        const last = [...msgs].reverse().find((m) => m.role === 'assistant' && m.id > this.liveMax);
+        const done = last ? messageText(last) : '';
+        if (done.length > this.liveLen) this.say(done.slice(this.liveLen));
+      }
+      this.liveKey = key;
+      this.liveLen = 0;
+    }
+    if (msgs.length) this.liveMax = Math.max(this.liveMax || 0, msgs[msgs.length - 1].id);
+    if (text.length > this.liveLen) {
+      const m = /^[\s\S]*[.!?:\n]/.exec(text.slice(this.liveLen));
+      if (m) {
+        this.say(m[0]);
+        this.liveLen += m[0].length;
+      }
+    }
+  }
+
+  say(text) {
+    const plain = text.replace(/[`*_#>|]+/g, ' ').replace(/\s+/g, ' ').trim();
+    if (!plain) return;
+    this.live.append(h('p', { text: plain }));
+    while (this.live.childElementCount > 4) this.live.firstElementChild.remove();
+  }
+
+  // reconcile makes the thread's children the items' nodes, rebuilding only
+  // the ones whose signature changed.
+  reconcile(items) {
+    const keep = new Set();
+    let prev = null;
+    for (const it of items) {
+      keep.add(it.key);
+      let cached = this.nodes.get(it.key);
+      if (!cached || cached.sig !== it.sig) {
+        const node = it.make();
+        if (!node) continue;
+        if (cached && cached.node.parentNode) {
+          // Keep open <details> open across a rebuild.
+          const open = [...cached.node.querySelectorAll('details')].map((d) => d.open);
+          const fresh = node.querySelectorAll('details');
+          open.forEach((o, i) => { if (fresh[i] && o) fresh[i].open = true; });
+          cached.node.replaceWith(node);
+        }
+        cached = { sig: it.sig, node };
+        this.nodes.set(it.key, cached);
+      }
+      const expected = prev ? prev.nextSibling : this.list.firstChild;
+      if (cached.node !== expected) this.list.insertBefore(cached.node, expected);
+      prev = cached.node;
+    }
+    for (const [key, c] of this.nodes) {
+      if (!keep.has(key)) {
+        c.node.remove();
+        this.nodes.delete(key);
+      }
+    }
+    // Anything else (the loading skeleton) goes.
+    for (const child of [...this.list.children]) {
+      if (![...this.nodes.values()].some((c) => c.node === child)) child.remove();
+    }
+  }
+}
