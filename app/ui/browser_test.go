@@ -654,6 +654,63 @@ func TestBrowser(t *testing.T) {
 		require.Equal(t, []string{"This send loses its connection"}, eval[[]string](b, jsUserTexts))
 	})
 
+	t.Run("a new chat whose create fails stays unconfirmed until retried", func(t *testing.T) {
+		b.t = t
+		countChats := func() int {
+			chats, err := b.api.ListChats(b.ctx, sdk.ListChatsOptions{Archived: "all", Limit: 100})
+			require.NoError(t, err)
+			return len(chats)
+		}
+		before := countChats()
+		b.do(chromedp.Navigate(b.base + "/"))
+		b.waitJS("the new chat page", `document.querySelector('.hero')`)
+
+		// The create loses its connection before the server sees it; the
+		// sidebar's GET /chats still goes through.
+		fctx, stopFailing := context.WithCancel(b.ctx)
+		defer stopFailing()
+		paused := chromedp.Events(fctx, fetch.RequestPaused)
+		_, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{
+			{URLPattern: "*/api/v2/chats*", RequestStage: fetch.RequestStageRequest},
+		}})
+		require.NoError(t, err)
+		go func() {
+			for ev, err := range paused {
+				if err != nil {
+					return
+				}
+				if ev.Request.Method == http.MethodPost && strings.HasSuffix(ev.Request.URL, "/api/v2/chats") {
+					_, _ = chromedp.Call(b.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: ev.RequestID, ErrorReason: network.ErrorReasonConnectionReset})
+				} else {
+					_, _ = chromedp.Call(b.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: ev.RequestID})
+				}
+			}
+		}()
+		b.typeAndSend("A new chat that loses its connection")
+		b.waitJS("the unconfirmed new chat", `document.querySelector('.new-status .ghost-status')?.textContent.includes('Not confirmed')`)
+		_, err = chromedp.Call(b.ctx, fetch.Disable, cdp.Empty{})
+		require.NoError(t, err)
+		stopFailing()
+		require.Equal(t, "/", eval[string](b, `location.pathname`))
+		b.shot("24-new-chat-not-confirmed")
+
+		// A reload keeps it, says why, and never resends it by itself.
+		b.do(chromedp.Reload())
+		b.waitJS("the unconfirmed new chat after reload", `/A new chat that loses its connection.*reloaded before the server answered/.test(document.querySelector('.new-status .ghost-status')?.textContent)`)
+		require.Equal(t, before, countChats(), "nothing was created")
+		b.typeAndSend("Another chat meanwhile")
+		b.waitJS("the refusal of a second create", `[...document.querySelectorAll('.toast')].some(e => e.textContent.includes('still unconfirmed'))`)
+		require.Equal(t, "Another chat meanwhile", eval[string](b, `document.querySelector('#composer-input').value`), "the refused text stays in the composer")
+		b.setValue("#composer-input", "")
+
+		b.clickText(".new-status .btn", "Retry same request")
+		b.waitJS("the created chat and its reply", `/^\/chats\/[0-9a-f-]{36}$/.test(location.pathname) && `+jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 1`)
+		require.Equal(t, []string{"A new chat that loses its connection"}, eval[[]string](b, jsUserTexts))
+		require.Equal(t, before+1, countChats(), "one chat, created once")
+		b.do(chromedp.Navigate(b.base + "/"))
+		b.waitJS("a clean new chat page", `document.querySelector('.hero') && document.querySelector('.new-status').childElementCount === 0`)
+	})
+
 	t.Run("themes and narrow screens", func(t *testing.T) {
 		b.t = t
 		require.NotEmpty(t, firstChat)
