@@ -1,6 +1,6 @@
 // Package web holds chatd's browser UI: plain HTML, CSS and ES modules in
 // static/, embedded in the binary so `go run ./cmd/chatd` serves it with no
-// build step. app/ui serves these files.
+// build step. app/ui serves these files; README.md maps the modules.
 package web
 
 import (
