@@ -183,7 +183,7 @@ func lockFromOtherTx(t *testing.T, f *fixture, hold, lock func(store.Tx) error) 
 	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
 		require.NoError(t, hold(tx))
 		lockErr = f.s.InTx(f.ctx, func(other store.Tx) error {
-			if _, err := other.ExecRaw(f.ctx, `SET LOCAL lock_timeout = '50ms'`); err != nil {
+			if _, err := rawExec(f.ctx, other, `SET LOCAL lock_timeout = '50ms'`); err != nil {
 				return err
 			}
 			return lock(other)
@@ -214,7 +214,7 @@ func TestContextErrorsSurvive(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	err := f.s.InTx(ctx, func(tx store.Tx) error {
 		cancel()
-		_, err := tx.ExecRaw(ctx, `SELECT pg_sleep(10)`)
+		_, err := rawExec(ctx, tx, `SELECT pg_sleep(10)`)
 		return err
 	})
 	require.ErrorIs(t, err, context.Canceled)
@@ -223,7 +223,7 @@ func TestContextErrorsSurvive(t *testing.T) {
 	ctx, cancel = context.WithTimeout(f.ctx, 50*time.Millisecond)
 	defer cancel()
 	err = f.s.InTx(ctx, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(ctx, `SELECT pg_sleep(10)`)
+		_, err := rawExec(ctx, tx, `SELECT pg_sleep(10)`)
 		return err
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded)

@@ -19,9 +19,17 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
+// Exec runs one raw SQL statement inside tx, in the dialect of the store
+// (placeholders are ? on SQLite and $n on Postgres), and reports the
+// affected row count. Each store's own test builds it over the store's
+// transaction, so nothing test-only is in the production interface.
+type Exec func(ctx context.Context, tx store.Tx, query string, args ...any) (int64, error)
+
 // Run runs the whole suite. newStore must return a migrated, empty store
-// that is closed when the test ends.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+// that is closed when the test ends, and an Exec for its transactions: the
+// suite uses raw statements only to prove that the database itself refuses
+// writes that bypass the typed operations.
+func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, b *bundle)
@@ -60,7 +68,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, setup(t, newStore(t)))
+			s, exec := newStore(t)
+			tc.fn(t, setup(t, s, exec))
 		})
 	}
 }
@@ -69,14 +78,15 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 type bundle struct {
 	ctx  context.Context
 	s    store.Store
+	exec Exec
 	user store.User
 	chat store.Chat
 	now  time.Time
 }
 
-func setup(t *testing.T, s store.Store) *bundle {
+func setup(t *testing.T, s store.Store, exec Exec) *bundle {
 	t.Helper()
-	b := &bundle{ctx: context.Background(), s: s, now: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)}
+	b := &bundle{ctx: context.Background(), s: s, exec: exec, now: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)}
 	require.NoError(t, s.InTx(b.ctx, func(tx store.Tx) error {
 		var err error
 		b.user, err = tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: b.now})
@@ -192,7 +202,7 @@ func testRevisionAssignedByDatabase(t *testing.T, b *bundle) {
 
 func testClientRevisionRejected(t *testing.T, b *bundle) {
 	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s,
+		_, err := b.exec(b.ctx, tx, q(b.s,
 			`INSERT INTO chat_messages (chat_id, role, content, revision, created_at) VALUES (?, 'user', '[]', 7, '2026-01-01T00:00:00.000000Z')`,
 			`INSERT INTO chat_messages (chat_id, role, content, revision, created_at) VALUES ($1, 'user', '[]', 7, now())`),
 			b.chat.ID.String())
@@ -207,7 +217,7 @@ func testClientRevisionRejected(t *testing.T, b *bundle) {
 		return nil
 	})
 	err = b.tryTransition(b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s,
+		_, err := b.exec(b.ctx, tx, q(b.s,
 			`UPDATE chat_messages SET revision = 99 WHERE id = ?`,
 			`UPDATE chat_messages SET revision = 99 WHERE id = $1`), m.ID)
 		return err
@@ -224,7 +234,7 @@ func testChatIDImmutable(t *testing.T, b *bundle) {
 		return nil
 	})
 	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s,
+		_, err := b.exec(b.ctx, tx, q(b.s,
 			`UPDATE chat_messages SET chat_id = ? WHERE id = ?`,
 			`UPDATE chat_messages SET chat_id = $1 WHERE id = $2`), other.ID.String(), m.ID)
 		return err
@@ -285,7 +295,7 @@ func testEveryMessageColumnIsMeaningful(t *testing.T, b *bundle) {
 	for col, set := range updates {
 		before := b.get(t, b.chat.ID)
 		b.transition(t, b.chat.ID, func(tx store.Tx) error {
-			n, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_messages SET `+set+` WHERE id = ?`,
+			n, err := b.exec(b.ctx, tx, q(b.s, `UPDATE chat_messages SET `+set+` WHERE id = ?`,
 				`UPDATE chat_messages SET `+set+` WHERE id = $1`), m.ID)
 			require.Equal(t, int64(1), n)
 			return err
@@ -373,7 +383,7 @@ func testQueueVersion(t *testing.T, b *bundle) {
 	require.Equal(t, c.QueueVersion, c2.QueueVersion)
 
 	b.transition(t, b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_queued_messages SET content = '[]' WHERE id = ?`,
+		_, err := b.exec(b.ctx, tx, q(b.s, `UPDATE chat_queued_messages SET content = '[]' WHERE id = ?`,
 			`UPDATE chat_queued_messages SET content = '[]' WHERE id = $1`), q1.ID)
 		return err
 	})
@@ -488,7 +498,7 @@ func testRetryClearedLeavingRunning(t *testing.T, b *bundle) {
 
 func testRetryStateVersionGuard(t *testing.T, b *bundle) {
 	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chats SET retry_state_version = 42 WHERE id = ?`,
+		_, err := b.exec(b.ctx, tx, q(b.s, `UPDATE chats SET retry_state_version = 42 WHERE id = ?`,
 			`UPDATE chats SET retry_state_version = 42 WHERE id = $1`), b.chat.ID.String())
 		return err
 	})
@@ -535,7 +545,7 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 			var err error
 			// A no-op update counts matching rows portably.
-			n, err = tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_heartbeats SET runner_id = runner_id WHERE chat_id IN (?, ?)`,
+			n, err = b.exec(b.ctx, tx, q(b.s, `UPDATE chat_heartbeats SET runner_id = runner_id WHERE chat_id IN (?, ?)`,
 				`UPDATE chat_heartbeats SET runner_id = runner_id WHERE chat_id IN ($1, $2)`), b.chat.ID.String(), child.ID.String())
 			return err
 		}))
@@ -560,7 +570,7 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 		_, err := tx.TokenInsert(b.ctx, store.TokenInsertParams{ID: uuid.New(), UserID: b.user.ID, Hash: []byte("h"), Now: b.now})
 		require.NoError(t, err)
-		_, err = tx.ExecRaw(b.ctx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
+		_, err = b.exec(b.ctx, tx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
 		return err
 	}))
 	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
@@ -1279,7 +1289,7 @@ func testInvocations(t *testing.T, b *bundle) {
 	_, err = get(full.RequestID)
 	require.NoError(t, err, "deleting the chat keeps the claim")
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
+		_, err := b.exec(b.ctx, tx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
 		return err
 	}))
 	for _, id := range []uuid.UUID{full.RequestID, bare.RequestID} {
