@@ -30,7 +30,14 @@ func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at
 // to join against, so it is one statement per lease in the one transaction.
 func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
 	renewed := make([]store.Lease, 0, len(leases))
+	seen := make(map[store.Lease]bool, len(leases))
 	for _, l := range leases {
+		// A lease named twice is renewed (and returned) once, as by the
+		// join on Postgres.
+		if seen[l] {
+			continue
+		}
+		seen[l] = true
 		n, err := t.exec(ctx, `
 			UPDATE chat_heartbeats SET heartbeat_at = ?
 			WHERE chat_id = ? AND runner_id = ? AND heartbeat_at > ?

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -64,6 +65,13 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"RequestIDRoundTrips", testRequestIDRoundTrips},
 		{"Invocations", testInvocations},
 		{"Journal", testJournal},
+		{"EmptyListsAreNotNil", testEmptyListsAreNotNil},
+		{"ListLimits", testListLimits},
+		{"ErrorsNameTheOperation", testErrorsNameTheOperation},
+		{"ChatInsertDefaults", testChatInsertDefaults},
+		{"TimesComeBackUTCInMicroseconds", testTimesComeBackUTC},
+		{"EmptyPatchesReadTheRow", testEmptyPatchesReadTheRow},
+		{"ChatListQueryEscapesBackslash", testChatListQueryEscapesBackslash},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -994,6 +1002,7 @@ func testHeartbeatLeases(t *testing.T, b *bundle) {
 	}
 	l1, l2 := store.Lease{ChatID: b.chat.ID, RunnerID: r1}, store.Lease{ChatID: other.ID, RunnerID: r2}
 	require.ElementsMatch(t, []store.Lease{l1, l2}, renew(t0.Add(9*time.Second), l1, l2))
+	require.Equal(t, []store.Lease{l1}, renew(t0.Add(9*time.Second), l1, l1), "a lease named twice is renewed once")
 	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		at, err := tx.HeartbeatAt(b.ctx, b.chat.ID, r1)
 		require.True(t, t0.Add(9*time.Second).Equal(at), "renewed to now")
@@ -1417,4 +1426,214 @@ func testJournal(t *testing.T, b *bundle) {
 	_, err = get(b.chat.ID, "call_a")
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.Equal(t, []string{"call_b"}, list(other.ID, uuid.NullUUID{}))
+}
+
+// Every operation that returns a slice returns a non-nil, empty one when
+// nothing matches: callers encode them to JSON, where nil is null and not [].
+func testEmptyListsAreNotNil(t *testing.T, b *bundle) {
+	empty := func(what string, v any, err error) {
+		t.Helper()
+		require.NoError(t, err, what)
+		require.NotNil(t, v, what)
+		require.Zero(t, reflect.ValueOf(v).Len(), what)
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		require.Equal(t, "[]", string(raw), what)
+	}
+	unknown := uuid.NullUUID{UUID: uuid.New(), Valid: true}
+	read := func(tx store.Reader) {
+		chats, err := tx.ChatGetMany(b.ctx, nil)
+		empty("ChatGetMany of no ids", chats, err)
+		chats, err = tx.ChatGetMany(b.ctx, []uuid.UUID{uuid.New()})
+		empty("ChatGetMany of unknown ids", chats, err)
+		chats, err = tx.ChatDescendants(b.ctx, b.chat.ID)
+		empty("ChatDescendants", chats, err)
+		chats, err = tx.ChatList(b.ctx, store.ChatListParams{OwnerID: unknown})
+		empty("ChatList", chats, err)
+		chats, err = tx.ChatListAcquirable(b.ctx, store.AcquirableParams{Self: uuid.New(), Limit: 0})
+		require.NoError(t, err)
+		require.Len(t, chats, 1, "the bundle's running chat")
+		msgs, err := tx.MessageList(b.ctx, b.chat.ID, store.MessageListParams{IncludeDeleted: true})
+		empty("MessageList", msgs, err)
+		queue, err := tx.QueueList(b.ctx, b.chat.ID)
+		empty("QueueList", queue, err)
+		journal, err := tx.JournalList(b.ctx, b.chat.ID, uuid.NullUUID{})
+		empty("JournalList", journal, err)
+		journal, err = tx.JournalList(b.ctx, b.chat.ID, unknown)
+		empty("JournalList of a request", journal, err)
+	}
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error { read(tx); return nil }))
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		read(tx)
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Status: store.Some(store.ChatStatusWaiting)})
+		require.NoError(t, err)
+		chats, err := tx.ChatListAcquirable(b.ctx, store.AcquirableParams{Self: uuid.New()})
+		empty("ChatListAcquirable", chats, err)
+		ids, err := tx.MessageSoftDeleteFrom(b.ctx, b.chat.ID, 1)
+		empty("MessageSoftDeleteFrom", ids, err)
+		leases, err := tx.HeartbeatRenew(b.ctx, nil, b.now, b.now.Add(-time.Minute))
+		empty("HeartbeatRenew of no leases", leases, err)
+		leases, err = tx.HeartbeatRenew(b.ctx, []store.Lease{{ChatID: b.chat.ID, RunnerID: uuid.New()}}, b.now, b.now.Add(-time.Minute))
+		empty("HeartbeatRenew of unknown leases", leases, err)
+		return nil
+	})
+}
+
+// A list's limit means the same on every store: none is the default page,
+// anything larger than the maximum is the maximum.
+func testListLimits(t *testing.T, b *bundle) {
+	// The bundle's chat plus these make MaxListLimit+1 running, unowned chats.
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		for i := range store.MaxListLimit {
+			if _, err := tx.ChatInsert(b.ctx, store.ChatInsertParams{
+				ID: uuid.New(), OwnerID: b.user.ID, Title: fmt.Sprint("chat ", i),
+				Status: store.ChatStatusRunning, Now: b.now.Add(time.Duration(i) * time.Microsecond),
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, tc := range []struct {
+		limit, want int
+	}{
+		{0, store.DefaultListLimit},
+		{-1, store.DefaultListLimit},
+		{7, 7},
+		{store.MaxListLimit, store.MaxListLimit},
+		{store.MaxListLimit + 1, store.MaxListLimit},
+		{1 << 30, store.MaxListLimit},
+	} {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			chats, err := tx.ChatList(b.ctx, store.ChatListParams{Limit: tc.limit})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, len(chats), "ChatList with limit %d", tc.limit)
+			chats, err = tx.ChatListAcquirable(b.ctx, store.AcquirableParams{Self: uuid.New(), Limit: tc.limit})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, len(chats), "ChatListAcquirable with limit %d", tc.limit)
+			return nil
+		}))
+	}
+}
+
+// Errors carry the operation and the row they are about, with the store
+// sentinel still in the chain.
+func testErrorsNameTheOperation(t *testing.T, b *bundle) {
+	missing := uuid.New()
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		_, err := tx.ChatGet(b.ctx, missing)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "get chat "+missing.String())
+		_, err = tx.MessageGet(b.ctx, b.chat.ID, 12345)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "get message 12345 of chat "+b.chat.ID.String())
+		_, err = tx.InvocationGet(b.ctx, missing)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "get invocation "+missing.String())
+		_, err = tx.HeartbeatAt(b.ctx, b.chat.ID, missing)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "get heartbeat of chat "+b.chat.ID.String())
+		return nil
+	}))
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatLock(b.ctx, missing)
+		require.ErrorContains(t, err, "lock chat "+missing.String())
+		_, err = tx.ChatUpdate(b.ctx, missing, store.ChatPatch{PinOrder: store.Some(int64(1))})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "update chat "+missing.String())
+		_, err = tx.ChatIncrementGenerationAttempt(b.ctx, missing)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "increment generation attempt of chat "+missing.String())
+		err = tx.ChatDelete(b.ctx, missing)
+		require.ErrorContains(t, err, "delete chat "+missing.String())
+		err = tx.UserSetAdmin(b.ctx, missing, true)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "set admin of user "+missing.String())
+		return nil
+	}))
+	err := b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: b.user.Name, Now: b.now})
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrConflict)
+	require.ErrorContains(t, err, fmt.Sprintf("insert user %q", b.user.Name))
+}
+
+func testChatInsertDefaults(t *testing.T, b *bundle) {
+	var c store.Chat
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatInsert(b.ctx, store.ChatInsertParams{
+			ID: uuid.New(), OwnerID: b.user.ID, Title: "chat", Status: store.ChatStatusWaiting, Now: b.now,
+		})
+		return err
+	}))
+	require.Equal(t, int64(1), c.SnapshotVersion)
+	require.Zero(t, c.HistoryVersion+c.QueueVersion+c.RetryStateVersion+c.GenerationAttempt)
+	require.Equal(t, store.TitleSourceFallback, c.TitleSource, "empty source takes the column default")
+	require.Equal(t, map[string]string{}, c.Labels)
+	require.Nil(t, c.LastError)
+	require.Nil(t, c.RetryState)
+	require.Nil(t, c.DynamicTools)
+	require.False(t, c.ParentChatID.Valid)
+	require.False(t, c.WorkerID.Valid)
+	require.Nil(t, c.RequiresActionDeadlineAt)
+	require.Equal(t, b.now, c.CreatedAt)
+	require.Equal(t, b.now, c.UpdatedAt)
+	require.Equal(t, b.now, c.TitleUpdatedAt)
+	require.Equal(t, c, b.get(t, c.ID))
+}
+
+// Times are stored in microseconds (nanoseconds are truncated) and read
+// back in UTC, whatever zone they were written in.
+func testTimesComeBackUTC(t *testing.T, b *bundle) {
+	zone := time.FixedZone("UTC+5", 5*3600)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	want := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	local := at.In(zone)
+	var c store.Chat
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{UpdatedAt: store.Some(local), RequiresActionDeadlineAt: store.Some(&local)})
+		return err
+	})
+	require.Equal(t, time.UTC, c.UpdatedAt.Location())
+	require.Equal(t, want, c.UpdatedAt)
+	require.Equal(t, want, *c.RequiresActionDeadlineAt)
+	require.Equal(t, c, b.get(t, b.chat.ID))
+}
+
+func testEmptyPatchesReadTheRow(t *testing.T, b *bundle) {
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		c, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{})
+		require.NoError(t, err)
+		require.Equal(t, b.chat, c)
+		_, err = tx.ChatUpdate(b.ctx, uuid.New(), store.ChatPatch{})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.MessageUpdate(b.ctx, b.chat.ID, 1, store.MessagePatch{})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.JournalUpdate(b.ctx, b.chat.ID, "call_none", store.JournalPatch{})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		return nil
+	}))
+}
+
+func testChatListQueryEscapesBackslash(t *testing.T, b *bundle) {
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Title: store.Some(`C:\Temp\x`)})
+		return err
+	})
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		cs, err := tx.ChatList(b.ctx, store.ChatListParams{Query: `c:\temp`})
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		cs, err = tx.ChatList(b.ctx, store.ChatListParams{Query: `c:\\temp`})
+		require.NoError(t, err)
+		require.Empty(t, cs)
+		cs, err = tx.ChatList(b.ctx, store.ChatListParams{AfterID: uuid.NullUUID{UUID: uuid.New(), Valid: true}})
+		require.NoError(t, err)
+		require.Empty(t, cs, "an unknown cursor yields an empty page")
+		return nil
+	}))
 }
