@@ -77,6 +77,9 @@ func (t *tx) readChat(ctx context.Context, id uuid.UUID) (store.Chat, error) {
 // and every other version 0.
 func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Chat, error) {
 	labels, err := labelsJSON(p.Labels)
+	if err == nil {
+		err = checkJSON(p.DynamicTools)
+	}
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)
 	}

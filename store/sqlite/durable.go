@@ -47,6 +47,9 @@ func scanInvocation(row rowScanner) (store.Invocation, error) {
 // InvocationInsert stores a new claim; a claimed request_id (or audit_id)
 // is store.ErrConflict.
 func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
+	if err := checkJSON(inv.Response, inv.Outcome, inv.Review); err != nil {
+		return fmt.Errorf("insert invocation %s: %w", inv.RequestID, err)
+	}
 	_, err := t.exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		inv.RequestID.String(), inv.CallerID.String(), inv.ContentSHA256, inv.Kind, inv.ChatID.String(),
@@ -121,6 +124,9 @@ func scanJournal(row rowScanner) (store.JournalEntry, error) {
 // has an identity): the single writer makes that safe, and a new entry
 // sorts after all others.
 func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
+	if err := checkJSON(e.Args, e.Result); err != nil {
+		return fmt.Errorf("start journal entry %s of chat %s: %w", e.ToolCallID, e.ChatID, err)
+	}
 	state := e.State
 	if state == "" {
 		state = store.JournalStarted

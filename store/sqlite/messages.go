@@ -80,6 +80,9 @@ func (t *tx) readMessage(ctx context.Context, chatID uuid.UUID, id int64) (store
 // trigger assigns it from the chat's snapshot_version and moves
 // history_version.
 func (t *tx) MessageInsert(ctx context.Context, p store.MessageInsertParams) (store.Message, error) {
+	if err := checkJSON(p.Content); err != nil {
+		return store.Message{}, fmt.Errorf("insert message in chat %s: %w", p.ChatID, err)
+	}
 	visibility := p.Visibility
 	if visibility == "" {
 		visibility = store.VisibilityBoth

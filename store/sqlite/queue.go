@@ -50,6 +50,9 @@ func (t *tx) readQueued(ctx context.Context, chatID uuid.UUID, id int64) (store.
 // QueueInsert appends a queued message after the current tail. The single
 // writer means two inserts never race for the same position.
 func (t *tx) QueueInsert(ctx context.Context, p store.QueueInsertParams) (store.QueuedMessage, error) {
+	if err := checkJSON(p.Content); err != nil {
+		return store.QueuedMessage{}, fmt.Errorf("queue message in chat %s: %w", p.ChatID, err)
+	}
 	var id int64
 	err := t.tx.QueryRowContext(ctx, `
 		INSERT INTO chat_queued_messages (

@@ -72,6 +72,9 @@ func encode(v any) (any, error) {
 	case uuid.NullUUID:
 		return nullUUID(v), nil
 	case json.RawMessage:
+		if err := checkJSON(v); err != nil {
+			return nil, err
+		}
 		return nullJSON(v), nil
 	case map[string]string:
 		return labelsJSON(v)
@@ -137,6 +140,17 @@ func nullJSON(b json.RawMessage) any {
 		return nil
 	}
 	return string(b)
+}
+
+// checkJSON refuses malformed JSON for the JSON columns, which are TEXT
+// here: Postgres's jsonb refuses it too. nil (NULL) passes.
+func checkJSON(values ...json.RawMessage) error {
+	for _, v := range values {
+		if v != nil && !json.Valid(v) {
+			return fmt.Errorf("%w: malformed JSON", store.ErrInvariant)
+		}
+	}
+	return nil
 }
 
 func nullInt(p *int64) any {

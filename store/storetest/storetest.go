@@ -72,6 +72,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"TimesComeBackUTCInMicroseconds", testTimesComeBackUTC},
 		{"EmptyPatchesReadTheRow", testEmptyPatchesReadTheRow},
 		{"ChatListQueryEscapesBackslash", testChatListQueryEscapesBackslash},
+		{"MalformedJSONRefused", testMalformedJSONRefused},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1636,4 +1637,47 @@ func testChatListQueryEscapesBackslash(t *testing.T, b *bundle) {
 		require.Empty(t, cs, "an unknown cursor yields an empty page")
 		return nil
 	}))
+}
+
+// JSON columns hold JSON: Postgres's jsonb refuses anything else, and so
+// does the SQLite store, whose columns are TEXT.
+func testMalformedJSONRefused(t *testing.T, b *bundle) {
+	bad := json.RawMessage(`{"unterminated":`)
+	for name, write := range map[string]func(tx store.Tx) error{
+		"message content": func(tx store.Tx) error {
+			_, err := tx.MessageInsert(b.ctx, store.MessageInsertParams{ChatID: b.chat.ID, Role: store.RoleUser, Content: bad, Now: b.now})
+			return err
+		},
+		"message patch": func(tx store.Tx) error {
+			m := b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "fine")
+			_, err := tx.MessageUpdate(b.ctx, b.chat.ID, m.ID, store.MessagePatch{Content: store.Some(bad)})
+			return err
+		},
+		"queued content": func(tx store.Tx) error {
+			_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: b.chat.ID, Content: bad, Now: b.now})
+			return err
+		},
+		"chat dynamic tools": func(tx store.Tx) error {
+			_, err := tx.ChatInsert(b.ctx, store.ChatInsertParams{ID: uuid.New(), OwnerID: b.user.ID,
+				Status: store.ChatStatusWaiting, DynamicTools: bad, Now: b.now})
+			return err
+		},
+		"chat patch": func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{LastError: store.Some(bad)})
+			return err
+		},
+		"invocation": func(tx store.Tx) error {
+			return tx.InvocationInsert(b.ctx, store.Invocation{RequestID: uuid.New(), CallerID: b.user.ID,
+				ContentSHA256: "00", Kind: "create_chat", ChatID: b.chat.ID, AuditID: uuid.New(),
+				State: store.InvocationAdmitted, Response: bad, CreatedAt: b.now, UpdatedAt: b.now})
+		},
+		"journal": func(tx store.Tx) error {
+			return tx.JournalStart(b.ctx, store.JournalEntry{ChatID: b.chat.ID, ToolCallID: "call_1",
+				ToolName: "t", Effect: store.EffectPure, Args: bad, StartedAt: b.now})
+		},
+	} {
+		err := b.tryTransition(b.chat.ID, write)
+		require.ErrorIs(t, err, store.ErrInvariant, name)
+	}
+	require.Empty(t, b.messages(t, b.chat.ID))
 }
