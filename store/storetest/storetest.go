@@ -71,7 +71,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ChatInsertDefaults", testChatInsertDefaults},
 		{"TimesComeBackUTCInMicroseconds", testTimesComeBackUTC},
 		{"EmptyPatchesReadTheRow", testEmptyPatchesReadTheRow},
-		{"ChatListQueryEscapesBackslash", testChatListQueryEscapesBackslash},
+		{"ChatListQuery", testChatListQuery},
 		{"MalformedJSONRefused", testMalformedJSONRefused},
 	}
 	for _, tc := range tests {
@@ -592,6 +592,13 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 }
 
 func testForeignKeyRejects(t *testing.T, b *bundle) {
+	require.ErrorIs(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		return tx.HeartbeatInsert(b.ctx, uuid.New(), uuid.New(), b.now)
+	}), store.ErrForeignKey, "a lease needs its chat")
+	require.ErrorIs(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.TokenInsert(b.ctx, store.TokenInsertParams{ID: uuid.New(), UserID: uuid.New(), Hash: []byte("x"), Now: b.now})
+		return err
+	}), store.ErrForeignKey, "a token needs its user")
 	err := b.s.InTx(b.ctx, func(tx store.Tx) error {
 		_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: uuid.New(), Content: b.text("q"), Now: b.now})
 		return err
@@ -1620,7 +1627,8 @@ func testEmptyPatchesReadTheRow(t *testing.T, b *bundle) {
 	}))
 }
 
-func testChatListQueryEscapesBackslash(t *testing.T, b *bundle) {
+// The title query escapes LIKE metacharacters, backslash included.
+func testChatListQuery(t *testing.T, b *bundle) {
 	b.transition(t, b.chat.ID, func(tx store.Tx) error {
 		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Title: store.Some(`C:\Temp\x`)})
 		return err
@@ -1635,6 +1643,18 @@ func testChatListQueryEscapesBackslash(t *testing.T, b *bundle) {
 		cs, err = tx.ChatList(b.ctx, store.ChatListParams{AfterID: uuid.NullUUID{UUID: uuid.New(), Valid: true}})
 		require.NoError(t, err)
 		require.Empty(t, cs, "an unknown cursor yields an empty page")
+		return nil
+	}))
+
+	// Case folding is Unicode's, not ASCII's, on both stores.
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Title: store.Some("Ärger im Büro")})
+		return err
+	})
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		cs, err := tx.ChatList(b.ctx, store.ChatListParams{Query: "ärger IM bÜro"})
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
 		return nil
 	}))
 }
