@@ -140,11 +140,14 @@ func (t *tx) ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]store.Chat, er
 	if len(ids) == 0 {
 		return []store.Chat{}, nil
 	}
-	a := make(args, len(ids))
-	for i, id := range ids {
-		a[i] = id.String()
+	// One JSON array parameter, like the uuid[] on Postgres: a placeholder
+	// per id would hit SQLite's limit on bound parameters.
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("get chats: encode ids: %w", err)
 	}
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id IN (`+placeholders(len(ids))+`)`, a...)
+	rows, err := t.tx.QueryContext(ctx,
+		`SELECT `+chatColumns+` FROM chats WHERE id IN (SELECT value FROM json_each(?))`, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("get chats: %w", translate(err))
 	}

@@ -192,11 +192,6 @@ func likeEscape(s string) string {
 	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
 }
 
-// placeholders returns n comma-separated placeholders.
-func placeholders(n int) string {
-	return strings.TrimSuffix(strings.Repeat("?,", n), ",")
-}
-
 // scanner collects the conversions that need a second step after Scan
 // (TEXT to uuid and time); the first failure sticks.
 type scanner struct {

@@ -841,6 +841,15 @@ func testChatPatchAndFamily(t *testing.T, b *bundle) {
 		many, err2 := tx.ChatGetMany(b.ctx, []uuid.UUID{b.chat.ID, child.ID, uuid.New()})
 		require.NoError(t, err2)
 		require.Len(t, many, 2)
+		// More ids than SQLite binds parameters (32766).
+		ids := []uuid.UUID{child.ID}
+		for range 40000 {
+			ids = append(ids, uuid.New())
+		}
+		many, err2 = tx.ChatGetMany(b.ctx, ids)
+		require.NoError(t, err2)
+		require.Len(t, many, 1)
+		require.Equal(t, child.ID, many[0].ID)
 		return err
 	}))
 }
