@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -25,31 +26,48 @@ func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at
 	return nil
 }
 
-// HeartbeatRenew renews the fresh leases whose chat is still owned by that
-// runner (spec: "Heartbeat loop"), and returns them. SQLite has no arrays
-// to join against, so it is one statement per lease in the one transaction.
+// HeartbeatRenew renews, in one statement, the fresh leases whose chat is
+// still owned by that runner (spec: "Heartbeat loop"), and returns them.
+// The leases travel as one JSON array of [chat, runner] pairs, as the two
+// uuid[] do on Postgres.
 func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
-	renewed := make([]store.Lease, 0, len(leases))
-	seen := make(map[store.Lease]bool, len(leases))
-	for _, l := range leases {
-		// A lease named twice is renewed (and returned) once, as by the
-		// join on Postgres.
-		if seen[l] {
-			continue
+	if len(leases) == 0 {
+		return []store.Lease{}, nil
+	}
+	pairs := make([][2]string, len(leases))
+	for i, l := range leases {
+		pairs[i] = [2]string{l.ChatID.String(), l.RunnerID.String()}
+	}
+	list, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, fmt.Errorf("renew heartbeats: encode leases: %w", err)
+	}
+	rows, err := t.tx.QueryContext(ctx, `
+		UPDATE chat_heartbeats AS hb SET heartbeat_at = ?
+		WHERE hb.heartbeat_at > ?
+		AND (hb.chat_id, hb.runner_id) IN (
+			SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+		AND EXISTS (SELECT 1 FROM chats c WHERE c.id = hb.chat_id
+			AND c.runner_id = hb.runner_id AND c.worker_id IS NOT NULL)
+		RETURNING chat_id, runner_id`, ts(now), ts(cutoff), string(list))
+	if err != nil {
+		return nil, fmt.Errorf("renew heartbeats: %w", translate(err))
+	}
+	renewed, err := collect(rows, func(row rowScanner) (store.Lease, error) {
+		var chatID, runnerID string
+		if err := row.Scan(&chatID, &runnerID); err != nil {
+			return store.Lease{}, translate(err)
 		}
-		seen[l] = true
-		n, err := t.exec(ctx, `
-			UPDATE chat_heartbeats SET heartbeat_at = ?
-			WHERE chat_id = ? AND runner_id = ? AND heartbeat_at > ?
-			AND EXISTS (SELECT 1 FROM chats c WHERE c.id = chat_heartbeats.chat_id
-				AND c.runner_id = chat_heartbeats.runner_id AND c.worker_id IS NOT NULL)`,
-			ts(now), l.ChatID.String(), l.RunnerID.String(), ts(cutoff))
-		if err != nil {
-			return nil, fmt.Errorf("renew heartbeats: %w", err)
-		}
-		if n > 0 {
-			renewed = append(renewed, l)
-		}
+		var (
+			l store.Lease
+			s scanner
+		)
+		s.uuid(&l.ChatID, chatID)
+		s.uuid(&l.RunnerID, runnerID)
+		return l, s.err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("renew heartbeats: %w", err)
 	}
 	return renewed, nil
 }
