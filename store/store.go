@@ -54,7 +54,9 @@ type Store interface {
 
 // Reader is the read-only half of a transaction: what ReadTx hands out and
 // what callers outside app/chatstate see of a write transaction. Method
-// names put the noun first so they group when sorted.
+// names put the noun first so they group when sorted. Every operation that
+// returns a slice (here and in Tx) returns a non-nil, empty one when nothing
+// matches, on every store.
 type Reader interface {
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -234,12 +236,6 @@ type Tx interface {
 	// JournalUpdate writes the set fields of p and returns the entry
 	// (ErrNotFound when none).
 	JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p JournalPatch) (JournalEntry, error)
-
-	// ExecRaw runs one SQL statement in the dialect of the store (placeholders
-	// are ? on SQLite and $n on Postgres) and returns the affected row count.
-	// It exists for the conformance suite, which proves that the database
-	// itself refuses writes that bypass the typed operations.
-	ExecRaw(ctx context.Context, query string, args ...any) (int64, error)
 }
 
 // ChatStatus is the chats.status column.
@@ -383,7 +379,25 @@ type Lease struct {
 type AcquirableParams struct {
 	Self        uuid.UUID
 	LeaseCutoff *time.Time
-	Limit       int
+	Limit       int // see ListLimit
+}
+
+// Page sizes of the list operations that take a Limit (ChatList,
+// ChatListAcquirable).
+const (
+	// DefaultListLimit is the page size when no limit is given.
+	DefaultListLimit = 50
+	// MaxListLimit caps any larger limit.
+	MaxListLimit = 1000
+)
+
+// ListLimit is the page size every store uses for a requested limit n:
+// DefaultListLimit when n <= 0, otherwise n capped at MaxListLimit.
+func ListLimit(n int) int {
+	if n <= 0 {
+		return DefaultListLimit
+	}
+	return min(n, MaxListLimit)
 }
 
 // ChatListParams filter and page the chat listing.
@@ -393,7 +407,7 @@ type ChatListParams struct {
 	Query    string            // case-insensitive substring of the title
 	Labels   map[string]string // every pair must match
 	AfterID  uuid.NullUUID     // keyset: chats listed after this one
-	Limit    int
+	Limit    int               // see ListLimit
 }
 
 // Message roles.

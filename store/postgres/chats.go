@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -20,12 +19,6 @@ const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_so
 	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
 	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
 	created_at, updated_at`
-
-// Default and maximum page sizes of ChatList.
-const (
-	defaultChatListLimit = 50
-	maxChatListLimit     = 1000
-)
 
 func scanChat(row pgx.Row) (store.Chat, error) {
 	var (
@@ -152,68 +145,16 @@ func (t *tx) ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error) 
 // written here: the triggers own them, and writing retry_state_version
 // directly is refused by the database anyway.
 func (t *tx) ChatUpdate(ctx context.Context, id uuid.UUID, p store.ChatPatch) (store.Chat, error) {
-	var (
-		a    args
-		sets []string
-	)
-	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
-	if p.Status.Set {
-		set("status", string(p.Status.Value))
-	}
-	if p.Archived.Set {
-		set("archived", p.Archived.Value)
-	}
-	if p.WorkerID.Set {
-		set("worker_id", p.WorkerID.Value)
-	}
-	if p.RunnerID.Set {
-		set("runner_id", p.RunnerID.Value)
-	}
-	if p.LastError.Set {
-		set("last_error", p.LastError.Value)
-	}
-	if p.RetryState.Set {
-		set("retry_state", p.RetryState.Value)
-	}
-	if p.RequiresActionDeadlineAt.Set {
-		set("requires_action_deadline_at", p.RequiresActionDeadlineAt.Value)
-	}
-	if p.CompactionRequestedAt.Set {
-		set("compaction_requested_at", p.CompactionRequestedAt.Value)
-	}
-	if p.Title.Set {
-		set("title", p.Title.Value)
-	}
-	if p.TitleSource.Set {
-		set("title_source", string(p.TitleSource.Value))
-	}
-	if p.TitleUpdatedAt.Set {
-		set("title_updated_at", p.TitleUpdatedAt.Value)
-	}
-	if p.Labels.Set {
-		labels, err := labelsJSON(p.Labels.Value)
-		if err != nil {
-			return store.Chat{}, err
-		}
-		set("labels", labels)
-	}
-	if p.PinOrder.Set {
-		set("pin_order", p.PinOrder.Value)
-	}
-	if p.LastModelConfigID.Set {
-		set("last_model_config_id", p.LastModelConfigID.Value)
-	}
-	if p.LastReasoningEffort.Set {
-		set("last_reasoning_effort", p.LastReasoningEffort.Value)
-	}
-	if p.UpdatedAt.Set {
-		set("updated_at", p.UpdatedAt.Value)
-	}
-	if len(sets) == 0 {
+	as := p.Assignments()
+	if len(as) == 0 {
 		return t.ChatGet(ctx, id)
 	}
-	query := `UPDATE chats SET ` + strings.Join(sets, ", ") +
-		` WHERE id = ` + a.add(id) + ` RETURNING ` + chatColumns
+	var a args
+	sets, err := setClause(as, &a)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
+	}
+	query := `UPDATE chats SET ` + sets + ` WHERE id = ` + a.add(id) + ` RETURNING ` + chatColumns
 	c, err := scanChat(t.tx.QueryRow(ctx, query, a...))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
@@ -301,17 +242,11 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 		where = append(where,
 			"(updated_at, id) < (SELECT c.updated_at, c.id FROM chats c WHERE c.id = "+a.add(p.AfterID.UUID)+")")
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = defaultChatListLimit
-	}
-	limit = min(limit, maxChatListLimit)
-
 	query := `SELECT ` + chatColumns + ` FROM chats`
 	if len(where) > 0 {
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + strconv.Itoa(limit)
+	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + a.add(store.ListLimit(p.Limit))
 	rows, err := t.tx.Query(ctx, query, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", translate(err))

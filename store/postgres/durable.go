@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -63,30 +62,11 @@ func (t *tx) InvocationGet(ctx context.Context, requestID uuid.UUID) (store.Invo
 // InvocationUpdate writes the set fields of p and updated_at.
 func (t *tx) InvocationUpdate(ctx context.Context, requestID uuid.UUID, p store.InvocationPatch) (store.Invocation, error) {
 	var a args
-	sets := []string{"updated_at = " + a.add(p.UpdatedAt)}
-	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
-	if p.State.Set {
-		set("state", p.State.Value)
+	sets, err := setClause(p.Assignments(), &a)
+	if err != nil {
+		return store.Invocation{}, fmt.Errorf("update invocation %s: %w", requestID, err)
 	}
-	if p.MessageID.Set {
-		set("message_id", p.MessageID.Value)
-	}
-	if p.QueuedMessageID.Set {
-		set("queued_message_id", p.QueuedMessageID.Value)
-	}
-	if p.Response.Set {
-		set("response", p.Response.Value)
-	}
-	if p.Outcome.Set {
-		set("outcome", p.Outcome.Value)
-	}
-	if p.Review.Set {
-		set("review", p.Review.Value)
-	}
-	if p.CompletedAt.Set {
-		set("completed_at", p.CompletedAt.Value)
-	}
-	query := `UPDATE invocations SET ` + strings.Join(sets, ", ") +
+	query := `UPDATE invocations SET ` + sets +
 		` WHERE request_id = ` + a.add(requestID) + ` RETURNING ` + invocationColumns
 	inv, err := scanInvocation(t.tx.QueryRow(ctx, query, a...))
 	if err != nil {
@@ -150,33 +130,16 @@ func (t *tx) JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string
 
 // JournalUpdate writes the set fields of p.
 func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p store.JournalPatch) (store.JournalEntry, error) {
-	var (
-		a    args
-		sets []string
-	)
-	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
-	if p.State.Set {
-		set("state", p.State.Value)
-	}
-	if p.Result.Set {
-		set("result", p.Result.Value)
-	}
-	if p.IsError.Set {
-		set("is_error", p.IsError.Value)
-	}
-	if p.Attempts.Set {
-		set("attempts", p.Attempts.Value)
-	}
-	if p.StartedAt.Set {
-		set("started_at", p.StartedAt.Value)
-	}
-	if p.CompletedAt.Set {
-		set("completed_at", p.CompletedAt.Value)
-	}
-	if len(sets) == 0 {
+	as := p.Assignments()
+	if len(as) == 0 {
 		return t.JournalGet(ctx, chatID, toolCallID)
 	}
-	query := `UPDATE tool_journal SET ` + strings.Join(sets, ", ") +
+	var a args
+	sets, err := setClause(as, &a)
+	if err != nil {
+		return store.JournalEntry{}, fmt.Errorf("update journal entry %s of chat %s: %w", toolCallID, chatID, err)
+	}
+	query := `UPDATE tool_journal SET ` + sets +
 		` WHERE chat_id = ` + a.add(chatID) + ` AND tool_call_id = ` + a.add(toolCallID) +
 		` RETURNING ` + journalColumns
 	e, err := scanJournal(t.tx.QueryRow(ctx, query, a...))

@@ -30,7 +30,7 @@ func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at
 // still owned by that runner (spec: "Heartbeat loop"), and returns them.
 func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
 	if len(leases) == 0 {
-		return nil, nil
+		return []store.Lease{}, nil
 	}
 	chats := make([]uuid.UUID, len(leases))
 	runners := make([]uuid.UUID, len(leases))
@@ -46,11 +46,15 @@ func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cuto
 	if err != nil {
 		return nil, fmt.Errorf("renew heartbeats: %w", translate(err))
 	}
-	return collect(rows, func(r pgx.Row) (store.Lease, error) {
+	renewed, err := collect(rows, func(r pgx.Row) (store.Lease, error) {
 		var l store.Lease
 		err := r.Scan(&l.ChatID, &l.RunnerID)
 		return l, translate(err)
 	})
+	if err != nil {
+		return nil, fmt.Errorf("renew heartbeats: %w", err)
+	}
+	return renewed, nil
 }
 
 // HeartbeatAt reads a lease's last heartbeat.
@@ -59,7 +63,7 @@ func (t *tx) HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.
 	err := t.tx.QueryRow(ctx, `SELECT heartbeat_at FROM chat_heartbeats WHERE chat_id = $1 AND runner_id = $2`,
 		chatID, runnerID).Scan(&at)
 	if err != nil {
-		return time.Time{}, translate(err)
+		return time.Time{}, fmt.Errorf("get heartbeat of chat %s runner %s: %w", chatID, runnerID, translate(err))
 	}
 	return at.UTC(), nil
 }
@@ -86,17 +90,17 @@ func ownerAlive(p store.AcquirableParams, a *args) string {
 func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) ([]store.Chat, error) {
 	var a args
 	alive := ownerAlive(p, &a)
-	limit := p.Limit
-	if limit <= 0 || limit > maxChatListLimit {
-		limit = defaultChatListLimit
-	}
 	rows, err := t.tx.Query(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
 		WHERE NOT c.archived AND c.status IN ('running', 'interrupting', 'requires_action')
-		AND NOT `+alive+` ORDER BY c.updated_at, c.id LIMIT `+a.add(limit), a...)
+		AND NOT `+alive+` ORDER BY c.updated_at, c.id LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
 	if err != nil {
 		return nil, fmt.Errorf("list acquirable chats: %w", translate(err))
 	}
-	return collect(rows, scanChat)
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("list acquirable chats: %w", err)
+	}
+	return chats, nil
 }
 
 // ChatCountOwned counts chats held by a live owner.

@@ -3,8 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -109,27 +107,16 @@ func (t *tx) MessageGet(ctx context.Context, chatID uuid.UUID, id int64) (store.
 // MessageUpdate writes the fields set in p. An update that changes nothing
 // leaves revision and history_version alone (the trigger compares rows).
 func (t *tx) MessageUpdate(ctx context.Context, chatID uuid.UUID, id int64, p store.MessagePatch) (store.Message, error) {
-	var (
-		a    args
-		sets []string
-	)
-	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
-	if p.Content.Set {
-		set("content", p.Content.Value)
-	}
-	if p.Visibility.Set {
-		set("visibility", p.Visibility.Value)
-	}
-	if p.Compressed.Set {
-		set("compressed", p.Compressed.Value)
-	}
-	if p.Deleted.Set {
-		set("deleted", p.Deleted.Value)
-	}
-	if len(sets) == 0 {
+	as := p.Assignments()
+	if len(as) == 0 {
 		return t.MessageGet(ctx, chatID, id)
 	}
-	query := `UPDATE chat_messages SET ` + strings.Join(sets, ", ") +
+	var a args
+	sets, err := setClause(as, &a)
+	if err != nil {
+		return store.Message{}, fmt.Errorf("update message %d of chat %s: %w", id, chatID, err)
+	}
+	query := `UPDATE chat_messages SET ` + sets +
 		` WHERE chat_id = ` + a.add(chatID) + ` AND id = ` + a.add(id) +
 		` RETURNING ` + messageColumns
 	m, err := scanMessage(t.tx.QueryRow(ctx, query, a...))
@@ -165,7 +152,7 @@ func (t *tx) MessageList(ctx context.Context, chatID uuid.UUID, p store.MessageL
 		query += ` ORDER BY id`
 	}
 	if p.Limit > 0 {
-		query += ` LIMIT ` + strconv.Itoa(p.Limit)
+		query += ` LIMIT ` + a.add(p.Limit)
 	}
 	rows, err := t.tx.Query(ctx, query, a...)
 	if err != nil {

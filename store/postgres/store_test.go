@@ -60,74 +60,6 @@ func TestDialect(t *testing.T) {
 	require.Equal(t, "postgres", setup(t).s.Dialect())
 }
 
-func TestChatInsertDefaults(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	c := f.chat
-	require.Equal(t, int64(1), c.SnapshotVersion)
-	require.Zero(t, c.HistoryVersion+c.QueueVersion+c.RetryStateVersion+c.GenerationAttempt)
-	require.Equal(t, store.TitleSourceFallback, c.TitleSource, "empty source takes the column default")
-	require.Equal(t, map[string]string{}, c.Labels)
-	require.Nil(t, c.LastError)
-	require.Nil(t, c.RetryState)
-	require.Nil(t, c.DynamicTools)
-	require.Equal(t, f.now, c.CreatedAt)
-	require.Equal(t, f.now, c.UpdatedAt)
-	require.Equal(t, f.now, c.TitleUpdatedAt)
-}
-
-func TestTimesComeBackUTC(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	zone := time.FixedZone("UTC+5", 5*3600)
-	at := f.now.In(zone)
-	var c store.Chat
-	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
-		var err error
-		c, err = tx.ChatUpdate(f.ctx, f.chat.ID, store.ChatPatch{UpdatedAt: store.Some(at), RequiresActionDeadlineAt: store.Some(&at)})
-		return err
-	}))
-	require.Equal(t, time.UTC, c.UpdatedAt.Location())
-	require.Equal(t, f.now, c.UpdatedAt)
-	require.Equal(t, f.now, *c.RequiresActionDeadlineAt)
-}
-
-func TestEmptyPatchesReadTheRow(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
-		c, err := tx.ChatUpdate(f.ctx, f.chat.ID, store.ChatPatch{})
-		require.NoError(t, err)
-		require.Equal(t, f.chat, c)
-		_, err = tx.ChatUpdate(f.ctx, uuid.New(), store.ChatPatch{})
-		require.ErrorIs(t, err, store.ErrNotFound)
-		_, err = tx.MessageUpdate(f.ctx, f.chat.ID, 1, store.MessagePatch{})
-		require.ErrorIs(t, err, store.ErrNotFound)
-		return nil
-	}))
-}
-
-func TestChatListQueryEscapesBackslash(t *testing.T) {
-	t.Parallel()
-	f := setup(t)
-	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
-		_, err := tx.ChatUpdate(f.ctx, f.chat.ID, store.ChatPatch{Title: store.Some(`C:\Temp\x`)})
-		return err
-	}))
-	require.NoError(t, f.s.ReadTx(f.ctx, func(tx store.Reader) error {
-		cs, err := tx.ChatList(f.ctx, store.ChatListParams{Query: `c:\temp`})
-		require.NoError(t, err)
-		require.Len(t, cs, 1)
-		cs, err = tx.ChatList(f.ctx, store.ChatListParams{Query: `c:\\temp`})
-		require.NoError(t, err)
-		require.Empty(t, cs)
-		cs, err = tx.ChatList(f.ctx, store.ChatListParams{AfterID: uuid.NullUUID{UUID: uuid.New(), Valid: true}})
-		require.NoError(t, err)
-		require.Empty(t, cs, "an unknown cursor yields an empty page")
-		return nil
-	}))
-}
-
 func TestPanicRollsBack(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
@@ -183,7 +115,7 @@ func lockFromOtherTx(t *testing.T, f *fixture, hold, lock func(store.Tx) error) 
 	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
 		require.NoError(t, hold(tx))
 		lockErr = f.s.InTx(f.ctx, func(other store.Tx) error {
-			if _, err := other.ExecRaw(f.ctx, `SET LOCAL lock_timeout = '50ms'`); err != nil {
+			if _, err := rawExec(f.ctx, other, `SET LOCAL lock_timeout = '50ms'`); err != nil {
 				return err
 			}
 			return lock(other)
@@ -214,7 +146,7 @@ func TestContextErrorsSurvive(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	err := f.s.InTx(ctx, func(tx store.Tx) error {
 		cancel()
-		_, err := tx.ExecRaw(ctx, `SELECT pg_sleep(10)`)
+		_, err := rawExec(ctx, tx, `SELECT pg_sleep(10)`)
 		return err
 	})
 	require.ErrorIs(t, err, context.Canceled)
@@ -223,7 +155,7 @@ func TestContextErrorsSurvive(t *testing.T) {
 	ctx, cancel = context.WithTimeout(f.ctx, 50*time.Millisecond)
 	defer cancel()
 	err = f.s.InTx(ctx, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(ctx, `SELECT pg_sleep(10)`)
+		_, err := rawExec(ctx, tx, `SELECT pg_sleep(10)`)
 		return err
 	})
 	require.ErrorIs(t, err, context.DeadlineExceeded)

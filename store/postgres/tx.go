@@ -1,13 +1,13 @@
 package postgres
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
@@ -20,15 +20,6 @@ type tx struct {
 
 var _ store.Tx = (*tx)(nil)
 
-// ExecRaw runs one statement and reports the affected row count.
-func (t *tx) ExecRaw(ctx context.Context, query string, args ...any) (int64, error) {
-	tag, err := t.tx.Exec(ctx, query, args...)
-	if err != nil {
-		return 0, fmt.Errorf("exec raw: %w", translate(err))
-	}
-	return tag.RowsAffected(), nil
-}
-
 // args collects positional parameters and hands out their $n placeholders,
 // so dynamic statements never number parameters by hand.
 type args []any
@@ -36,6 +27,31 @@ type args []any
 func (a *args) add(v any) string {
 	*a = append(*a, v)
 	return "$" + strconv.Itoa(len(*a))
+}
+
+// setClause encodes the assignments of a patch as "column = $n, ...".
+func setClause(as []store.Assignment, a *args) (string, error) {
+	sets := make([]string, len(as))
+	for i, s := range as {
+		v, err := encode(s.Value)
+		if err != nil {
+			return "", fmt.Errorf("encode %s: %w", s.Column, err)
+		}
+		sets[i] = s.Column + " = " + a.add(v)
+	}
+	return strings.Join(sets, ", "), nil
+}
+
+// encode converts a patch value (store.Assignment lists the types) to what
+// pgx sends: everything as it is, except labels, which become a jsonb object.
+func encode(v any) (any, error) {
+	switch v := v.(type) {
+	case string, int64, bool, time.Time, *time.Time, *int64, uuid.NullUUID, json.RawMessage:
+		return v, nil
+	case map[string]string:
+		return labelsJSON(v)
+	}
+	return nil, fmt.Errorf("no postgres encoding for %T", v)
 }
 
 // utc normalises a time read from the database: pgx returns timestamptz in

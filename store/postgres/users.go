@@ -99,7 +99,7 @@ func (t *tx) UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error {
 		return fmt.Errorf("set admin of user %s: %w", id, translate(err))
 	}
 	if tag.RowsAffected() == 0 {
-		return store.ErrNotFound
+		return fmt.Errorf("set admin of user %s: %w", id, store.ErrNotFound)
 	}
 	return nil
 }

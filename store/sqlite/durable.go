@@ -3,26 +3,26 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"strings"
+	"fmt"
 
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
 )
 
-// --- invocations ---
-
+// invocationColumns lists the invocations columns in the order
+// scanInvocation reads them.
 const invocationColumns = `request_id, caller_id, content_sha256, kind, chat_id, audit_id, state,
 	message_id, queued_message_id, response, outcome, review, created_at, updated_at, completed_at`
 
-func scanInvocation(r rowScanner) (store.Invocation, error) {
+func scanInvocation(row rowScanner) (store.Invocation, error) {
 	var (
 		inv                                  store.Invocation
 		reqID, caller, chatID, audit         string
 		created, updated                     string
 		response, outcome, review, completed sql.NullString
 	)
-	err := r.Scan(&reqID, &caller, &inv.ContentSHA256, &inv.Kind, &chatID, &audit, &inv.State,
+	err := row.Scan(&reqID, &caller, &inv.ContentSHA256, &inv.Kind, &chatID, &audit, &inv.State,
 		&inv.MessageID, &inv.QueuedMessageID, &response, &outcome, &review, &created, &updated, &completed)
 	if err != nil {
 		return store.Invocation{}, translate(err)
@@ -44,78 +44,64 @@ func scanInvocation(r rowScanner) (store.Invocation, error) {
 	return inv, nil
 }
 
-func nullInt(p *int64) any {
-	if p == nil {
-		return nil
-	}
-	return *p
-}
-
-// InvocationInsert stores a new claim.
+// InvocationInsert stores a new claim; a claimed request_id (or audit_id)
+// is store.ErrConflict.
 func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
+	if err := checkJSON(inv.Response, inv.Outcome, inv.Review); err != nil {
+		return fmt.Errorf("insert invocation %s: %w", inv.RequestID, err)
+	}
 	_, err := t.exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		inv.RequestID.String(), inv.CallerID.String(), inv.ContentSHA256, inv.Kind, inv.ChatID.String(),
 		inv.AuditID.String(), inv.State, nullInt(inv.MessageID), nullInt(inv.QueuedMessageID),
 		nullJSON(inv.Response), nullJSON(inv.Outcome), nullJSON(inv.Review),
 		ts(inv.CreatedAt), ts(inv.UpdatedAt), tsPtr(inv.CompletedAt))
-	return err
+	if err != nil {
+		return fmt.Errorf("insert invocation %s: %w", inv.RequestID, err)
+	}
+	return nil
 }
 
 // InvocationGet reads a claim.
 func (t *tx) InvocationGet(ctx context.Context, requestID uuid.UUID) (store.Invocation, error) {
-	return scanInvocation(t.tx.QueryRowContext(ctx, `SELECT `+invocationColumns+` FROM invocations
-		WHERE request_id = ?`, requestID.String()))
+	inv, err := scanInvocation(t.tx.QueryRowContext(ctx,
+		`SELECT `+invocationColumns+` FROM invocations WHERE request_id = ?`, requestID.String()))
+	if err != nil {
+		return store.Invocation{}, fmt.Errorf("get invocation %s: %w", requestID, err)
+	}
+	return inv, nil
 }
 
-// InvocationUpdate writes the set fields of p and updated_at.
+// InvocationUpdate writes the set fields of p and updated_at. No trigger
+// touches invocations, so RETURNING shows the final row.
 func (t *tx) InvocationUpdate(ctx context.Context, requestID uuid.UUID, p store.InvocationPatch) (store.Invocation, error) {
-	sets := []string{"updated_at = ?"}
-	args := []any{ts(p.UpdatedAt)}
-	set := func(col string, v any) {
-		sets = append(sets, col+" = ?")
-		args = append(args, v)
+	var a args
+	sets, err := setClause(p.Assignments(), &a)
+	if err != nil {
+		return store.Invocation{}, fmt.Errorf("update invocation %s: %w", requestID, err)
 	}
-	if p.State.Set {
-		set("state", p.State.Value)
+	query := `UPDATE invocations SET ` + sets +
+		` WHERE request_id = ` + a.add(requestID.String()) + ` RETURNING ` + invocationColumns
+	inv, err := scanInvocation(t.tx.QueryRowContext(ctx, query, a...))
+	if err != nil {
+		return store.Invocation{}, fmt.Errorf("update invocation %s: %w", requestID, err)
 	}
-	if p.MessageID.Set {
-		set("message_id", nullInt(p.MessageID.Value))
-	}
-	if p.QueuedMessageID.Set {
-		set("queued_message_id", nullInt(p.QueuedMessageID.Value))
-	}
-	if p.Response.Set {
-		set("response", nullJSON(p.Response.Value))
-	}
-	if p.Outcome.Set {
-		set("outcome", nullJSON(p.Outcome.Value))
-	}
-	if p.Review.Set {
-		set("review", nullJSON(p.Review.Value))
-	}
-	if p.CompletedAt.Set {
-		set("completed_at", tsPtr(p.CompletedAt.Value))
-	}
-	args = append(args, requestID.String())
-	// No trigger touches invocations, so RETURNING shows the final row.
-	return scanInvocation(t.tx.QueryRowContext(ctx, `UPDATE invocations SET `+strings.Join(sets, ", ")+
-		` WHERE request_id = ? RETURNING `+invocationColumns, args...))
+	return inv, nil
 }
 
-// --- tool journal ---
-
+// journalColumns lists the tool_journal columns in the order scanJournal
+// reads them.
 const journalColumns = `chat_id, tool_call_id, request_id, tool_name, effect, args, state, result,
 	is_error, attempts, started_at, completed_at`
 
-func scanJournal(r rowScanner) (store.JournalEntry, error) {
+func scanJournal(row rowScanner) (store.JournalEntry, error) {
 	var (
 		e                              store.JournalEntry
 		chatID, started                string
 		reqID, args, result, completed sql.NullString
 		isError                        int
 	)
-	err := r.Scan(&chatID, &e.ToolCallID, &reqID, &e.ToolName, &e.Effect, &args, &e.State, &result,
+	err := row.Scan(&chatID, &e.ToolCallID, &reqID, &e.ToolName, &e.Effect, &args, &e.State, &result,
 		&isError, &e.Attempts, &started, &completed)
 	if err != nil {
 		return store.JournalEntry{}, translate(err)
@@ -134,9 +120,13 @@ func scanJournal(r rowScanner) (store.JournalEntry, error) {
 	return e, nil
 }
 
-// JournalStart records a tool call before it runs. seq is MAX + 1: the
-// single writer makes that safe, and a new entry sorts after all others.
+// JournalStart records a tool call before it runs. seq is MAX + 1 (Postgres
+// has an identity): the single writer makes that safe, and a new entry
+// sorts after all others.
 func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
+	if err := checkJSON(e.Args, e.Result); err != nil {
+		return fmt.Errorf("start journal entry %s of chat %s: %w", e.ToolCallID, e.ChatID, err)
+	}
 	state := e.State
 	if state == "" {
 		state = store.JournalStarted
@@ -149,69 +139,59 @@ func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
 		VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM tool_journal), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ChatID.String(), e.ToolCallID, nullUUID(e.RequestID), e.ToolName, e.Effect, nullJSON(e.Args),
 		state, nullJSON(e.Result), boolInt(e.IsError), attempts, ts(e.StartedAt), tsPtr(e.CompletedAt))
-	return err
+	if err != nil {
+		return fmt.Errorf("start journal entry %s of chat %s: %w", e.ToolCallID, e.ChatID, err)
+	}
+	return nil
 }
 
 // JournalGet reads a tool call's entry.
 func (t *tx) JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (store.JournalEntry, error) {
-	return scanJournal(t.tx.QueryRowContext(ctx, `SELECT `+journalColumns+` FROM tool_journal
-		WHERE chat_id = ? AND tool_call_id = ?`, chatID.String(), toolCallID))
+	e, err := scanJournal(t.tx.QueryRowContext(ctx,
+		`SELECT `+journalColumns+` FROM tool_journal WHERE chat_id = ? AND tool_call_id = ?`, chatID.String(), toolCallID))
+	if err != nil {
+		return store.JournalEntry{}, fmt.Errorf("get journal entry %s of chat %s: %w", toolCallID, chatID, err)
+	}
+	return e, nil
 }
 
-// JournalUpdate writes the set fields of p.
+// JournalUpdate writes the set fields of p. No trigger touches the
+// journal, so RETURNING shows the final row.
 func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p store.JournalPatch) (store.JournalEntry, error) {
-	var sets []string
-	var args []any
-	set := func(col string, v any) {
-		sets = append(sets, col+" = ?")
-		args = append(args, v)
-	}
-	if p.State.Set {
-		set("state", p.State.Value)
-	}
-	if p.Result.Set {
-		set("result", nullJSON(p.Result.Value))
-	}
-	if p.IsError.Set {
-		set("is_error", boolInt(p.IsError.Value))
-	}
-	if p.Attempts.Set {
-		set("attempts", p.Attempts.Value)
-	}
-	if p.StartedAt.Set {
-		set("started_at", ts(p.StartedAt.Value))
-	}
-	if p.CompletedAt.Set {
-		set("completed_at", tsPtr(p.CompletedAt.Value))
-	}
-	if len(sets) == 0 {
+	as := p.Assignments()
+	if len(as) == 0 {
 		return t.JournalGet(ctx, chatID, toolCallID)
 	}
-	args = append(args, chatID.String(), toolCallID)
-	return scanJournal(t.tx.QueryRowContext(ctx, `UPDATE tool_journal SET `+strings.Join(sets, ", ")+
-		` WHERE chat_id = ? AND tool_call_id = ? RETURNING `+journalColumns, args...))
+	var a args
+	sets, err := setClause(as, &a)
+	if err != nil {
+		return store.JournalEntry{}, fmt.Errorf("update journal entry %s of chat %s: %w", toolCallID, chatID, err)
+	}
+	query := `UPDATE tool_journal SET ` + sets +
+		` WHERE chat_id = ` + a.add(chatID.String()) + ` AND tool_call_id = ` + a.add(toolCallID) +
+		` RETURNING ` + journalColumns
+	e, err := scanJournal(t.tx.QueryRowContext(ctx, query, a...))
+	if err != nil {
+		return store.JournalEntry{}, fmt.Errorf("update journal entry %s of chat %s: %w", toolCallID, chatID, err)
+	}
+	return e, nil
 }
 
-// JournalList lists a chat's entries in start order.
+// JournalList lists a chat's entries in start order, optionally only one
+// request's.
 func (t *tx) JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]store.JournalEntry, error) {
-	q := `SELECT ` + journalColumns + ` FROM tool_journal WHERE chat_id = ?`
-	args := []any{chatID.String()}
+	var a args
+	query := `SELECT ` + journalColumns + ` FROM tool_journal WHERE chat_id = ` + a.add(chatID.String())
 	if requestID.Valid {
-		q += ` AND request_id = ?`
-		args = append(args, requestID.UUID.String())
+		query += ` AND request_id = ` + a.add(requestID.UUID.String())
 	}
-	rows, err := t.tx.QueryContext(ctx, q+` ORDER BY seq`, args...)
+	rows, err := t.tx.QueryContext(ctx, query+` ORDER BY seq`, a...)
 	if err != nil {
-		return nil, translate(err)
+		return nil, fmt.Errorf("list journal of chat %s: %w", chatID, translate(err))
 	}
-	defer rows.Close()
-	var out []store.JournalEntry
-	for rows.Next() {
-		e, err := scanJournal(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, e)
+	entries, err := collect(rows, scanJournal)
+	if err != nil {
+		return nil, fmt.Errorf("list journal of chat %s: %w", chatID, err)
 	}
-	return out, translate(rows.Err())
+	return entries, nil
 }

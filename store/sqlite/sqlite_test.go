@@ -1,4 +1,4 @@
-package sqlite_test
+package sqlite
 
 import (
 	"context"
@@ -8,14 +8,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/store"
-	"github.com/chatd/chatd/store/sqlite"
 	"github.com/chatd/chatd/store/storetest"
 )
 
-func newTestStore(t *testing.T) *sqlite.Store {
+func newTestStore(t *testing.T) *Store {
 	t.Helper()
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "chatd.db"), sqlite.Options{})
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "chatd.db"), Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	p, err := s.Migrations()
@@ -25,24 +24,38 @@ func newTestStore(t *testing.T) *sqlite.Store {
 	return s
 }
 
+// rawExec runs one statement on the transaction's own connection. It is
+// the conformance suite's way around the typed operations, and exists only
+// in tests.
+func rawExec(ctx context.Context, stx store.Tx, query string, args ...any) (int64, error) {
+	return stx.(*tx).exec(ctx, query, args...)
+}
+
+// pragma reads a pragma's value on the transaction's connection.
+func pragma(ctx context.Context, r store.Reader, name string) (string, error) {
+	var v string
+	err := r.(*tx).tx.QueryRowContext(ctx, "PRAGMA "+name).Scan(&v)
+	return v, translate(err)
+}
+
 func TestStore(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T) store.Store { return newTestStore(t) })
+	storetest.Run(t, func(t *testing.T) (store.Store, storetest.Exec) { return newTestStore(t), rawExec })
 }
 
 func TestSecondOpenRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "chatd.db")
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
+	s, err := Open(ctx, path, Options{})
 	require.NoError(t, err)
 
-	_, err = sqlite.Open(ctx, path, sqlite.Options{})
+	_, err = Open(ctx, path, Options{})
 	require.ErrorIs(t, err, store.ErrLocked)
 	require.Contains(t, err.Error(), "another chatd")
 
 	require.NoError(t, s.Close())
-	s2, err := sqlite.Open(ctx, path, sqlite.Options{})
+	s2, err := Open(ctx, path, Options{})
 	require.NoError(t, err, "the lock is released on close")
 	require.NoError(t, s2.Close())
 }
@@ -51,15 +64,30 @@ func TestPragmas(t *testing.T) {
 	t.Parallel()
 	s := newTestStore(t)
 	ctx := context.Background()
-	// The pragmas are per connection; read them through the writer.
-	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
-		for pragma, want := range map[string]string{
-			"journal_mode": "wal", "synchronous": "2", "foreign_keys": "1", "busy_timeout": "10000",
-		} {
-			got, err := sqlite.Pragma(ctx, tx, pragma)
+	want := map[string]string{
+		"journal_mode": "wal", "synchronous": "2", "foreign_keys": "1", "busy_timeout": "10000",
+	}
+	// The pragmas are per connection: the writer's and a reader's.
+	require.NoError(t, s.InTx(ctx, func(w store.Tx) error {
+		for name, value := range want {
+			got, err := pragma(ctx, w, name)
 			require.NoError(t, err)
-			require.Equal(t, want, got, pragma)
+			require.Equal(t, value, got, name)
 		}
+		got, err := pragma(ctx, w, "query_only")
+		require.NoError(t, err)
+		require.Equal(t, "0", got)
+		return nil
+	}))
+	require.NoError(t, s.ReadTx(ctx, func(r store.Reader) error {
+		for name, value := range want {
+			got, err := pragma(ctx, r, name)
+			require.NoError(t, err)
+			require.Equal(t, value, got, name)
+		}
+		got, err := pragma(ctx, r, "query_only")
+		require.NoError(t, err)
+		require.Equal(t, "1", got, "readers refuse writes")
 		return nil
 	}))
 }

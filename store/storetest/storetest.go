@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -19,9 +20,17 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
+// Exec runs one raw SQL statement inside tx, in the dialect of the store
+// (placeholders are ? on SQLite and $n on Postgres), and reports the
+// affected row count. Each store's own test builds it over the store's
+// transaction, so nothing test-only is in the production interface.
+type Exec func(ctx context.Context, tx store.Tx, query string, args ...any) (int64, error)
+
 // Run runs the whole suite. newStore must return a migrated, empty store
-// that is closed when the test ends.
-func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
+// that is closed when the test ends, and an Exec for its transactions: the
+// suite uses raw statements only to prove that the database itself refuses
+// writes that bypass the typed operations.
+func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, b *bundle)
@@ -56,11 +65,20 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"RequestIDRoundTrips", testRequestIDRoundTrips},
 		{"Invocations", testInvocations},
 		{"Journal", testJournal},
+		{"EmptyListsAreNotNil", testEmptyListsAreNotNil},
+		{"ListLimits", testListLimits},
+		{"ErrorsNameTheOperation", testErrorsNameTheOperation},
+		{"ChatInsertDefaults", testChatInsertDefaults},
+		{"TimesComeBackUTCInMicroseconds", testTimesComeBackUTC},
+		{"EmptyPatchesReadTheRow", testEmptyPatchesReadTheRow},
+		{"ChatListQuery", testChatListQuery},
+		{"MalformedJSONRefused", testMalformedJSONRefused},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			tc.fn(t, setup(t, newStore(t)))
+			s, exec := newStore(t)
+			tc.fn(t, setup(t, s, exec))
 		})
 	}
 }
@@ -69,14 +87,15 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 type bundle struct {
 	ctx  context.Context
 	s    store.Store
+	exec Exec
 	user store.User
 	chat store.Chat
 	now  time.Time
 }
 
-func setup(t *testing.T, s store.Store) *bundle {
+func setup(t *testing.T, s store.Store, exec Exec) *bundle {
 	t.Helper()
-	b := &bundle{ctx: context.Background(), s: s, now: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)}
+	b := &bundle{ctx: context.Background(), s: s, exec: exec, now: time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)}
 	require.NoError(t, s.InTx(b.ctx, func(tx store.Tx) error {
 		var err error
 		b.user, err = tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: b.now})
@@ -192,7 +211,7 @@ func testRevisionAssignedByDatabase(t *testing.T, b *bundle) {
 
 func testClientRevisionRejected(t *testing.T, b *bundle) {
 	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s,
+		_, err := b.exec(b.ctx, tx, q(b.s,
 			`INSERT INTO chat_messages (chat_id, role, content, revision, created_at) VALUES (?, 'user', '[]', 7, '2026-01-01T00:00:00.000000Z')`,
 			`INSERT INTO chat_messages (chat_id, role, content, revision, created_at) VALUES ($1, 'user', '[]', 7, now())`),
 			b.chat.ID.String())
@@ -207,7 +226,7 @@ func testClientRevisionRejected(t *testing.T, b *bundle) {
 		return nil
 	})
 	err = b.tryTransition(b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s,
+		_, err := b.exec(b.ctx, tx, q(b.s,
 			`UPDATE chat_messages SET revision = 99 WHERE id = ?`,
 			`UPDATE chat_messages SET revision = 99 WHERE id = $1`), m.ID)
 		return err
@@ -224,7 +243,7 @@ func testChatIDImmutable(t *testing.T, b *bundle) {
 		return nil
 	})
 	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s,
+		_, err := b.exec(b.ctx, tx, q(b.s,
 			`UPDATE chat_messages SET chat_id = ? WHERE id = ?`,
 			`UPDATE chat_messages SET chat_id = $1 WHERE id = $2`), other.ID.String(), m.ID)
 		return err
@@ -285,7 +304,7 @@ func testEveryMessageColumnIsMeaningful(t *testing.T, b *bundle) {
 	for col, set := range updates {
 		before := b.get(t, b.chat.ID)
 		b.transition(t, b.chat.ID, func(tx store.Tx) error {
-			n, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_messages SET `+set+` WHERE id = ?`,
+			n, err := b.exec(b.ctx, tx, q(b.s, `UPDATE chat_messages SET `+set+` WHERE id = ?`,
 				`UPDATE chat_messages SET `+set+` WHERE id = $1`), m.ID)
 			require.Equal(t, int64(1), n)
 			return err
@@ -373,7 +392,7 @@ func testQueueVersion(t *testing.T, b *bundle) {
 	require.Equal(t, c.QueueVersion, c2.QueueVersion)
 
 	b.transition(t, b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_queued_messages SET content = '[]' WHERE id = ?`,
+		_, err := b.exec(b.ctx, tx, q(b.s, `UPDATE chat_queued_messages SET content = '[]' WHERE id = ?`,
 			`UPDATE chat_queued_messages SET content = '[]' WHERE id = $1`), q1.ID)
 		return err
 	})
@@ -488,7 +507,7 @@ func testRetryClearedLeavingRunning(t *testing.T, b *bundle) {
 
 func testRetryStateVersionGuard(t *testing.T, b *bundle) {
 	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s, `UPDATE chats SET retry_state_version = 42 WHERE id = ?`,
+		_, err := b.exec(b.ctx, tx, q(b.s, `UPDATE chats SET retry_state_version = 42 WHERE id = ?`,
 			`UPDATE chats SET retry_state_version = 42 WHERE id = $1`), b.chat.ID.String())
 		return err
 	})
@@ -535,7 +554,7 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 			var err error
 			// A no-op update counts matching rows portably.
-			n, err = tx.ExecRaw(b.ctx, q(b.s, `UPDATE chat_heartbeats SET runner_id = runner_id WHERE chat_id IN (?, ?)`,
+			n, err = b.exec(b.ctx, tx, q(b.s, `UPDATE chat_heartbeats SET runner_id = runner_id WHERE chat_id IN (?, ?)`,
 				`UPDATE chat_heartbeats SET runner_id = runner_id WHERE chat_id IN ($1, $2)`), b.chat.ID.String(), child.ID.String())
 			return err
 		}))
@@ -560,7 +579,7 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 		_, err := tx.TokenInsert(b.ctx, store.TokenInsertParams{ID: uuid.New(), UserID: b.user.ID, Hash: []byte("h"), Now: b.now})
 		require.NoError(t, err)
-		_, err = tx.ExecRaw(b.ctx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
+		_, err = b.exec(b.ctx, tx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
 		return err
 	}))
 	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
@@ -573,6 +592,13 @@ func testForeignKeyCascades(t *testing.T, b *bundle) {
 }
 
 func testForeignKeyRejects(t *testing.T, b *bundle) {
+	require.ErrorIs(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		return tx.HeartbeatInsert(b.ctx, uuid.New(), uuid.New(), b.now)
+	}), store.ErrForeignKey, "a lease needs its chat")
+	require.ErrorIs(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.TokenInsert(b.ctx, store.TokenInsertParams{ID: uuid.New(), UserID: uuid.New(), Hash: []byte("x"), Now: b.now})
+		return err
+	}), store.ErrForeignKey, "a token needs its user")
 	err := b.s.InTx(b.ctx, func(tx store.Tx) error {
 		_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: uuid.New(), Content: b.text("q"), Now: b.now})
 		return err
@@ -815,6 +841,15 @@ func testChatPatchAndFamily(t *testing.T, b *bundle) {
 		many, err2 := tx.ChatGetMany(b.ctx, []uuid.UUID{b.chat.ID, child.ID, uuid.New()})
 		require.NoError(t, err2)
 		require.Len(t, many, 2)
+		// More ids than SQLite binds parameters (32766).
+		ids := []uuid.UUID{child.ID}
+		for range 40000 {
+			ids = append(ids, uuid.New())
+		}
+		many, err2 = tx.ChatGetMany(b.ctx, ids)
+		require.NoError(t, err2)
+		require.Len(t, many, 1)
+		require.Equal(t, child.ID, many[0].ID)
 		return err
 	}))
 }
@@ -984,6 +1019,7 @@ func testHeartbeatLeases(t *testing.T, b *bundle) {
 	}
 	l1, l2 := store.Lease{ChatID: b.chat.ID, RunnerID: r1}, store.Lease{ChatID: other.ID, RunnerID: r2}
 	require.ElementsMatch(t, []store.Lease{l1, l2}, renew(t0.Add(9*time.Second), l1, l2))
+	require.Equal(t, []store.Lease{l1}, renew(t0.Add(9*time.Second), l1, l1), "a lease named twice is renewed once")
 	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		at, err := tx.HeartbeatAt(b.ctx, b.chat.ID, r1)
 		require.True(t, t0.Add(9*time.Second).Equal(at), "renewed to now")
@@ -1279,7 +1315,7 @@ func testInvocations(t *testing.T, b *bundle) {
 	_, err = get(full.RequestID)
 	require.NoError(t, err, "deleting the chat keeps the claim")
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
-		_, err := tx.ExecRaw(b.ctx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
+		_, err := b.exec(b.ctx, tx, q(b.s, `DELETE FROM users WHERE id = ?`, `DELETE FROM users WHERE id = $1`), b.user.ID.String())
 		return err
 	}))
 	for _, id := range []uuid.UUID{full.RequestID, bare.RequestID} {
@@ -1407,4 +1443,270 @@ func testJournal(t *testing.T, b *bundle) {
 	_, err = get(b.chat.ID, "call_a")
 	require.ErrorIs(t, err, store.ErrNotFound)
 	require.Equal(t, []string{"call_b"}, list(other.ID, uuid.NullUUID{}))
+}
+
+// Every operation that returns a slice returns a non-nil, empty one when
+// nothing matches: callers encode them to JSON, where nil is null and not [].
+func testEmptyListsAreNotNil(t *testing.T, b *bundle) {
+	empty := func(what string, v any, err error) {
+		t.Helper()
+		require.NoError(t, err, what)
+		require.NotNil(t, v, what)
+		require.Zero(t, reflect.ValueOf(v).Len(), what)
+		raw, err := json.Marshal(v)
+		require.NoError(t, err)
+		require.Equal(t, "[]", string(raw), what)
+	}
+	unknown := uuid.NullUUID{UUID: uuid.New(), Valid: true}
+	read := func(tx store.Reader) {
+		chats, err := tx.ChatGetMany(b.ctx, nil)
+		empty("ChatGetMany of no ids", chats, err)
+		chats, err = tx.ChatGetMany(b.ctx, []uuid.UUID{uuid.New()})
+		empty("ChatGetMany of unknown ids", chats, err)
+		chats, err = tx.ChatDescendants(b.ctx, b.chat.ID)
+		empty("ChatDescendants", chats, err)
+		chats, err = tx.ChatList(b.ctx, store.ChatListParams{OwnerID: unknown})
+		empty("ChatList", chats, err)
+		chats, err = tx.ChatListAcquirable(b.ctx, store.AcquirableParams{Self: uuid.New(), Limit: 0})
+		require.NoError(t, err)
+		require.Len(t, chats, 1, "the bundle's running chat")
+		msgs, err := tx.MessageList(b.ctx, b.chat.ID, store.MessageListParams{IncludeDeleted: true})
+		empty("MessageList", msgs, err)
+		queue, err := tx.QueueList(b.ctx, b.chat.ID)
+		empty("QueueList", queue, err)
+		journal, err := tx.JournalList(b.ctx, b.chat.ID, uuid.NullUUID{})
+		empty("JournalList", journal, err)
+		journal, err = tx.JournalList(b.ctx, b.chat.ID, unknown)
+		empty("JournalList of a request", journal, err)
+	}
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error { read(tx); return nil }))
+
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		read(tx)
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Status: store.Some(store.ChatStatusWaiting)})
+		require.NoError(t, err)
+		chats, err := tx.ChatListAcquirable(b.ctx, store.AcquirableParams{Self: uuid.New()})
+		empty("ChatListAcquirable", chats, err)
+		ids, err := tx.MessageSoftDeleteFrom(b.ctx, b.chat.ID, 1)
+		empty("MessageSoftDeleteFrom", ids, err)
+		leases, err := tx.HeartbeatRenew(b.ctx, nil, b.now, b.now.Add(-time.Minute))
+		empty("HeartbeatRenew of no leases", leases, err)
+		leases, err = tx.HeartbeatRenew(b.ctx, []store.Lease{{ChatID: b.chat.ID, RunnerID: uuid.New()}}, b.now, b.now.Add(-time.Minute))
+		empty("HeartbeatRenew of unknown leases", leases, err)
+		return nil
+	})
+}
+
+// A list's limit means the same on every store: none is the default page,
+// anything larger than the maximum is the maximum.
+func testListLimits(t *testing.T, b *bundle) {
+	// The bundle's chat plus these make MaxListLimit+1 running, unowned chats.
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		for i := range store.MaxListLimit {
+			if _, err := tx.ChatInsert(b.ctx, store.ChatInsertParams{
+				ID: uuid.New(), OwnerID: b.user.ID, Title: fmt.Sprint("chat ", i),
+				Status: store.ChatStatusRunning, Now: b.now.Add(time.Duration(i) * time.Microsecond),
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	for _, tc := range []struct {
+		limit, want int
+	}{
+		{0, store.DefaultListLimit},
+		{-1, store.DefaultListLimit},
+		{7, 7},
+		{store.MaxListLimit, store.MaxListLimit},
+		{store.MaxListLimit + 1, store.MaxListLimit},
+		{1 << 30, store.MaxListLimit},
+	} {
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			chats, err := tx.ChatList(b.ctx, store.ChatListParams{Limit: tc.limit})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, len(chats), "ChatList with limit %d", tc.limit)
+			chats, err = tx.ChatListAcquirable(b.ctx, store.AcquirableParams{Self: uuid.New(), Limit: tc.limit})
+			require.NoError(t, err)
+			require.Equal(t, tc.want, len(chats), "ChatListAcquirable with limit %d", tc.limit)
+			return nil
+		}))
+	}
+}
+
+// Errors carry the operation and the row they are about, with the store
+// sentinel still in the chain.
+func testErrorsNameTheOperation(t *testing.T, b *bundle) {
+	missing := uuid.New()
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		_, err := tx.ChatGet(b.ctx, missing)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "get chat "+missing.String())
+		_, err = tx.MessageGet(b.ctx, b.chat.ID, 12345)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "get message 12345 of chat "+b.chat.ID.String())
+		_, err = tx.InvocationGet(b.ctx, missing)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "get invocation "+missing.String())
+		_, err = tx.HeartbeatAt(b.ctx, b.chat.ID, missing)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "get heartbeat of chat "+b.chat.ID.String())
+		return nil
+	}))
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.ChatLock(b.ctx, missing)
+		require.ErrorContains(t, err, "lock chat "+missing.String())
+		_, err = tx.ChatUpdate(b.ctx, missing, store.ChatPatch{PinOrder: store.Some(int64(1))})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "update chat "+missing.String())
+		_, err = tx.ChatIncrementGenerationAttempt(b.ctx, missing)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "increment generation attempt of chat "+missing.String())
+		err = tx.ChatDelete(b.ctx, missing)
+		require.ErrorContains(t, err, "delete chat "+missing.String())
+		err = tx.UserSetAdmin(b.ctx, missing, true)
+		require.ErrorIs(t, err, store.ErrNotFound)
+		require.ErrorContains(t, err, "set admin of user "+missing.String())
+		return nil
+	}))
+	err := b.s.InTx(b.ctx, func(tx store.Tx) error {
+		_, err := tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: b.user.Name, Now: b.now})
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrConflict)
+	require.ErrorContains(t, err, fmt.Sprintf("insert user %q", b.user.Name))
+}
+
+func testChatInsertDefaults(t *testing.T, b *bundle) {
+	var c store.Chat
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatInsert(b.ctx, store.ChatInsertParams{
+			ID: uuid.New(), OwnerID: b.user.ID, Title: "chat", Status: store.ChatStatusWaiting, Now: b.now,
+		})
+		return err
+	}))
+	require.Equal(t, int64(1), c.SnapshotVersion)
+	require.Zero(t, c.HistoryVersion+c.QueueVersion+c.RetryStateVersion+c.GenerationAttempt)
+	require.Equal(t, store.TitleSourceFallback, c.TitleSource, "empty source takes the column default")
+	require.Equal(t, map[string]string{}, c.Labels)
+	require.Nil(t, c.LastError)
+	require.Nil(t, c.RetryState)
+	require.Nil(t, c.DynamicTools)
+	require.False(t, c.ParentChatID.Valid)
+	require.False(t, c.WorkerID.Valid)
+	require.Nil(t, c.RequiresActionDeadlineAt)
+	require.Equal(t, b.now, c.CreatedAt)
+	require.Equal(t, b.now, c.UpdatedAt)
+	require.Equal(t, b.now, c.TitleUpdatedAt)
+	require.Equal(t, c, b.get(t, c.ID))
+}
+
+// Times are stored in microseconds (nanoseconds are truncated) and read
+// back in UTC, whatever zone they were written in.
+func testTimesComeBackUTC(t *testing.T, b *bundle) {
+	zone := time.FixedZone("UTC+5", 5*3600)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	want := time.Date(2026, 1, 2, 3, 4, 5, 123456000, time.UTC)
+	local := at.In(zone)
+	var c store.Chat
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{UpdatedAt: store.Some(local), RequiresActionDeadlineAt: store.Some(&local)})
+		return err
+	})
+	require.Equal(t, time.UTC, c.UpdatedAt.Location())
+	require.Equal(t, want, c.UpdatedAt)
+	require.Equal(t, want, *c.RequiresActionDeadlineAt)
+	require.Equal(t, c, b.get(t, b.chat.ID))
+}
+
+func testEmptyPatchesReadTheRow(t *testing.T, b *bundle) {
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		c, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{})
+		require.NoError(t, err)
+		require.Equal(t, b.chat, c)
+		_, err = tx.ChatUpdate(b.ctx, uuid.New(), store.ChatPatch{})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.MessageUpdate(b.ctx, b.chat.ID, 1, store.MessagePatch{})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		_, err = tx.JournalUpdate(b.ctx, b.chat.ID, "call_none", store.JournalPatch{})
+		require.ErrorIs(t, err, store.ErrNotFound)
+		return nil
+	}))
+}
+
+// The title query escapes LIKE metacharacters, backslash included.
+func testChatListQuery(t *testing.T, b *bundle) {
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Title: store.Some(`C:\Temp\x`)})
+		return err
+	})
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		cs, err := tx.ChatList(b.ctx, store.ChatListParams{Query: `c:\temp`})
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		cs, err = tx.ChatList(b.ctx, store.ChatListParams{Query: `c:\\temp`})
+		require.NoError(t, err)
+		require.Empty(t, cs)
+		cs, err = tx.ChatList(b.ctx, store.ChatListParams{AfterID: uuid.NullUUID{UUID: uuid.New(), Valid: true}})
+		require.NoError(t, err)
+		require.Empty(t, cs, "an unknown cursor yields an empty page")
+		return nil
+	}))
+
+	// Case folding is Unicode's, not ASCII's, on both stores.
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Title: store.Some("Ärger im Büro")})
+		return err
+	})
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		cs, err := tx.ChatList(b.ctx, store.ChatListParams{Query: "ärger IM bÜro"})
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		return nil
+	}))
+}
+
+// JSON columns hold JSON: Postgres's jsonb refuses anything else, and so
+// does the SQLite store, whose columns are TEXT.
+func testMalformedJSONRefused(t *testing.T, b *bundle) {
+	bad := json.RawMessage(`{"unterminated":`)
+	for name, write := range map[string]func(tx store.Tx) error{
+		"message content": func(tx store.Tx) error {
+			_, err := tx.MessageInsert(b.ctx, store.MessageInsertParams{ChatID: b.chat.ID, Role: store.RoleUser, Content: bad, Now: b.now})
+			return err
+		},
+		"message patch": func(tx store.Tx) error {
+			m := b.insertMessage(t, tx, b.chat.ID, store.RoleUser, "fine")
+			_, err := tx.MessageUpdate(b.ctx, b.chat.ID, m.ID, store.MessagePatch{Content: store.Some(bad)})
+			return err
+		},
+		"queued content": func(tx store.Tx) error {
+			_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: b.chat.ID, Content: bad, Now: b.now})
+			return err
+		},
+		"chat dynamic tools": func(tx store.Tx) error {
+			_, err := tx.ChatInsert(b.ctx, store.ChatInsertParams{ID: uuid.New(), OwnerID: b.user.ID,
+				Status: store.ChatStatusWaiting, DynamicTools: bad, Now: b.now})
+			return err
+		},
+		"chat patch": func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{LastError: store.Some(bad)})
+			return err
+		},
+		"invocation": func(tx store.Tx) error {
+			return tx.InvocationInsert(b.ctx, store.Invocation{RequestID: uuid.New(), CallerID: b.user.ID,
+				ContentSHA256: "00", Kind: "create_chat", ChatID: b.chat.ID, AuditID: uuid.New(),
+				State: store.InvocationAdmitted, Response: bad, CreatedAt: b.now, UpdatedAt: b.now})
+		},
+		"journal": func(tx store.Tx) error {
+			return tx.JournalStart(b.ctx, store.JournalEntry{ChatID: b.chat.ID, ToolCallID: "call_1",
+				ToolName: "t", Effect: store.EffectPure, Args: bad, StartedAt: b.now})
+		},
+	} {
+		err := b.tryTransition(b.chat.ID, write)
+		require.ErrorIs(t, err, store.ErrInvariant, name)
+	}
+	require.Empty(t, b.messages(t, b.chat.ID))
 }

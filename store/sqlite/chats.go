@@ -1,0 +1,310 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// chatColumns lists the chats columns in the order scanChat reads them.
+const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_source,
+	title_updated_at, status, archived, worker_id, runner_id, last_error, retry_state,
+	snapshot_version, history_version, queue_version, retry_state_version,
+	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
+	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
+	created_at, updated_at`
+
+func scanChat(row rowScanner) (store.Chat, error) {
+	var (
+		c                                           store.Chat
+		id, owner, titleUpdated, created, updated   string
+		parent, root, worker, runner, lastErr, rs   sql.NullString
+		deadline, compaction, modelID, dynamicTools sql.NullString
+		labels                                      string
+		archived                                    int
+		status, source                              string
+	)
+	err := row.Scan(&id, &owner, &parent, &root, &c.Title, &source, &titleUpdated, &status,
+		&archived, &worker, &runner, &lastErr, &rs, &c.SnapshotVersion, &c.HistoryVersion,
+		&c.QueueVersion, &c.RetryStateVersion, &c.GenerationAttempt, &deadline, &compaction,
+		&labels, &c.PinOrder, &modelID, &c.LastReasoningEffort, &dynamicTools, &created, &updated)
+	if err != nil {
+		return store.Chat{}, translate(err)
+	}
+	var s scanner
+	s.uuid(&c.ID, id)
+	s.uuid(&c.OwnerID, owner)
+	s.nullUUID(&c.ParentChatID, parent)
+	s.nullUUID(&c.RootChatID, root)
+	s.nullUUID(&c.WorkerID, worker)
+	s.nullUUID(&c.RunnerID, runner)
+	s.nullUUID(&c.LastModelConfigID, modelID)
+	s.time(&c.TitleUpdatedAt, titleUpdated)
+	s.time(&c.CreatedAt, created)
+	s.time(&c.UpdatedAt, updated)
+	s.timePtr(&c.RequiresActionDeadlineAt, deadline)
+	s.timePtr(&c.CompactionRequestedAt, compaction)
+	if s.err != nil {
+		return store.Chat{}, s.err
+	}
+	c.Status = store.ChatStatus(status)
+	c.TitleSource = store.TitleSource(source)
+	c.Archived = archived != 0
+	c.LastError = rawJSON(lastErr)
+	c.RetryState = rawJSON(rs)
+	c.DynamicTools = rawJSON(dynamicTools)
+	if err := json.Unmarshal([]byte(labels), &c.Labels); err != nil {
+		return store.Chat{}, fmt.Errorf("decode labels of chat %s: %w", c.ID, err)
+	}
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	return c, nil
+}
+
+// readChat reads one chat; callers add the context of their operation.
+func (t *tx) readChat(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	return scanChat(t.tx.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id.String()))
+}
+
+// ChatInsert creates a chat; the column defaults give snapshot_version = 1
+// and every other version 0.
+func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Chat, error) {
+	labels, err := labelsJSON(p.Labels)
+	if err == nil {
+		err = checkJSON(p.DynamicTools)
+	}
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)
+	}
+	// An unset source is the column default: an empty string would fail
+	// the check constraint.
+	source := p.TitleSource
+	if source == "" {
+		source = store.TitleSourceFallback
+	}
+	now := ts(p.Now)
+	row := t.tx.QueryRowContext(ctx, `
+		INSERT INTO chats (
+			id, owner_id, parent_chat_id, root_chat_id, title, title_source, title_updated_at,
+			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
+			created_at, updated_at
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		RETURNING `+chatColumns,
+		p.ID.String(), p.OwnerID.String(), nullUUID(p.ParentChatID), nullUUID(p.RootChatID),
+		p.Title, string(source), now, string(p.Status), labels, nullUUID(p.LastModelConfigID),
+		p.LastReasoningEffort, nullJSON(p.DynamicTools), now, now)
+	c, err := scanChat(row)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)
+	}
+	return c, nil
+}
+
+// ChatLock returns the chat: the IMMEDIATE transaction already holds the
+// database write lock, which serialises every writer.
+func (t *tx) ChatLock(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := t.readChat(ctx, id)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("lock chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatLockShared returns the chat; see ChatLock.
+func (t *tx) ChatLockShared(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := t.readChat(ctx, id)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("lock chat %s shared: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatGet reads a chat without locking it.
+func (t *tx) ChatGet(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := t.readChat(ctx, id)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatGetMany reads the chats with the given ids; missing ids are skipped.
+func (t *tx) ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]store.Chat, error) {
+	if len(ids) == 0 {
+		return []store.Chat{}, nil
+	}
+	// One JSON array parameter, like the uuid[] on Postgres: a placeholder
+	// per id would hit SQLite's limit on bound parameters.
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("get chats: encode ids: %w", err)
+	}
+	rows, err := t.tx.QueryContext(ctx,
+		`SELECT `+chatColumns+` FROM chats WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+	if err != nil {
+		return nil, fmt.Errorf("get chats: %w", translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("get chats: %w", err)
+	}
+	return chats, nil
+}
+
+// ChatBumpSnapshot advances snapshot_version by one and returns it.
+func (t *tx) ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error) {
+	var v int64
+	err := t.tx.QueryRowContext(ctx,
+		`UPDATE chats SET snapshot_version = snapshot_version + 1 WHERE id = ? RETURNING snapshot_version`,
+		id.String()).Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("bump snapshot of chat %s: %w", id, translate(err))
+	}
+	return v, nil
+}
+
+// ChatUpdate writes only the fields set in p. The version columns are never
+// written here: the triggers own them, and writing retry_state_version
+// directly is refused by the database anyway.
+func (t *tx) ChatUpdate(ctx context.Context, id uuid.UUID, p store.ChatPatch) (store.Chat, error) {
+	as := p.Assignments()
+	if len(as) == 0 {
+		return t.ChatGet(ctx, id)
+	}
+	var a args
+	sets, err := setClause(as, &a)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
+	}
+	n, err := t.exec(ctx, `UPDATE chats SET `+sets+` WHERE id = `+a.add(id.String()), a...)
+	if err == nil && n == 0 {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
+	}
+	// SQLite's RETURNING shows the row before AFTER triggers ran; read it
+	// back so retry_state and its version are what the triggers left.
+	c, err := t.readChat(ctx, id)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatIncrementGenerationAttempt adds one to generation_attempt; the retry
+// trigger clears retry_state with it.
+func (t *tx) ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := t.updateAndRead(ctx, id, `UPDATE chats SET generation_attempt = generation_attempt + 1 WHERE id = ?`)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("increment generation attempt of chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// ChatTouchHistory records a history change without writing a message, the
+// way the message trigger does: history_version catches up with
+// snapshot_version and generation_attempt restarts (which, through the retry
+// trigger, also clears retry_state).
+func (t *tx) ChatTouchHistory(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	c, err := t.updateAndRead(ctx, id, `UPDATE chats SET history_version = snapshot_version, generation_attempt = 0 WHERE id = ?`)
+	if err != nil {
+		return store.Chat{}, fmt.Errorf("touch history of chat %s: %w", id, err)
+	}
+	return c, nil
+}
+
+// updateAndRead runs an UPDATE of one chat (its only parameter is the id)
+// and reads the row back after the triggers ran.
+func (t *tx) updateAndRead(ctx context.Context, id uuid.UUID, update string) (store.Chat, error) {
+	n, err := t.exec(ctx, update, id.String())
+	if err != nil {
+		return store.Chat{}, err
+	}
+	if n == 0 {
+		return store.Chat{}, store.ErrNotFound
+	}
+	return t.readChat(ctx, id)
+}
+
+// ChatDelete removes a chat; its messages, queue, heartbeats and child chats
+// go with it (ON DELETE CASCADE).
+func (t *tx) ChatDelete(ctx context.Context, id uuid.UUID) error {
+	n, err := t.exec(ctx, `DELETE FROM chats WHERE id = ?`, id.String())
+	if err != nil {
+		return fmt.Errorf("delete chat %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("delete chat %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// ChatDescendants returns every chat of rootID's family except the root.
+func (t *tx) ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]store.Chat, error) {
+	rows, err := t.tx.QueryContext(ctx,
+		`SELECT `+chatColumns+` FROM chats WHERE root_chat_id = ? ORDER BY created_at, id`, rootID.String())
+	if err != nil {
+		return nil, fmt.Errorf("list descendants of chat %s: %w", rootID, translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("list descendants of chat %s: %w", rootID, err)
+	}
+	return chats, nil
+}
+
+// ChatList lists chats newest first by (updated_at, id), paging by keyset
+// after p.AfterID. A cursor whose chat no longer exists yields an empty page.
+func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat, error) {
+	var (
+		a     args
+		where []string
+	)
+	if p.OwnerID.Valid {
+		where = append(where, "owner_id = "+a.add(p.OwnerID.UUID.String()))
+	}
+	if p.Archived != nil {
+		where = append(where, "archived = "+a.add(boolInt(*p.Archived)))
+	}
+	if p.Query != "" {
+		// LIKE folds ASCII only; chatd_fold lowers with Unicode rules, as
+		// ILIKE does on Postgres.
+		where = append(where, `chatd_fold(title) LIKE '%' || `+a.add(likeEscape(strings.ToLower(p.Query)))+` || '%' ESCAPE '\'`)
+	}
+	for k, v := range p.Labels {
+		key, err := json.Marshal(k)
+		if err != nil {
+			return nil, fmt.Errorf("list chats: encode label key: %w", err)
+		}
+		where = append(where, "json_extract(labels, "+a.add("$."+string(key))+") = "+a.add(v))
+	}
+	if p.AfterID.Valid {
+		// Row values compare like the (updated_at DESC, id DESC) order; an
+		// unknown cursor compares with NULL and selects nothing.
+		where = append(where,
+			"(updated_at, id) < (SELECT c.updated_at, c.id FROM chats c WHERE c.id = "+a.add(p.AfterID.UUID.String())+")")
+	}
+
+	query := `SELECT ` + chatColumns + ` FROM chats`
+	if len(where) > 0 {
+		query += ` WHERE ` + strings.Join(where, " AND ")
+	}
+	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + a.add(store.ListLimit(p.Limit))
+	rows, err := t.tx.QueryContext(ctx, query, a...)
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("list chats: %w", err)
+	}
+	return chats, nil
+}

@@ -1,0 +1,151 @@
+package sqlite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// HeartbeatInsert records a runner's lease on a chat, replacing the row of
+// the same (chat, runner) pair: Acquire may run again for a runner whose
+// earlier row was not cleaned up yet.
+func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at time.Time) error {
+	_, err := t.exec(ctx, `
+		INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES (?, ?, ?)
+		ON CONFLICT (chat_id, runner_id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at`,
+		chatID.String(), runnerID.String(), ts(at))
+	if err != nil {
+		return fmt.Errorf("insert heartbeat of chat %s runner %s: %w", chatID, runnerID, err)
+	}
+	return nil
+}
+
+// HeartbeatRenew renews, in one statement, the fresh leases whose chat is
+// still owned by that runner (spec: "Heartbeat loop"), and returns them.
+// The leases travel as one JSON array of [chat, runner] pairs, as the two
+// uuid[] do on Postgres.
+func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
+	if len(leases) == 0 {
+		return []store.Lease{}, nil
+	}
+	pairs := make([][2]string, len(leases))
+	for i, l := range leases {
+		pairs[i] = [2]string{l.ChatID.String(), l.RunnerID.String()}
+	}
+	list, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, fmt.Errorf("renew heartbeats: encode leases: %w", err)
+	}
+	rows, err := t.tx.QueryContext(ctx, `
+		UPDATE chat_heartbeats AS hb SET heartbeat_at = ?
+		WHERE hb.heartbeat_at > ?
+		AND (hb.chat_id, hb.runner_id) IN (
+			SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
+		AND EXISTS (SELECT 1 FROM chats c WHERE c.id = hb.chat_id
+			AND c.runner_id = hb.runner_id AND c.worker_id IS NOT NULL)
+		RETURNING chat_id, runner_id`, ts(now), ts(cutoff), string(list))
+	if err != nil {
+		return nil, fmt.Errorf("renew heartbeats: %w", translate(err))
+	}
+	renewed, err := collect(rows, func(row rowScanner) (store.Lease, error) {
+		var chatID, runnerID string
+		if err := row.Scan(&chatID, &runnerID); err != nil {
+			return store.Lease{}, translate(err)
+		}
+		var (
+			l store.Lease
+			s scanner
+		)
+		s.uuid(&l.ChatID, chatID)
+		s.uuid(&l.RunnerID, runnerID)
+		return l, s.err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("renew heartbeats: %w", err)
+	}
+	return renewed, nil
+}
+
+// HeartbeatAt reads a lease's last heartbeat.
+func (t *tx) HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error) {
+	var at string
+	err := t.tx.QueryRowContext(ctx, `SELECT heartbeat_at FROM chat_heartbeats WHERE chat_id = ? AND runner_id = ?`,
+		chatID.String(), runnerID.String()).Scan(&at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("get heartbeat of chat %s runner %s: %w", chatID, runnerID, translate(err))
+	}
+	parsed, err := parseTS(at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("get heartbeat of chat %s runner %s: %w", chatID, runnerID, err)
+	}
+	return parsed, nil
+}
+
+// HeartbeatDeleteStale removes stale leases.
+func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
+	n, err := t.exec(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < ?`, ts(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("delete stale heartbeats: %w", err)
+	}
+	return n, nil
+}
+
+// ownerAlive is the SQL condition "the chat's owner is alive".
+func ownerAlive(p store.AcquirableParams, a *args) string {
+	if p.LeaseCutoff != nil {
+		return `(c.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
+			WHERE hb.chat_id = c.id AND hb.runner_id = c.runner_id AND hb.heartbeat_at > ` + a.add(ts(*p.LeaseCutoff)) + `))`
+	}
+	return `(c.worker_id IS NOT NULL AND c.worker_id = ` + a.add(p.Self.String()) + `)`
+}
+
+// ChatListAcquirable lists runnable chats without a live owner.
+// (archived = 0 rather than NOT archived, so the partial index applies.)
+func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) ([]store.Chat, error) {
+	var a args
+	alive := ownerAlive(p, &a)
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
+		WHERE c.archived = 0 AND c.status IN ('running', 'interrupting', 'requires_action')
+		AND NOT `+alive+` ORDER BY c.updated_at, c.id LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
+	if err != nil {
+		return nil, fmt.Errorf("list acquirable chats: %w", translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("list acquirable chats: %w", err)
+	}
+	return chats, nil
+}
+
+// ChatCountOwned counts chats held by a live owner.
+func (t *tx) ChatCountOwned(ctx context.Context, p store.AcquirableParams) (roots, subagents int64, err error) {
+	var a args
+	alive := ownerAlive(p, &a)
+	err = t.tx.QueryRowContext(ctx, `SELECT
+		COUNT(*) FILTER (WHERE c.parent_chat_id IS NULL),
+		COUNT(*) FILTER (WHERE c.parent_chat_id IS NOT NULL)
+		FROM chats c WHERE `+alive, a...).Scan(&roots, &subagents)
+	if err != nil {
+		return 0, 0, fmt.Errorf("count owned chats: %w", translate(err))
+	}
+	return roots, subagents, nil
+}
+
+// AdmissionLock is a no-op: the IMMEDIATE transaction already holds the
+// database write lock, which serialises capacity admission.
+func (t *tx) AdmissionLock(context.Context) error { return nil }
+
+// qualified prefixes each column of a comma-separated list with alias.
+func qualified(alias, cols string) string {
+	parts := strings.Split(cols, ",")
+	for i, c := range parts {
+		parts[i] = alias + "." + strings.TrimSpace(c)
+	}
+	return strings.Join(parts, ", ")
+}
