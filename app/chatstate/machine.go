@@ -237,8 +237,10 @@ func (t *Tx) lock(id uuid.UUID) (store.Chat, bool, error) {
 	return c, err == nil, err
 }
 
-// State locks the chat (on first touch) and classifies it.
-func (t *Tx) State(id uuid.UUID) (store.Chat, State, error) {
+// LockState locks the chat and bumps its snapshot_version (once per
+// transaction, on first touch), then classifies it. Use Peek to classify
+// without either.
+func (t *Tx) LockState(id uuid.UUID) (store.Chat, State, error) {
 	c, exists, err := t.lock(id)
 	if err != nil || !exists {
 		return c, StateN, err
@@ -281,7 +283,7 @@ type step struct {
 // begin guards a transition: it locks the chat, classifies it and rejects
 // the transition when the matrix does not allow it from there.
 func (t *Tx) begin(id uuid.UUID, tr Transition) (*step, error) {
-	c, from, err := t.State(id)
+	c, from, err := t.LockState(id)
 	if err != nil {
 		return nil, err
 	}

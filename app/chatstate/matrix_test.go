@@ -33,11 +33,12 @@ func TestMatrix(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		f := setup(t, newStore)
+		matrix := chatstate.Transitions()
 		for _, tr := range chatstate.AllTransitions {
 			require.Contains(t, mxAppliers, tr, "no applier for %s", tr)
 		}
 		for x := range mxCases {
-			require.Contains(t, chatstate.Matrix[x.From][x.Tr], x.To, "case %s is not an edge of the matrix", x)
+			require.Contains(t, matrix[x.From][x.Tr], x.To, "case %s is not an edge of the matrix", x)
 		}
 
 		// Subtests run one at a time, so these need no lock.
@@ -55,7 +56,7 @@ func TestMatrix(t *testing.T) {
 		t.Run("matrix", func(t *testing.T) {
 			for _, from := range chatstate.AllStates {
 				for _, tr := range chatstate.AllTransitions {
-					outs, allowed := chatstate.Matrix[from][tr]
+					outs, allowed := matrix[from][tr]
 					if !allowed {
 						run(t, fmt.Sprintf("%s/%s/rejected", from, tr), func(t *testing.T) {
 							mxRejected(t, f, from, tr)
@@ -133,7 +134,7 @@ func TestMatrix(t *testing.T) {
 		// Coverage guard: every allowed triple of the diagram has a case,
 		// and, unless -run selected a subset, every case landed on it.
 		var missing, unexercised []string
-		for from, trs := range chatstate.Matrix {
+		for from, trs := range matrix {
 			for tr, outs := range trs {
 				for _, to := range outs {
 					x := mxTriple{from, tr, to}
@@ -1518,4 +1519,30 @@ func mxOwnership(t *testing.T, f *fixture, st chatstate.State, tr chatstate.Tran
 	got.SnapshotVersion, got.UpdatedAt = r.before.Chat.SnapshotVersion, r.before.Chat.UpdatedAt
 	require.Equal(t, r.before.Chat, got, "only ownership and snapshot_version change")
 	r.notified(t)
+}
+
+// The diagrams are handed out as copies: changing one changes nothing.
+func TestTransitionsIsACopy(t *testing.T) {
+	t.Parallel()
+	m := chatstate.Transitions()
+	m[chatstate.StateW][chatstate.SendMessageQueue][0] = chatstate.StateInvalid
+	delete(m[chatstate.StateW], chatstate.ClearContext)
+	m[chatstate.StateN][chatstate.FinishTurn] = []chatstate.State{chatstate.StateW}
+	outs, ok := chatstate.Allowed(chatstate.StateW, chatstate.SendMessageQueue)
+	require.True(t, ok)
+	require.Equal(t, []chatstate.State{chatstate.StateR0}, outs)
+	_, ok = chatstate.Allowed(chatstate.StateW, chatstate.ClearContext)
+	require.True(t, ok)
+	_, ok = chatstate.Allowed(chatstate.StateN, chatstate.FinishTurn)
+	require.False(t, ok)
+	require.Equal(t, chatstate.StateR0, chatstate.Transitions()[chatstate.StateW][chatstate.SendMessageQueue][0])
+
+	outs[0] = chatstate.StateInvalid
+	again, _ := chatstate.Allowed(chatstate.StateW, chatstate.SendMessageQueue)
+	require.Equal(t, []chatstate.State{chatstate.StateR0}, again, "Allowed hands out a copy too")
+
+	own := chatstate.OwnershipTransitions()
+	own[chatstate.OwnershipU][chatstate.Abandon] = []chatstate.Ownership{chatstate.OwnershipU}
+	_, ok = chatstate.OwnershipTransitions()[chatstate.OwnershipU][chatstate.Abandon]
+	require.False(t, ok)
 }

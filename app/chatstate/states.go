@@ -1,10 +1,12 @@
 // Package chatstate is chatd's core state machine (spec: "Core state
 // machine"). It decides which transitions a chat may take and applies them
 // over a store.Tx; stores only provide data operations. The allowed
-// transitions are data (Matrix) so tests can enumerate them.
+// transitions are data (read with Transitions) so tests can enumerate them.
 package chatstate
 
 import (
+	"slices"
+
 	"github.com/chatd/chatd/store"
 )
 
@@ -151,10 +153,11 @@ var AllTransitions = []Transition{
 	FinishTurn, FinishError, CancelRequiresAction, ReconcileInvalidState,
 }
 
-// Matrix is the execution state transition diagram: from-state ->
+// matrix is the execution state transition diagram: from-state ->
 // transition -> the output states it may land in. A pair that is absent is
-// not allowed.
-var Matrix = map[State]map[Transition][]State{
+// not allowed. It is unexported so nothing can change it at run time;
+// Transitions hands out a copy.
+var matrix = map[State]map[Transition][]State{
 	StateN: {
 		Create: {StateR0, StateW},
 	},
@@ -256,14 +259,39 @@ var Matrix = map[State]map[Transition][]State{
 	},
 }
 
-// OwnershipMatrix is the ownership diagram: Acquire U->O and O->O, Abandon O->U.
-var OwnershipMatrix = map[Ownership]map[Transition][]Ownership{
+// ownershipMatrix is the ownership diagram: Acquire U->O and O->O, Abandon O->U.
+var ownershipMatrix = map[Ownership]map[Transition][]Ownership{
 	OwnershipU: {Acquire: {OwnershipO}},
 	OwnershipO: {Acquire: {OwnershipO}, Abandon: {OwnershipU}},
 }
 
-// Allowed reports whether t may be applied in state s, and its outputs.
+// Transitions returns a deep copy of the execution state diagram:
+// from-state -> transition -> the output states it may land in. A pair
+// that is absent is not allowed.
+func Transitions() map[State]map[Transition][]State {
+	return copyDiagram(matrix)
+}
+
+// OwnershipTransitions returns a deep copy of the ownership diagram:
+// Acquire U->O and O->O, Abandon O->U.
+func OwnershipTransitions() map[Ownership]map[Transition][]Ownership {
+	return copyDiagram(ownershipMatrix)
+}
+
+func copyDiagram[S comparable](d map[S]map[Transition][]S) map[S]map[Transition][]S {
+	out := make(map[S]map[Transition][]S, len(d))
+	for from, trs := range d {
+		out[from] = make(map[Transition][]S, len(trs))
+		for tr, outs := range trs {
+			out[from][tr] = slices.Clone(outs)
+		}
+	}
+	return out
+}
+
+// Allowed reports whether t may be applied in state s, and a copy of its
+// outputs.
 func Allowed(s State, t Transition) ([]State, bool) {
-	outs, ok := Matrix[s][t]
-	return outs, ok
+	outs, ok := matrix[s][t]
+	return slices.Clone(outs), ok
 }

@@ -256,7 +256,7 @@ func (t *Tx) Create(p CreateParams) (CreateResult, error) {
 			return CreateResult{}, err
 		}
 	}
-	s := &step{t: t, tr: Create, chat: c, from: StateN, outs: Matrix[StateN][Create]}
+	s := &step{t: t, tr: Create, chat: c, from: StateN, outs: matrix[StateN][Create]}
 	to, err := s.end()
 	if err != nil {
 		return CreateResult{}, err
@@ -298,7 +298,7 @@ func (t *Tx) SetArchived(chatID uuid.UUID, archived bool) (State, error) {
 // take the transition fails the whole operation. For a non-root chat it is
 // SetArchived on that chat alone.
 func (t *Tx) SetArchivedFamily(chatID uuid.UUID, archived bool) error {
-	c, st, err := t.State(chatID)
+	c, st, err := t.LockState(chatID)
 	if err != nil {
 		return err
 	}
@@ -621,7 +621,7 @@ type InterruptResult struct {
 // so the same transaction finishes the interruption; an unowned chat that
 // is already interrupting is finished the same way.
 func (t *Tx) Interrupt(chatID uuid.UUID) (InterruptResult, error) {
-	c, st, err := t.State(chatID)
+	c, st, err := t.LockState(chatID)
 	if err != nil {
 		return InterruptResult{}, err
 	}
@@ -828,14 +828,14 @@ func (t *Tx) ReconcileInvalidState(chatID uuid.UUID) (State, error) {
 // Acquire gives the chat to (worker, runner) and records the initial
 // heartbeat. It only changes ownership.
 func (t *Tx) Acquire(chatID, workerID, runnerID uuid.UUID) (store.Chat, error) {
-	c, st, err := t.State(chatID)
+	c, st, err := t.LockState(chatID)
 	if err != nil {
 		return store.Chat{}, err
 	}
 	if st == StateN {
 		return store.Chat{}, &TransitionError{Transition: Acquire, From: st}
 	}
-	if _, ok := OwnershipMatrix[OwnershipOf(c)][Acquire]; !ok {
+	if _, ok := ownershipMatrix[OwnershipOf(c)][Acquire]; !ok {
 		return store.Chat{}, &TransitionError{Transition: Acquire, From: st}
 	}
 	if _, err := t.tx.ChatUpdate(t.ctx, chatID, store.ChatPatch{
@@ -852,11 +852,11 @@ func (t *Tx) Acquire(chatID, workerID, runnerID uuid.UUID) (store.Chat, error) {
 
 // Abandon clears the chat's ownership.
 func (t *Tx) Abandon(chatID uuid.UUID) (store.Chat, error) {
-	c, st, err := t.State(chatID)
+	c, st, err := t.LockState(chatID)
 	if err != nil {
 		return store.Chat{}, err
 	}
-	if _, ok := OwnershipMatrix[OwnershipOf(c)][Abandon]; !ok || st == StateN {
+	if _, ok := ownershipMatrix[OwnershipOf(c)][Abandon]; !ok || st == StateN {
 		return store.Chat{}, &TransitionError{Transition: Abandon, From: st, Reason: "the chat is not owned"}
 	}
 	return t.tx.ChatUpdate(t.ctx, chatID, store.ChatPatch{
@@ -1045,7 +1045,7 @@ func (t *Tx) CancelRequiresAction(chatID uuid.UUID) (State, error) {
 // Delete removes a chat and everything it owns. Deleting is not a state
 // transition; it is here so the row lock orders it with transitions.
 func (t *Tx) Delete(chatID uuid.UUID) error {
-	_, st, err := t.State(chatID)
+	_, st, err := t.LockState(chatID)
 	if err != nil {
 		return err
 	}

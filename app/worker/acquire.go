@@ -83,7 +83,7 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 		if err := tx.AdmissionLock(ctx); err != nil {
 			return err
 		}
-		c, st, err := t.State(chatID)
+		c, st, err := t.LockState(chatID)
 		if err != nil {
 			return err
 		}
