@@ -14,14 +14,14 @@ import (
 // CompleteRequiresAction inserts the submitted results of the pending
 // dynamic tool calls and resumes running. Every pending call needs exactly
 // one result.
-func (t *Tx) CompleteRequiresAction(chatID uuid.UUID, results []sdk.ToolResult, createdBy uuid.NullUUID) (State, error) {
+func (t *Tx) CompleteRequiresAction(chatID uuid.UUID, results []sdk.ToolResult, createdBy uuid.NullUUID) (Result, error) {
 	s, err := t.begin(chatID, CompleteRequiresAction)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	pending, err := t.OutstandingToolCalls(chatID)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	byID := map[string]ToolCall{}
 	for _, c := range pending {
@@ -33,10 +33,10 @@ func (t *Tx) CompleteRequiresAction(chatID uuid.UUID, results []sdk.ToolResult, 
 		field := fmt.Sprintf("results[%d].tool_call_id", i)
 		call, ok := byID[r.ToolCallID]
 		if !ok {
-			return "", invalid(field, "%q is not a pending tool call", r.ToolCallID)
+			return Result{}, invalid(field, "%q is not a pending tool call", r.ToolCallID)
 		}
 		if seen[r.ToolCallID] {
-			return "", invalid(field, "%q has more than one result", r.ToolCallID)
+			return Result{}, invalid(field, "%q has more than one result", r.ToolCallID)
 		}
 		seen[r.ToolCallID] = true
 		output := r.Output
@@ -44,7 +44,7 @@ func (t *Tx) CompleteRequiresAction(chatID uuid.UUID, results []sdk.ToolResult, 
 			output = json.RawMessage("null")
 		}
 		if !json.Valid(output) {
-			return "", invalid(fmt.Sprintf("results[%d].output", i), "must be valid JSON")
+			return Result{}, invalid(fmt.Sprintf("results[%d].output", i), "must be valid JSON")
 		}
 		parts = append(parts, sdk.ChatMessagePart{
 			Type: sdk.PartToolResult, ToolCallID: r.ToolCallID, ToolName: call.Name, Result: output, IsError: r.IsError,
@@ -52,32 +52,32 @@ func (t *Tx) CompleteRequiresAction(chatID uuid.UUID, results []sdk.ToolResult, 
 	}
 	for _, c := range pending {
 		if !seen[c.ID] {
-			return "", invalid("results", "missing a result for tool call %q (%s)", c.ID, c.Name)
+			return Result{}, invalid("results", "missing a result for tool call %q (%s)", c.ID, c.Name)
 		}
 	}
 	content, err := EncodeParts(parts)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
-	if _, err := t.tx.MessageInsert(t.ctx, store.MessageInsertParams{
+	if _, err := t.insertMessage(store.MessageInsertParams{
 		ChatID: chatID, Role: store.RoleTool, Content: content, CreatedBy: createdBy, Now: t.now,
 	}); err != nil {
-		return "", fmt.Errorf("insert tool results: %w", err)
+		return Result{}, fmt.Errorf("insert tool results: %w", err)
 	}
 	p := running()
 	p.RequiresActionDeadlineAt = store.Some[*time.Time](nil)
 	if err := t.update(chatID, p); err != nil {
-		return "", err
+		return Result{}, err
 	}
 	return s.end()
 }
 
 // EnterRequiresAction parks the chat until the client submits results for
 // the committed dynamic tool calls, with a deadline.
-func (t *Tx) EnterRequiresAction(chatID uuid.UUID) (State, error) {
+func (t *Tx) EnterRequiresAction(chatID uuid.UUID) (Result, error) {
 	s, err := t.begin(chatID, EnterRequiresAction)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	deadline := t.now.Add(t.m.cfg.RequiresActionTimeout)
 	if err := t.update(chatID, store.ChatPatch{
@@ -85,23 +85,41 @@ func (t *Tx) EnterRequiresAction(chatID uuid.UUID) (State, error) {
 		RequiresActionDeadlineAt: store.Some(&deadline),
 		CompactionRequestedAt:    store.Some[*time.Time](nil),
 	}); err != nil {
-		return "", err
+		return Result{}, err
+	}
+	return s.end()
+}
+
+// EnterReview stops a running chat for an operator's review of tool calls
+// whose effects are unknown: requires_action with no deadline, so nothing
+// cancels the calls; the reviewed results complete the action.
+func (t *Tx) EnterReview(chatID uuid.UUID) (Result, error) {
+	s, err := t.begin(chatID, EnterReview)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := t.update(chatID, store.ChatPatch{
+		Status:                   store.Some(store.ChatStatusRequiresAction),
+		RequiresActionDeadlineAt: store.Some[*time.Time](nil),
+		CompactionRequestedAt:    store.Some[*time.Time](nil),
+	}); err != nil {
+		return Result{}, err
 	}
 	return s.end()
 }
 
 // CancelRequiresAction closes pending dynamic tool calls with synthetic
 // cancellations (the deadline passed) and resumes running.
-func (t *Tx) CancelRequiresAction(chatID uuid.UUID) (State, error) {
+func (t *Tx) CancelRequiresAction(chatID uuid.UUID) (Result, error) {
 	s, err := t.begin(chatID, CancelRequiresAction)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	if err := t.leaveAction(chatID, reasonActionTimeout); err != nil {
-		return "", err
+		return Result{}, err
 	}
 	if err := t.update(chatID, running()); err != nil {
-		return "", err
+		return Result{}, err
 	}
 	return s.end()
 }

@@ -11,26 +11,26 @@ import (
 // SetArchived archives or unarchives one chat (not its family; see
 // SetArchivedFamily). Unarchiving a child is refused while its parent is
 // archived.
-func (t *Tx) SetArchived(chatID uuid.UUID, archived bool) (State, error) {
+func (t *Tx) SetArchived(chatID uuid.UUID, archived bool) (Result, error) {
 	tr := SetArchivedFalse
 	if archived {
 		tr = SetArchivedTrue
 	}
 	s, err := t.begin(chatID, tr)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	if !archived && s.chat.ParentChatID.Valid {
 		parent, err := t.tx.ChatGet(t.ctx, s.chat.ParentChatID.UUID)
 		if err != nil {
-			return "", fmt.Errorf("parent chat %s: %w", s.chat.ParentChatID.UUID, err)
+			return Result{}, fmt.Errorf("parent chat %s: %w", s.chat.ParentChatID.UUID, err)
 		}
 		if parent.Archived {
-			return "", &TransitionError{Transition: tr, From: s.from, Reason: "its parent chat is archived"}
+			return Result{}, &TransitionError{Transition: tr, From: s.from, Reason: "its parent chat is archived"}
 		}
 	}
 	if err := t.update(chatID, store.ChatPatch{Archived: store.Some(archived)}); err != nil {
-		return "", err
+		return Result{}, err
 	}
 	return s.end()
 }
@@ -39,31 +39,34 @@ func (t *Tx) SetArchived(chatID uuid.UUID, archived bool) (State, error) {
 // descendants atomically: the root's row is locked first (child creation
 // takes a shared lock on it), then each descendant. Any member that cannot
 // take the transition fails the whole operation. For a non-root chat it is
-// SetArchived on that chat alone.
-func (t *Tx) SetArchivedFamily(chatID uuid.UUID, archived bool) error {
+// SetArchived on that chat alone. The result is the root's, with the
+// descendants in Members.
+func (t *Tx) SetArchivedFamily(chatID uuid.UUID, archived bool) (Result, error) {
 	c, st, err := t.LockState(chatID)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	if st == StateN || c.RootChatID.Valid {
-		_, err := t.SetArchived(chatID, archived)
-		return err
+		return t.SetArchived(chatID, archived)
 	}
 	family, err := t.tx.ChatDescendants(t.ctx, chatID)
 	if err != nil {
-		return fmt.Errorf("list family of chat %s: %w", chatID, err)
+		return Result{}, fmt.Errorf("list family of chat %s: %w", chatID, err)
 	}
 	// Parents go before their children, so an unarchived child never sees
 	// an archived parent.
-	if _, err := t.SetArchived(chatID, archived); err != nil {
-		return err
+	res, err := t.SetArchived(chatID, archived)
+	if err != nil {
+		return Result{}, err
 	}
 	for _, member := range parentsFirst(chatID, family) {
-		if _, err := t.SetArchived(member.ID, archived); err != nil {
-			return fmt.Errorf("chat %s in the family of %s: %w", member.ID, chatID, err)
+		mr, err := t.SetArchived(member.ID, archived)
+		if err != nil {
+			return Result{}, fmt.Errorf("chat %s in the family of %s: %w", member.ID, chatID, err)
 		}
+		res.Members = append(res.Members, mr.Chat)
 	}
-	return nil
+	return res, nil
 }
 
 // parentsFirst orders a family breadth-first from the root.

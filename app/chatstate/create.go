@@ -23,41 +23,39 @@ type CreateParams struct {
 	Input        UserInput // empty Content creates the chat in waiting
 }
 
-// CreateResult is the created chat and its initial history.
-type CreateResult struct {
-	Chat     store.Chat
-	Messages []store.Message
-	State    State
-}
-
 // Create applies N -> Create -> R0 (or W with no user message). The chat
-// does not exist yet, so there is no row to lock; a child locks its
-// family's root FOR SHARE and fails when the root is archived.
-func (t *Tx) Create(p CreateParams) (CreateResult, error) {
+// does not exist yet, so the guard finds no row to lock; a child locks its
+// family's root FOR SHARE and fails when the root is archived. The result
+// carries the initial history (system prompt, first message) in Messages.
+func (t *Tx) Create(p CreateParams) (Result, error) {
 	if p.ID == uuid.Nil {
 		p.ID = uuid.New()
+	}
+	s, err := t.begin(p.ID, Create)
+	if err != nil {
+		return Result{}, err
 	}
 	var root uuid.NullUUID
 	if p.ParentChatID.Valid {
 		parent, err := t.tx.ChatGet(t.ctx, p.ParentChatID.UUID)
 		if err != nil {
-			return CreateResult{}, fmt.Errorf("parent chat %s: %w", p.ParentChatID.UUID, err)
+			return Result{}, fmt.Errorf("parent chat %s: %w", p.ParentChatID.UUID, err)
 		}
 		root = uuid.NullUUID{UUID: parent.Root(), Valid: true}
 		rc, err := t.tx.ChatLockShared(t.ctx, root.UUID)
 		if err != nil {
-			return CreateResult{}, fmt.Errorf("lock root chat %s: %w", root.UUID, err)
+			return Result{}, fmt.Errorf("lock root chat %s: %w", root.UUID, err)
 		}
 		if rc.Archived {
 			rootState, err := t.classify(rc)
 			if err != nil {
-				return CreateResult{}, err
+				return Result{}, err
 			}
 			cause := ErrChatArchived
 			if rootState == StateInvalid {
 				cause = ErrInvalidState
 			}
-			return CreateResult{}, &TransitionError{Transition: Create, From: StateN, Cause: cause,
+			return Result{}, &TransitionError{Transition: Create, From: StateN, Cause: cause,
 				Reason: "the family's root chat is archived"}
 		}
 	}
@@ -67,7 +65,7 @@ func (t *Tx) Create(p CreateParams) (CreateResult, error) {
 		status = store.ChatStatusRunning
 		var err error
 		if content, err = p.Input.encode("content"); err != nil {
-			return CreateResult{}, err
+			return Result{}, err
 		}
 	}
 	source := p.TitleSource
@@ -81,43 +79,37 @@ func (t *Tx) Create(p CreateParams) (CreateResult, error) {
 		DynamicTools: p.DynamicTools, Now: t.now,
 	})
 	if err != nil {
-		return CreateResult{}, fmt.Errorf("insert chat: %w", err)
+		return Result{}, fmt.Errorf("insert chat: %w", err)
 	}
 	t.touched = append(t.touched, c.ID)
-	var msgs []store.Message
 	if p.SystemPrompt != "" {
 		sys, _ := EncodeParts([]sdk.ChatMessagePart{{Type: sdk.PartText, Text: p.SystemPrompt}})
-		m, err := t.tx.MessageInsert(t.ctx, store.MessageInsertParams{
+		if _, err := t.insertMessage(store.MessageInsertParams{
 			ChatID: c.ID, Role: store.RoleSystem, Content: sys, Visibility: store.VisibilityModel, Now: t.now,
-		})
-		if err != nil {
-			return CreateResult{}, fmt.Errorf("insert system prompt: %w", err)
+		}); err != nil {
+			return Result{}, fmt.Errorf("insert system prompt: %w", err)
 		}
-		msgs = append(msgs, m)
 	}
+	var first *store.Message
 	if content != nil {
-		m, err := t.tx.MessageInsert(t.ctx, store.MessageInsertParams{
+		m, err := t.insertMessage(store.MessageInsertParams{
 			ChatID: c.ID, Role: store.RoleUser, Content: content, CreatedBy: p.Input.CreatedBy,
 			ModelConfigID: p.Input.ModelConfigID, ReasoningEffort: p.Input.ReasoningEffort,
 			RequestID: p.Input.RequestID, Now: t.now,
 		})
 		if err != nil {
-			return CreateResult{}, fmt.Errorf("insert first message: %w", err)
+			return Result{}, fmt.Errorf("insert first message: %w", err)
 		}
-		msgs = append(msgs, m)
+		first = &m
 	}
-	if len(msgs) == 0 {
+	if len(t.inserted) == s.mark {
 		// Create's snapshot is the chat's first history version even when
 		// it inserts no message.
 		if _, err := t.tx.ChatTouchHistory(t.ctx, c.ID); err != nil {
-			return CreateResult{}, err
+			return Result{}, err
 		}
 	}
-	s := &step{t: t, tr: Create, chat: c, from: StateN, outs: matrix[StateN][Create]}
-	to, err := s.end()
-	if err != nil {
-		return CreateResult{}, err
-	}
-	c, err = t.tx.ChatGet(t.ctx, c.ID)
-	return CreateResult{Chat: c, Messages: msgs, State: to}, err
+	res, err := s.end()
+	res.Message = first
+	return res, err
 }

@@ -8,73 +8,75 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-// InterruptResult is what Interrupt did.
-type InterruptResult struct {
-	// Promoted lists messages that entered history when the interruption
-	// was finished in the same transaction.
-	Promoted []store.Message
-	State    State
-}
-
 // Interrupt requests cancellation of active generation or closes a pending
 // action, preserving the queue. On an unowned chat nothing is generating,
-// so the same transaction finishes the interruption; an unowned chat that
-// is already interrupting is finished the same way.
-func (t *Tx) Interrupt(chatID uuid.UUID) (InterruptResult, error) {
+// so the same transaction applies FinishInterruption after answering
+// outstanding tool calls; an unowned chat that is already interrupting
+// gets FinishInterruption alone (spec: POST /interrupt). An owned
+// interrupting chat is refused: its runner finishes the interruption.
+func (t *Tx) Interrupt(chatID uuid.UUID) (Result, error) {
 	c, st, err := t.LockState(chatID)
 	if err != nil {
-		return InterruptResult{}, err
+		return Result{}, err
 	}
 	if isInterrupting(st) {
 		if c.WorkerID.Valid {
-			return InterruptResult{}, &TransitionError{Transition: Interrupt, From: st,
+			return Result{}, &TransitionError{Transition: Interrupt, From: st,
 				Reason: "its worker is already finishing the interruption"}
 		}
-		if err := t.answerOutstanding(chatID, reasonInterrupted); err != nil {
-			return InterruptResult{}, err
-		}
-		fin, err := t.FinishInterruption(chatID, nil)
-		return InterruptResult{Promoted: fin.Promoted, State: fin.State}, err
+		return t.finishInterruption(chatID, nil, reasonInterrupted)
 	}
 	s, err := t.begin(chatID, Interrupt)
 	if err != nil {
-		return InterruptResult{}, err
+		return Result{}, err
 	}
 	if isAction(s.from) {
 		if err := t.leaveAction(chatID, reasonInterrupted); err != nil {
-			return InterruptResult{}, err
+			return Result{}, err
 		}
 		if err := t.update(chatID, running()); err != nil {
-			return InterruptResult{}, err
+			return Result{}, err
 		}
 	} else if err := t.update(chatID, store.ChatPatch{
 		Status: store.Some(store.ChatStatusInterrupting), CompactionRequestedAt: store.Some[*time.Time](nil),
 	}); err != nil {
-		return InterruptResult{}, err
+		return Result{}, err
 	}
-	to, err := s.end()
+	res, err := s.end()
 	if err != nil {
-		return InterruptResult{}, err
+		return Result{}, err
 	}
-	if isInterrupting(to) && !s.chat.WorkerID.Valid {
-		if err := t.answerOutstanding(chatID, reasonInterrupted); err != nil {
-			return InterruptResult{}, err
+	if isInterrupting(res.State) && !s.chat.WorkerID.Valid {
+		fin, err := t.finishInterruption(chatID, nil, reasonInterrupted)
+		if err != nil {
+			return Result{}, err
 		}
-		fin, err := t.FinishInterruption(chatID, nil)
-		return InterruptResult{Promoted: fin.Promoted, State: fin.State}, err
+		res = s.then(res, fin)
 	}
-	return InterruptResult{State: to}, nil
+	return res, nil
 }
 
 // FinishInterruption commits the interrupted partial step, if any, and
 // lands in waiting, or promotes the queue head and runs it.
-func (t *Tx) FinishInterruption(chatID uuid.UUID, partial []store.MessageInsertParams) (FinishResult, error) {
+func (t *Tx) FinishInterruption(chatID uuid.UUID, partial []store.MessageInsertParams) (Result, error) {
+	return t.finishInterruption(chatID, partial, "")
+}
+
+// finishInterruption is FinishInterruption; with a reason it first answers
+// the outstanding tool calls with cancellations, for an interruption no
+// worker is finishing.
+func (t *Tx) finishInterruption(chatID uuid.UUID, partial []store.MessageInsertParams, answer string) (Result, error) {
 	s, err := t.begin(chatID, FinishInterruption)
 	if err != nil {
-		return FinishResult{}, err
+		return Result{}, err
+	}
+	if answer != "" {
+		if err := t.answerOutstanding(chatID, answer); err != nil {
+			return Result{}, err
+		}
 	}
 	if _, err := t.insertSuffix(chatID, partial); err != nil {
-		return FinishResult{}, err
+		return Result{}, err
 	}
 	return t.finishPromoting(s, OutcomeInterrupted)
 }

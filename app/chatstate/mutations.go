@@ -37,12 +37,23 @@ func (in UserInput) encode(field string) (json.RawMessage, error) {
 	return EncodeParts(in.Content)
 }
 
+// insertMessage appends one message to history and logs it for the
+// transition's Result. Every message a transition inserts goes through here.
+func (t *Tx) insertMessage(p store.MessageInsertParams) (store.Message, error) {
+	m, err := t.tx.MessageInsert(t.ctx, p)
+	if err != nil {
+		return store.Message{}, err
+	}
+	t.inserted = append(t.inserted, m)
+	return m, nil
+}
+
 // insertUser answers outstanding tool calls and appends a user message.
 func (t *Tx) insertUser(chatID uuid.UUID, content json.RawMessage, in UserInput, queuedID *int64) (store.Message, error) {
 	if err := t.answerOutstanding(chatID, reasonNewMessage); err != nil {
 		return store.Message{}, err
 	}
-	m, err := t.tx.MessageInsert(t.ctx, store.MessageInsertParams{
+	m, err := t.insertMessage(store.MessageInsertParams{
 		ChatID: chatID, Role: store.RoleUser, Content: content, QueuedMessageID: queuedID,
 		CreatedBy: in.CreatedBy, ModelConfigID: in.ModelConfigID, ReasoningEffort: in.ReasoningEffort,
 		RequestID: in.RequestID, Now: t.now,
@@ -134,8 +145,6 @@ func (t *Tx) leaveAction(chatID uuid.UUID, reason string) error {
 
 func isAction(s State) bool { return s == StateA0 || s == StateA1 }
 
-func isError(s State) bool { return s == StateE0 || s == StateE1 }
-
 func isInterrupting(s State) bool {
 	return s == StateI0 || s == StateI1
 }
@@ -151,6 +160,7 @@ func running() store.ChatPatch {
 	}
 }
 
+// insertSuffix appends a worker step's messages.
 func (t *Tx) insertSuffix(chatID uuid.UUID, msgs []store.MessageInsertParams) ([]store.Message, error) {
 	out := make([]store.Message, 0, len(msgs))
 	for _, m := range msgs {
@@ -158,7 +168,7 @@ func (t *Tx) insertSuffix(chatID uuid.UUID, msgs []store.MessageInsertParams) ([
 		if m.Now.IsZero() {
 			m.Now = t.now
 		}
-		got, err := t.tx.MessageInsert(t.ctx, m)
+		got, err := t.insertMessage(m)
 		if err != nil {
 			return nil, fmt.Errorf("insert step message: %w", err)
 		}

@@ -9,40 +9,34 @@ import (
 )
 
 // Acquire gives the chat to (worker, runner) and records the initial
-// heartbeat. It only changes ownership.
-func (t *Tx) Acquire(chatID, workerID, runnerID uuid.UUID) (store.Chat, error) {
-	c, st, err := t.LockState(chatID)
+// heartbeat. It only changes ownership (U -> O or O -> O).
+func (t *Tx) Acquire(chatID, workerID, runnerID uuid.UUID) (Result, error) {
+	s, err := t.begin(chatID, Acquire)
 	if err != nil {
-		return store.Chat{}, err
-	}
-	if st == StateN {
-		return store.Chat{}, &TransitionError{Transition: Acquire, From: st}
-	}
-	if _, ok := ownershipMatrix[OwnershipOf(c)][Acquire]; !ok {
-		return store.Chat{}, &TransitionError{Transition: Acquire, From: st}
+		return Result{}, err
 	}
 	if _, err := t.tx.ChatUpdate(t.ctx, chatID, store.ChatPatch{
 		WorkerID: store.Some(uuid.NullUUID{UUID: workerID, Valid: true}),
 		RunnerID: store.Some(uuid.NullUUID{UUID: runnerID, Valid: true}),
 	}); err != nil {
-		return store.Chat{}, err
+		return Result{}, fmt.Errorf("acquire chat %s: %w", chatID, err)
 	}
 	if err := t.tx.HeartbeatInsert(t.ctx, chatID, runnerID, t.now); err != nil {
-		return store.Chat{}, fmt.Errorf("insert heartbeat: %w", err)
+		return Result{}, fmt.Errorf("insert heartbeat: %w", err)
 	}
-	return t.tx.ChatGet(t.ctx, chatID)
+	return s.end()
 }
 
-// Abandon clears the chat's ownership.
-func (t *Tx) Abandon(chatID uuid.UUID) (store.Chat, error) {
-	c, st, err := t.LockState(chatID)
+// Abandon clears the chat's ownership (O -> U).
+func (t *Tx) Abandon(chatID uuid.UUID) (Result, error) {
+	s, err := t.begin(chatID, Abandon)
 	if err != nil {
-		return store.Chat{}, err
+		return Result{}, err
 	}
-	if _, ok := ownershipMatrix[OwnershipOf(c)][Abandon]; !ok || st == StateN {
-		return store.Chat{}, &TransitionError{Transition: Abandon, From: st, Reason: "the chat is not owned"}
-	}
-	return t.tx.ChatUpdate(t.ctx, chatID, store.ChatPatch{
+	if _, err := t.tx.ChatUpdate(t.ctx, chatID, store.ChatPatch{
 		WorkerID: store.Some(uuid.NullUUID{}), RunnerID: store.Some(uuid.NullUUID{}),
-	})
+	}); err != nil {
+		return Result{}, fmt.Errorf("abandon chat %s: %w", chatID, err)
+	}
+	return s.end()
 }

@@ -129,6 +129,7 @@ const (
 	ClearContext            Transition = "ClearContext"
 	CommitStep              Transition = "CommitStep"
 	EnterRequiresAction     Transition = "EnterRequiresAction"
+	EnterReview             Transition = "EnterReview"
 	FinishInterruption      Transition = "FinishInterruption"
 	RecordGenerationAttempt Transition = "RecordGenerationAttempt"
 	RecordRetryState        Transition = "RecordRetryState"
@@ -144,12 +145,14 @@ const (
 	Abandon Transition = "Abandon"
 )
 
+func isOwnershipTransition(tr Transition) bool { return tr == Acquire || tr == Abandon }
+
 // AllTransitions lists every execution-state transition.
 var AllTransitions = []Transition{
 	Create, SetArchivedTrue, SetArchivedFalse, SendMessageQueue, SendMessageInterrupt,
 	EditMessage, DeleteQueuedMessage, PromoteQueuedMessage, Interrupt,
 	CompleteRequiresAction, RequestCompaction, ClearContext, CommitStep,
-	EnterRequiresAction, FinishInterruption, RecordGenerationAttempt, RecordRetryState,
+	EnterRequiresAction, EnterReview, FinishInterruption, RecordGenerationAttempt, RecordRetryState,
 	FinishTurn, FinishError, CancelRequiresAction, ReconcileInvalidState,
 }
 
@@ -192,6 +195,7 @@ var matrix = map[State]map[Transition][]State{
 		RecordRetryState:        {StateR0},
 		CommitStep:              {StateR0},
 		EnterRequiresAction:     {StateA0},
+		EnterReview:             {StateA0},
 		Interrupt:               {StateI0},
 		SendMessageInterrupt:    {StateI1},
 		EditMessage:             {StateR0},
@@ -204,6 +208,7 @@ var matrix = map[State]map[Transition][]State{
 		RecordRetryState:        {StateR1},
 		CommitStep:              {StateR1},
 		EnterRequiresAction:     {StateA1},
+		EnterReview:             {StateA1},
 		Interrupt:               {StateI1},
 		SendMessageInterrupt:    {StateI1},
 		EditMessage:             {StateR0},

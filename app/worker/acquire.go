@@ -103,7 +103,8 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 			w.log.Debug("chat waits for capacity", "chat_id", chatID, "roots", roots, "subagents", subagents)
 			return errSkip
 		}
-		acquired, err = t.Acquire(chatID, w.id, runnerID)
+		res, err := t.Acquire(chatID, w.id, runnerID)
+		acquired = res.Chat
 		return err
 	})
 	switch {
