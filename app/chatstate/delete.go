@@ -40,9 +40,13 @@ func (t *Tx) ReconcileInvalidState(chatID uuid.UUID) (Result, error) {
 	return s.end()
 }
 
-// Delete removes a chat and everything it owns. Deleting is not a state
-// transition; it is here so the row lock orders it with transitions. The
-// result has the chat as deleted and StateN.
+// Delete removes a chat, its descendants and everything they own (the
+// database cascades). Deleting is not a state transition; it is here so
+// the row locks order it with transitions: the chat is locked first, then
+// each descendant, parents first, as SetArchivedFamily does. Every deleted
+// chat's unfinished requests end as cancelled, and each gets a chat:update
+// after commit. The result has the chat as deleted and StateN, and the
+// descendants in Members.
 func (t *Tx) Delete(chatID uuid.UUID) (Result, error) {
 	c, st, err := t.LockState(chatID)
 	if err != nil {
@@ -51,22 +55,46 @@ func (t *Tx) Delete(chatID uuid.UUID) (Result, error) {
 	if st == StateN {
 		return Result{}, fmt.Errorf("chat %s: %w", chatID, ErrNotFound)
 	}
-	// Requests whose turn never finished end with the chat.
-	if err := t.finishTurnRequest(chatID, OutcomeCancelled, nil); err != nil {
-		return Result{}, err
-	}
-	queue, err := t.tx.QueueList(t.ctx, chatID)
+	family, err := t.tx.ChatDescendants(t.ctx, c.Root())
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("list family of chat %s: %w", chatID, err)
 	}
-	for _, q := range queue {
-		if err := t.finishRequest(q.RequestID, Outcome{Status: OutcomeCancelled}); err != nil {
+	res := Result{Chat: c, State: StateN}
+	for _, member := range parentsFirst(chatID, family) {
+		mc, exists, err := t.lock(member.ID)
+		if err != nil {
 			return Result{}, err
 		}
+		if exists {
+			res.Members = append(res.Members, mc)
+		}
 	}
-	t.deleted[chatID] = true
+	for _, gone := range append([]store.Chat{c}, res.Members...) {
+		if err := t.cancelRequests(gone.ID); err != nil {
+			return Result{}, err
+		}
+		t.deleted[gone.ID] = gone
+	}
 	if err := t.tx.ChatDelete(t.ctx, chatID); err != nil {
 		return Result{}, fmt.Errorf("delete chat %s: %w", chatID, err)
 	}
-	return Result{Chat: c, State: StateN}, nil
+	return res, nil
+}
+
+// cancelRequests ends the requests of a chat that is going away: the
+// current turn's, and every queued message's.
+func (t *Tx) cancelRequests(chatID uuid.UUID) error {
+	if err := t.finishTurnRequest(chatID, OutcomeCancelled, nil); err != nil {
+		return err
+	}
+	queue, err := t.tx.QueueList(t.ctx, chatID)
+	if err != nil {
+		return fmt.Errorf("list queue of chat %s: %w", chatID, err)
+	}
+	for _, q := range queue {
+		if err := t.finishRequest(q.RequestID, Outcome{Status: OutcomeCancelled}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

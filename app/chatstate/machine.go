@@ -82,7 +82,9 @@ type Tx struct {
 	tx      store.Tx
 	now     time.Time
 	touched []uuid.UUID
-	deleted map[uuid.UUID]bool
+	// deleted holds the last row of every chat Delete removed, for its
+	// notification.
+	deleted map[uuid.UUID]store.Chat
 	// inserted logs every message the bundle appended to history, so a
 	// transition's Result can report its own.
 	inserted []store.Message
@@ -95,13 +97,14 @@ type Tx struct {
 func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 	var final []notice
 	err := m.store.InTx(ctx, func(stx store.Tx) error {
-		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Now().UTC(), deleted: map[uuid.UUID]bool{}}
+		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Now().UTC(), deleted: map[uuid.UUID]store.Chat{}}
 		if err := fn(t); err != nil {
 			return err
 		}
 		final = final[:0]
 		for _, id := range t.touched {
-			if t.deleted[id] {
+			if last, ok := t.deleted[id]; ok {
+				final = append(final, notice{chat: last, deleted: true})
 				continue
 			}
 			c, err := stx.ChatGet(ctx, id)
@@ -129,6 +132,7 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 type notice struct {
 	chat       store.Chat
 	needsOwner bool
+	deleted    bool
 }
 
 // needsOwner: the chat is runnable and no live worker owns it (spec:
@@ -166,6 +170,8 @@ type UpdatePayload struct {
 	GenerationAttempt int64            `json:"generation_attempt"`
 	Status            store.ChatStatus `json:"status"`
 	Archived          bool             `json:"archived"`
+	// Deleted: the chat is gone; the other fields are its last row.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // OwnershipPayload is the chat:ownership payload.
@@ -195,7 +201,9 @@ func (m *Machine) publish(ctx context.Context, n notice) {
 	// returned, because the transaction has already committed.
 	ctx = context.WithoutCancel(ctx)
 	c := n.chat
-	payload, _ := json.Marshal(NewUpdatePayload(c))
+	up := NewUpdatePayload(c)
+	up.Deleted = n.deleted
+	payload, _ := json.Marshal(up)
 	if err := m.pub.Publish(ctx, pubsub.ChannelUpdate(c.ID.String()), payload); err != nil {
 		m.cfg.Log.Warn("publish chat update", "chat_id", c.ID, "err", err)
 	}
