@@ -1358,7 +1358,7 @@ var mxCases = map[mxTriple]mxCase{
 
 // mxUnownedCases are the documented exceptions for chats no worker owns:
 // nothing is generating, so the same bundle finishes the interruption
-// (spec: POST /messages, POST /interrupt; transitions.go).
+// (spec: POST /messages, POST /interrupt; send.go, interrupt.go).
 var mxUnownedCases = []struct {
 	name  string
 	from  chatstate.State
@@ -1398,6 +1398,15 @@ var mxUnownedCases = []struct {
 	{
 		name: "I0 Interrupt finishes", from: mxI0, tr: chatstate.Interrupt, to: mxW,
 		seed: mxBuild(mxSpec{State: mxI0, Unowned: true}), check: mxSame,
+	},
+	{
+		// FinishInterruption's guard covers the cancellations too.
+		name: "I0 with a pending call Interrupt cancels it then finishes", from: mxI0, tr: chatstate.Interrupt, to: mxW,
+		seed: mxBuild(mxSpec{State: mxI0, Pending: true, Unowned: true}),
+		check: func(t *testing.T, r *mxRun) {
+			r.history(t, mxCancelled())
+			r.queue(t)
+		},
 	},
 	{
 		name: "I1 Interrupt promotes the head", from: mxI1, tr: chatstate.Interrupt, to: mxR0,
@@ -1482,7 +1491,9 @@ func mxOwnership(t *testing.T, f *fixture, st chatstate.State, tr chatstate.Tran
 	r.after = f.snap(t, id)
 	r.pubs = f.pub.take()
 
-	allowed := r.before.Exists && (tr == chatstate.Acquire || r.before.Chat.WorkerID.Valid)
+	_, inDiagram := chatstate.OwnershipTransitions()[chatstate.OwnershipOf(r.before.Chat)][tr]
+	require.Equal(t, tr == chatstate.Acquire || r.before.Chat.WorkerID.Valid, inDiagram, "ownership diagram")
+	allowed := r.before.Exists && inDiagram
 	if !allowed {
 		require.Error(t, err)
 		mxRequireRejection(t, err, st, tr)
