@@ -113,7 +113,9 @@ func OwnershipOf(c store.Chat) Ownership {
 type Transition string
 
 // Execution-state transitions. SendMessage is split by busy behaviour
-// because the diagram allows different outputs for each.
+// because the diagram allows different outputs for each. EnterReview is
+// chatd's own: EnterRequiresAction without a deadline, for an operator's
+// review of tool calls whose effects are unknown (durable requests).
 const (
 	Create                  Transition = "Create"
 	SetArchivedTrue         Transition = "SetArchived(true)"
