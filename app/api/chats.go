@@ -98,7 +98,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		p.Title, p.TitleSource = chatstate.FallbackTitle(firstText(parts), DefaultFallbackLength), store.TitleSourceFallback
 	}
 	p.Input.RequestID = requestID
-	var res chatstate.CreateResult
+	var res chatstate.Result
 	create := func(t *chatstate.Tx) error {
 		if p.ParentChatID.Valid {
 			if _, err := s.readChat(r.Context(), c, t.Store(), p.ParentChatID.UUID); err != nil {
@@ -392,7 +392,7 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		}
 		// Only a change of archived is a transition.
 		if req.Archived != nil && *req.Archived != chat.Archived {
-			if err := t.SetArchivedFamily(id, *req.Archived); err != nil {
+			if _, err := t.SetArchivedFamily(id, *req.Archived); err != nil {
 				return err
 			}
 		}
@@ -446,7 +446,8 @@ func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		if err := metadataAllowed(st, true); err != nil {
 			return err
 		}
-		return t.Delete(id)
+		_, err = t.Delete(id)
+		return err
 	})
 	if err != nil {
 		writeError(w, r, err)
@@ -554,9 +555,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	}
 	var retitled bool
 	now := s.deps.Now().UTC()
-	send := func(t *chatstate.Tx) (chatstate.SendResult, error) {
+	send := func(t *chatstate.Tx) (chatstate.Result, error) {
 		if _, err := s.readChat(r.Context(), c, t.Store(), id); err != nil {
-			return chatstate.SendResult{}, err
+			return chatstate.Result{}, err
 		}
 		res, err := t.SendMessage(id, in, busy)
 		if err != nil {
@@ -593,7 +594,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 			})
 		return
 	}
-	var res chatstate.SendResult
+	var res chatstate.Result
 	err = s.deps.Machine.Do(r.Context(), func(t *chatstate.Tx) error {
 		var err error
 		res, err = send(t)
@@ -606,7 +607,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	writeJSON(w, http.StatusOK, sendResponse(res))
 }
 
-func sendResponse(res chatstate.SendResult) sdk.CreateChatMessageResponse {
+func sendResponse(res chatstate.Result) sdk.CreateChatMessageResponse {
 	resp := sdk.CreateChatMessageResponse{Queued: res.Queued != nil}
 	if res.Message != nil {
 		m := wire.ToMessage(*res.Message)
@@ -643,7 +644,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		writeError(w, r, err)
 		return
 	}
-	var res chatstate.EditResult
+	var res chatstate.Result
 	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
 		var err error
 		res, err = t.EditMessage(id, msgID, in)
@@ -654,7 +655,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		return
 	}
 	writeJSON(w, http.StatusOK, sdk.EditChatMessageResponse{
-		Message: wire.ToMessage(res.Message), Messages: wire.ToMessages([]store.Message{res.Message}), DeletedMessageIDs: res.DeletedIDs,
+		Message: wire.ToMessage(*res.Message), Messages: wire.ToMessages([]store.Message{*res.Message}), DeletedMessageIDs: res.DeletedIDs,
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -89,24 +88,6 @@ func (t *Tx) requestPromoted(m store.Message) error {
 		return nil
 	}
 	return err
-}
-
-// EnterReview stops a running chat for an operator's review of tool calls
-// whose effects are unknown: requires_action with no deadline, so nothing
-// cancels the calls; the reviewed results complete the action.
-func (t *Tx) EnterReview(chatID uuid.UUID) (State, error) {
-	s, err := t.begin(chatID, EnterRequiresAction)
-	if err != nil {
-		return "", err
-	}
-	if err := t.update(chatID, store.ChatPatch{
-		Status:                   store.Some(store.ChatStatusRequiresAction),
-		RequiresActionDeadlineAt: store.Some[*time.Time](nil),
-		CompactionRequestedAt:    store.Some[*time.Time](nil),
-	}); err != nil {
-		return "", err
-	}
-	return s.end()
 }
 
 // settleRequests records the outcome of requests an edit at messageID

@@ -132,7 +132,7 @@ func (t *Tx) answerOutstanding(chatID uuid.UUID, reason string) error {
 	if err != nil {
 		return err
 	}
-	_, err = t.tx.MessageInsert(t.ctx, store.MessageInsertParams{
+	_, err = t.insertMessage(store.MessageInsertParams{
 		ChatID: chatID, Role: store.RoleTool, Content: content, Now: t.now,
 	})
 	if err != nil {

@@ -82,7 +82,12 @@ type Tx struct {
 	tx      store.Tx
 	now     time.Time
 	touched []uuid.UUID
-	deleted map[uuid.UUID]bool
+	// deleted holds the last row of every chat Delete removed, for its
+	// notification.
+	deleted map[uuid.UUID]store.Chat
+	// inserted logs every message the bundle appended to history, so a
+	// transition's Result can report its own.
+	inserted []store.Message
 }
 
 // Do runs fn as one transaction and, once it has committed, publishes
@@ -92,13 +97,14 @@ type Tx struct {
 func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 	var final []notice
 	err := m.store.InTx(ctx, func(stx store.Tx) error {
-		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Now().UTC(), deleted: map[uuid.UUID]bool{}}
+		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Now().UTC(), deleted: map[uuid.UUID]store.Chat{}}
 		if err := fn(t); err != nil {
 			return err
 		}
 		final = final[:0]
 		for _, id := range t.touched {
-			if t.deleted[id] {
+			if last, ok := t.deleted[id]; ok {
+				final = append(final, notice{chat: last, deleted: true})
 				continue
 			}
 			c, err := stx.ChatGet(ctx, id)
@@ -126,6 +132,7 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 type notice struct {
 	chat       store.Chat
 	needsOwner bool
+	deleted    bool
 }
 
 // needsOwner: the chat is runnable and no live worker owns it (spec:
@@ -163,6 +170,8 @@ type UpdatePayload struct {
 	GenerationAttempt int64            `json:"generation_attempt"`
 	Status            store.ChatStatus `json:"status"`
 	Archived          bool             `json:"archived"`
+	// Deleted: the chat is gone; the other fields are its last row.
+	Deleted bool `json:"deleted,omitempty"`
 }
 
 // OwnershipPayload is the chat:ownership payload.
@@ -192,7 +201,9 @@ func (m *Machine) publish(ctx context.Context, n notice) {
 	// returned, because the transaction has already committed.
 	ctx = context.WithoutCancel(ctx)
 	c := n.chat
-	payload, _ := json.Marshal(NewUpdatePayload(c))
+	up := NewUpdatePayload(c)
+	up.Deleted = n.deleted
+	payload, _ := json.Marshal(up)
 	if err := m.pub.Publish(ctx, pubsub.ChannelUpdate(c.ID.String()), payload); err != nil {
 		m.cfg.Log.Warn("publish chat update", "chat_id", c.ID, "err", err)
 	}
@@ -237,8 +248,10 @@ func (t *Tx) lock(id uuid.UUID) (store.Chat, bool, error) {
 	return c, err == nil, err
 }
 
-// State locks the chat (on first touch) and classifies it.
-func (t *Tx) State(id uuid.UUID) (store.Chat, State, error) {
+// LockState locks the chat and bumps its snapshot_version (once per
+// transaction, on first touch), then classifies it. Use Peek to classify
+// without either.
+func (t *Tx) LockState(id uuid.UUID) (store.Chat, State, error) {
 	c, exists, err := t.lock(id)
 	if err != nil || !exists {
 		return c, StateN, err
@@ -273,41 +286,93 @@ func (t *Tx) classify(c store.Chat) (State, error) {
 type step struct {
 	t    *Tx
 	tr   Transition
-	chat store.Chat
+	id   uuid.UUID
+	chat store.Chat // as it was when the step began (zero for Create)
 	from State
 	outs []State
+	// owners is where an ownership transition may leave the owner (nil
+	// for execution-state transitions).
+	owners []Ownership
+	// mark is where this transition's messages start in t.inserted.
+	mark int
 }
 
-// begin guards a transition: it locks the chat, classifies it and rejects
-// the transition when the matrix does not allow it from there.
+// begin guards every transition: it locks the chat, classifies it and
+// rejects the transition when its diagram does not allow it from there.
+// Ownership transitions (Acquire, Abandon) are checked against the
+// ownership diagram and keep the execution state; a missing chat has no
+// owner to change.
 func (t *Tx) begin(id uuid.UUID, tr Transition) (*step, error) {
-	c, from, err := t.State(id)
+	c, from, err := t.LockState(id)
 	if err != nil {
 		return nil, err
+	}
+	s := &step{t: t, tr: tr, id: id, chat: c, from: from, mark: len(t.inserted)}
+	if isOwnershipTransition(tr) {
+		owners, ok := ownershipMatrix[OwnershipOf(c)][tr]
+		switch {
+		case from == StateN:
+			return nil, &TransitionError{Transition: tr, From: from}
+		case !ok:
+			reason := "the chat is owned"
+			if OwnershipOf(c) == OwnershipU {
+				reason = "the chat is not owned"
+			}
+			return nil, &TransitionError{Transition: tr, From: from, Reason: reason}
+		}
+		s.outs, s.owners = []State{from}, owners
+		return s, nil
 	}
 	outs, ok := Allowed(from, tr)
 	if !ok {
 		return nil, &TransitionError{Transition: tr, From: from}
 	}
-	return &step{t: t, tr: tr, chat: c, from: from, outs: outs}, nil
+	s.outs = outs
+	return s, nil
 }
 
-// end re-classifies the chat and checks that it landed where the matrix
+// end re-classifies the chat and checks that it landed where the diagram
 // says this transition may land. A mismatch is a bug in this package; it
-// rolls the transaction back rather than commit a state the diagram forbids.
-func (s *step) end() (State, error) {
-	c, err := s.t.tx.ChatGet(s.t.ctx, s.chat.ID)
+// rolls the transaction back rather than commit a state the diagram
+// forbids. The result reports the chat as it landed and the messages the
+// transition appended.
+func (s *step) end() (Result, error) {
+	c, err := s.t.tx.ChatGet(s.t.ctx, s.id)
 	if err != nil {
-		return "", fmt.Errorf("read chat %s after %s: %w", s.chat.ID, s.tr, err)
+		return Result{}, fmt.Errorf("read chat %s after %s: %w", s.id, s.tr, err)
 	}
 	to, err := s.t.classify(c)
 	if err != nil {
-		return "", err
+		return Result{}, err
 	}
 	if !slices.Contains(s.outs, to) {
-		return "", fmt.Errorf("chatstate bug: %s from %s landed in %s, allowed %v", s.tr, s.from, to, s.outs)
+		return Result{}, fmt.Errorf("chatstate bug: %s from %s landed in %s, allowed %v", s.tr, s.from, to, s.outs)
 	}
-	return to, nil
+	if s.owners != nil && !slices.Contains(s.owners, OwnershipOf(c)) {
+		return Result{}, fmt.Errorf("chatstate bug: %s from %s left the chat %s, allowed %v", s.tr, OwnershipOf(s.chat), OwnershipOf(c), s.owners)
+	}
+	return s.result(Result{Chat: c, State: to}), nil
+}
+
+// result completes r with the messages appended since the step began,
+// including those of transitions the step applied after it ended (an
+// interruption finished in the same bundle).
+func (s *step) result(r Result) Result {
+	r.Messages = slices.Clone(s.t.inserted[s.mark:])
+	r.Promoted = nil
+	for _, m := range r.Messages {
+		if m.Role == store.RoleUser && m.Visibility != store.VisibilityModel {
+			r.Promoted = append(r.Promoted, m)
+		}
+	}
+	return r
+}
+
+// then is the result of a step that, having ended, applied next in the
+// same bundle: the chat and state are next's, the messages are both.
+func (s *step) then(r, next Result) Result {
+	r.Chat, r.State = next.Chat, next.State
+	return s.result(r)
 }
 
 // update writes a chat patch, stamping updated_at.

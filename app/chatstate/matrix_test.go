@@ -33,11 +33,12 @@ func TestMatrix(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		f := setup(t, newStore)
+		matrix := chatstate.Transitions()
 		for _, tr := range chatstate.AllTransitions {
 			require.Contains(t, mxAppliers, tr, "no applier for %s", tr)
 		}
 		for x := range mxCases {
-			require.Contains(t, chatstate.Matrix[x.From][x.Tr], x.To, "case %s is not an edge of the matrix", x)
+			require.Contains(t, matrix[x.From][x.Tr], x.To, "case %s is not an edge of the matrix", x)
 		}
 
 		// Subtests run one at a time, so these need no lock.
@@ -55,7 +56,7 @@ func TestMatrix(t *testing.T) {
 		t.Run("matrix", func(t *testing.T) {
 			for _, from := range chatstate.AllStates {
 				for _, tr := range chatstate.AllTransitions {
-					outs, allowed := chatstate.Matrix[from][tr]
+					outs, allowed := matrix[from][tr]
 					if !allowed {
 						run(t, fmt.Sprintf("%s/%s/rejected", from, tr), func(t *testing.T) {
 							mxRejected(t, f, from, tr)
@@ -133,7 +134,7 @@ func TestMatrix(t *testing.T) {
 		// Coverage guard: every allowed triple of the diagram has a case,
 		// and, unless -run selected a subset, every case landed on it.
 		var missing, unexercised []string
-		for from, trs := range chatstate.Matrix {
+		for from, trs := range matrix {
 			for tr, outs := range trs {
 				for _, to := range outs {
 					x := mxTriple{from, tr, to}
@@ -168,9 +169,8 @@ func (x mxTriple) String() string { return fmt.Sprintf("%s -> %s -> %s", x.From,
 // mxSeedFn brings a new chat into a state; nil means f.seed.
 type mxSeedFn func(t *testing.T, f *fixture) uuid.UUID
 
-// mxApplyFn applies one transition inside a bundle and returns the state
-// the method reported ("" when it reports none) and its result.
-type mxApplyFn func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error)
+// mxApplyFn applies one transition inside a bundle and returns its result.
+type mxApplyFn func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error)
 
 // mxCase is the expectation for one allowed triple.
 type mxCase struct {
@@ -191,8 +191,7 @@ type mxRun struct {
 	qid    int64    // queued message given to Delete (head) or Promote (tail)
 	editID int64    // user message given to EditMessage (the last one)
 	calls  []string // tool calls outstanding before the transition
-	state  chatstate.State
-	res    any
+	res    chatstate.Result
 	err    error
 	pubs   []published
 }
@@ -215,106 +214,88 @@ var (
 const mxToolOutput = `{"ok":true}`
 
 var mxAppliers = map[chatstate.Transition]mxApplyFn{
-	chatstate.Create: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
+	chatstate.Create: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		res, err := tx.Create(chatstate.CreateParams{
 			ID: r.id, OwnerID: r.f.user.ID, Title: "t", SystemPrompt: "sys", Input: r.f.input("new"),
 		})
-		return res.State, res, err
+		return res, err
 	},
-	chatstate.SetArchivedTrue: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.SetArchived(r.id, true)
-		return st, nil, err
+	chatstate.SetArchivedTrue: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.SetArchived(r.id, true)
 	},
-	chatstate.SetArchivedFalse: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.SetArchived(r.id, false)
-		return st, nil, err
+	chatstate.SetArchivedFalse: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.SetArchived(r.id, false)
 	},
-	chatstate.SendMessageQueue: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		res, err := tx.SendMessage(r.id, r.f.input("new"), chatstate.BusyQueue)
-		return res.State, res, err
+	chatstate.SendMessageQueue: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.SendMessage(r.id, r.f.input("new"), chatstate.BusyQueue)
 	},
-	chatstate.SendMessageInterrupt: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		res, err := tx.SendMessage(r.id, r.f.input("new"), chatstate.BusyInterrupt)
-		return res.State, res, err
+	chatstate.SendMessageInterrupt: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.SendMessage(r.id, r.f.input("new"), chatstate.BusyInterrupt)
 	},
-	chatstate.EditMessage: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		res, err := tx.EditMessage(r.id, r.editID, r.f.input("edited"))
-		return res.State, res, err
+	chatstate.EditMessage: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.EditMessage(r.id, r.editID, r.f.input("edited"))
 	},
-	chatstate.DeleteQueuedMessage: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.DeleteQueuedMessage(r.id, r.qid)
-		return st, nil, err
+	chatstate.DeleteQueuedMessage: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.DeleteQueuedMessage(r.id, r.qid)
 	},
-	chatstate.PromoteQueuedMessage: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		res, err := tx.PromoteQueuedMessage(r.id, r.qid)
-		return res.State, res, err
+	chatstate.PromoteQueuedMessage: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.PromoteQueuedMessage(r.id, r.qid)
 	},
-	chatstate.Interrupt: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		res, err := tx.Interrupt(r.id)
-		return res.State, res, err
+	chatstate.Interrupt: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.Interrupt(r.id)
 	},
-	chatstate.CompleteRequiresAction: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
+	chatstate.CompleteRequiresAction: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		calls, err := tx.OutstandingToolCalls(r.id)
 		if err != nil {
-			return "", nil, err
+			return chatstate.Result{}, err
 		}
 		results := make([]sdk.ToolResult, 0, len(calls))
 		for _, c := range calls {
 			results = append(results, sdk.ToolResult{ToolCallID: c.ID, Output: json.RawMessage(mxToolOutput)})
 		}
-		st, err := tx.CompleteRequiresAction(r.id, results, uuid.NullUUID{UUID: r.f.user.ID, Valid: true})
-		return st, nil, err
+		return tx.CompleteRequiresAction(r.id, results, uuid.NullUUID{UUID: r.f.user.ID, Valid: true})
 	},
-	chatstate.RequestCompaction: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.RequestCompaction(r.id)
-		return st, nil, err
+	chatstate.RequestCompaction: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.RequestCompaction(r.id)
 	},
-	chatstate.ClearContext: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.ClearContext(r.id, uuid.NullUUID{UUID: r.f.user.ID, Valid: true})
-		return st, nil, err
+	chatstate.ClearContext: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.ClearContext(r.id, uuid.NullUUID{UUID: r.f.user.ID, Valid: true})
 	},
-	chatstate.CommitStep: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		msgs, err := tx.CommitStep(r.id, assistantStep("step"))
-		return "", msgs, err
+	chatstate.CommitStep: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.CommitStep(r.id, assistantStep("step"))
 	},
-	chatstate.EnterRequiresAction: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.EnterRequiresAction(r.id)
-		return st, nil, err
+	chatstate.EnterRequiresAction: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.EnterRequiresAction(r.id)
 	},
-	chatstate.FinishInterruption: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		res, err := tx.FinishInterruption(r.id, assistantStep("partial").Messages)
-		return res.State, res, err
+	chatstate.EnterReview: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.EnterReview(r.id)
 	},
-	chatstate.RecordGenerationAttempt: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		c, err := tx.RecordGenerationAttempt(r.id)
-		return "", c, err
+	chatstate.FinishInterruption: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.FinishInterruption(r.id, assistantStep("partial").Messages)
 	},
-	chatstate.RecordRetryState: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		c, err := tx.RecordRetryState(r.id, mxRetry)
-		return "", c, err
+	chatstate.RecordGenerationAttempt: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.RecordGenerationAttempt(r.id)
 	},
-	chatstate.FinishTurn: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		res, err := tx.FinishTurn(r.id)
-		return res.State, res, err
+	chatstate.RecordRetryState: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.RecordRetryState(r.id, mxRetry)
 	},
-	chatstate.FinishError: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.FinishError(r.id, mxChatError)
-		return st, nil, err
+	chatstate.FinishTurn: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.FinishTurn(r.id)
 	},
-	chatstate.CancelRequiresAction: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.CancelRequiresAction(r.id)
-		return st, nil, err
+	chatstate.FinishError: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.FinishError(r.id, mxChatError)
 	},
-	chatstate.ReconcileInvalidState: func(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-		st, err := tx.ReconcileInvalidState(r.id)
-		return st, nil, err
+	chatstate.CancelRequiresAction: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.CancelRequiresAction(r.id)
+	},
+	chatstate.ReconcileInvalidState: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.ReconcileInvalidState(r.id)
 	},
 }
 
 // mxCreateIdle is Create without a user message: the chat starts waiting.
-func mxCreateIdle(tx *chatstate.Tx, r *mxRun) (chatstate.State, any, error) {
-	res, err := tx.Create(chatstate.CreateParams{ID: r.id, OwnerID: r.f.user.ID, Title: "t", SystemPrompt: "sys"})
-	return res.State, res, err
+func mxCreateIdle(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+	return tx.Create(chatstate.CreateParams{ID: r.id, OwnerID: r.f.user.ID, Title: "t", SystemPrompt: "sys"})
 }
 
 // mxAttempt seeds a chat in from, picks the applier's inputs from it and
@@ -359,7 +340,7 @@ func mxAttempt(t *testing.T, f *fixture, from chatstate.State, tr chatstate.Tran
 	f.pub.take()
 	r.err = f.m.Do(f.ctx, func(tx *chatstate.Tx) error {
 		var err error
-		r.state, r.res, err = apply(tx, r)
+		r.res, err = apply(tx, r)
 		return err
 	})
 	r.after = f.snap(t, id)
@@ -432,9 +413,16 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 	b, a := r.before.Chat, r.after.Chat
 	v := r.snapVersion()
 	require.Equal(t, v, a.SnapshotVersion, "snapshot_version advances by exactly 1 per bundle")
-	if r.state != "" {
-		require.Equal(t, to, r.state, "state reported by %s", r.tr)
+	require.Equal(t, to, r.res.State, "state reported by %s", r.tr)
+	require.Equal(t, a, r.res.Chat, "chat reported by %s is the committed row", r.tr)
+	var appended, reported []int64
+	for _, m := range r.after.Messages[len(r.before.Messages):] {
+		appended = append(appended, m.ID)
 	}
+	for _, m := range r.res.Messages {
+		reported = append(reported, m.ID)
+	}
+	require.Equal(t, appended, reported, "messages reported by %s are those it appended", r.tr)
 
 	// A history change sets history_version to this snapshot and resets
 	// generation_attempt; RequestCompaction does both without a message.
@@ -509,6 +497,8 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 	switch {
 	case mxAction(to) && mxAction(r.from):
 		require.Equal(t, b.RequiresActionDeadlineAt, a.RequiresActionDeadlineAt, "deadline of the pending action")
+	case r.tr == chatstate.EnterReview:
+		require.Nil(t, a.RequiresActionDeadlineAt, "an operator's review has no deadline")
 	case mxAction(to):
 		require.NotNil(t, a.RequiresActionDeadlineAt, "requires_action_deadline_at")
 		require.True(t, now.Add(5*time.Minute).Equal(*a.RequiresActionDeadlineAt),
@@ -675,11 +665,10 @@ func (r *mxRun) edited(t *testing.T, want ...mxMsg) {
 	}
 	require.NotEmpty(t, deleted)
 	require.Equal(t, r.editID, deleted[0], "the edited message itself is soft-deleted")
-	res, ok := r.res.(chatstate.EditResult)
-	require.True(t, ok)
-	require.ElementsMatch(t, deleted, res.DeletedIDs, "EditResult.DeletedIDs")
+	res := r.res
+	require.ElementsMatch(t, deleted, res.DeletedIDs, "Result.DeletedIDs")
 	r.appended(t, a[len(b):], want)
-	require.Equal(t, a[len(a)-1].ID, res.Message.ID, "EditResult.Message is the replacement")
+	require.Equal(t, a[len(a)-1].ID, res.Message.ID, "Result.Message is the replacement")
 }
 
 func (r *mxRun) appended(t *testing.T, got []store.Message, want []mxMsg) {
@@ -867,20 +856,18 @@ func mxCleared() []mxMsg {
 // sentToHistory: SendMessage put m straight into history.
 func (r *mxRun) sentToHistory(t *testing.T) {
 	t.Helper()
-	res, ok := r.res.(chatstate.SendResult)
-	require.True(t, ok)
-	require.Nil(t, res.Queued, "SendResult.Queued")
-	require.NotNil(t, res.Message, "SendResult.Message")
+	res := r.res
+	require.Nil(t, res.Queued, "Result.Queued")
+	require.NotNil(t, res.Message, "Result.Message")
 	require.Equal(t, r.after.Messages[len(r.after.Messages)-1].ID, res.Message.ID)
 }
 
 // sentQueued: SendMessage left m queued at the tail.
 func (r *mxRun) sentQueued(t *testing.T) {
 	t.Helper()
-	res, ok := r.res.(chatstate.SendResult)
-	require.True(t, ok)
-	require.Nil(t, res.Message, "SendResult.Message")
-	require.NotNil(t, res.Queued, "SendResult.Queued")
+	res := r.res
+	require.Nil(t, res.Message, "Result.Message")
+	require.NotNil(t, res.Queued, "Result.Queued")
 	require.Equal(t, r.after.Queue[len(r.after.Queue)-1].ID, res.Queued.ID)
 }
 
@@ -1170,6 +1157,7 @@ var mxCases = map[mxTriple]mxCase{
 		r.queue(t)
 	}},
 	{mxR0, chatstate.EnterRequiresAction, mxA0}: {check: mxSame},
+	{mxR0, chatstate.EnterReview, mxA0}:         {check: mxSame},
 	{mxR0, chatstate.Interrupt, mxI0}:           {check: mxSame},
 	{mxR0, chatstate.SendMessageInterrupt, mxI1}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t)
@@ -1196,6 +1184,7 @@ var mxCases = map[mxTriple]mxCase{
 		r.queue(t, r.q(0))
 	}},
 	{mxR1, chatstate.EnterRequiresAction, mxA1}: {check: mxSameQ0},
+	{mxR1, chatstate.EnterReview, mxA1}:         {check: mxSameQ0},
 	{mxR1, chatstate.Interrupt, mxI1}:           {check: mxSameQ0},
 	{mxR1, chatstate.SendMessageInterrupt, mxI1}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t)
@@ -1369,7 +1358,7 @@ var mxCases = map[mxTriple]mxCase{
 
 // mxUnownedCases are the documented exceptions for chats no worker owns:
 // nothing is generating, so the same bundle finishes the interruption
-// (spec: POST /messages, POST /interrupt; transitions.go).
+// (spec: POST /messages, POST /interrupt; send.go, interrupt.go).
 var mxUnownedCases = []struct {
 	name  string
 	from  chatstate.State
@@ -1411,6 +1400,15 @@ var mxUnownedCases = []struct {
 		seed: mxBuild(mxSpec{State: mxI0, Unowned: true}), check: mxSame,
 	},
 	{
+		// FinishInterruption's guard covers the cancellations too.
+		name: "I0 with a pending call Interrupt cancels it then finishes", from: mxI0, tr: chatstate.Interrupt, to: mxW,
+		seed: mxBuild(mxSpec{State: mxI0, Pending: true, Unowned: true}),
+		check: func(t *testing.T, r *mxRun) {
+			r.history(t, mxCancelled())
+			r.queue(t)
+		},
+	},
+	{
 		name: "I1 Interrupt promotes the head", from: mxI1, tr: chatstate.Interrupt, to: mxR0,
 		seed: mxBuild(mxSpec{State: mxI1, Queued: 1, Unowned: true}),
 		check: func(t *testing.T, r *mxRun) {
@@ -1434,7 +1432,7 @@ var mxUnownedCases = []struct {
 			r.history(t, mxPromoted(r.q(0)))
 			r.queue(t, mxNew)
 			r.sentQueued(t)
-			res := r.res.(chatstate.SendResult)
+			res := r.res
 			require.Len(t, res.Promoted, 1)
 			require.Equal(t, r.q(0), *res.Promoted[0].QueuedMessageID)
 			require.NotEqual(t, res.Queued.ID, *res.Promoted[0].QueuedMessageID)
@@ -1458,7 +1456,7 @@ var mxUnownedCases = []struct {
 		check: func(t *testing.T, r *mxRun) {
 			r.history(t, mxPromoted(r.q(1)))
 			r.queue(t, r.q(0))
-			res := r.res.(chatstate.PromoteResult)
+			res := r.res
 			require.NotNil(t, res.Message)
 			require.Equal(t, r.q(1), *res.Message.QueuedMessageID)
 		},
@@ -1480,7 +1478,7 @@ func mxOwnership(t *testing.T, f *fixture, st chatstate.State, tr chatstate.Tran
 	require.Equal(t, st, r.before.State, "seed")
 	f.pub.take()
 	worker, runner := uuid.New(), uuid.New()
-	var res store.Chat
+	var res chatstate.Result
 	err := f.m.Do(f.ctx, func(tx *chatstate.Tx) error {
 		var err error
 		if tr == chatstate.Acquire {
@@ -1493,7 +1491,9 @@ func mxOwnership(t *testing.T, f *fixture, st chatstate.State, tr chatstate.Tran
 	r.after = f.snap(t, id)
 	r.pubs = f.pub.take()
 
-	allowed := r.before.Exists && (tr == chatstate.Acquire || r.before.Chat.WorkerID.Valid)
+	_, inDiagram := chatstate.OwnershipTransitions()[chatstate.OwnershipOf(r.before.Chat)][tr]
+	require.Equal(t, tr == chatstate.Acquire || r.before.Chat.WorkerID.Valid, inDiagram, "ownership diagram")
+	allowed := r.before.Exists && inDiagram
 	if !allowed {
 		require.Error(t, err)
 		mxRequireRejection(t, err, st, tr)
@@ -1511,11 +1511,38 @@ func mxOwnership(t *testing.T, f *fixture, st chatstate.State, tr chatstate.Tran
 	}
 	require.Equal(t, wantW, r.after.Chat.WorkerID)
 	require.Equal(t, wantR, r.after.Chat.RunnerID)
-	require.Equal(t, r.after.Chat, res, "the returned chat is the committed row")
+	require.Equal(t, r.after.Chat, res.Chat, "the returned chat is the committed row")
+	require.Equal(t, st, res.State, "the reported state")
 	require.Equal(t, r.before.Chat.SnapshotVersion+1, r.after.Chat.SnapshotVersion)
 	got := r.after.Chat
 	got.WorkerID, got.RunnerID = r.before.Chat.WorkerID, r.before.Chat.RunnerID
 	got.SnapshotVersion, got.UpdatedAt = r.before.Chat.SnapshotVersion, r.before.Chat.UpdatedAt
 	require.Equal(t, r.before.Chat, got, "only ownership and snapshot_version change")
 	r.notified(t)
+}
+
+// The diagrams are handed out as copies: changing one changes nothing.
+func TestTransitionsIsACopy(t *testing.T) {
+	t.Parallel()
+	m := chatstate.Transitions()
+	m[chatstate.StateW][chatstate.SendMessageQueue][0] = chatstate.StateInvalid
+	delete(m[chatstate.StateW], chatstate.ClearContext)
+	m[chatstate.StateN][chatstate.FinishTurn] = []chatstate.State{chatstate.StateW}
+	outs, ok := chatstate.Allowed(chatstate.StateW, chatstate.SendMessageQueue)
+	require.True(t, ok)
+	require.Equal(t, []chatstate.State{chatstate.StateR0}, outs)
+	_, ok = chatstate.Allowed(chatstate.StateW, chatstate.ClearContext)
+	require.True(t, ok)
+	_, ok = chatstate.Allowed(chatstate.StateN, chatstate.FinishTurn)
+	require.False(t, ok)
+	require.Equal(t, chatstate.StateR0, chatstate.Transitions()[chatstate.StateW][chatstate.SendMessageQueue][0])
+
+	outs[0] = chatstate.StateInvalid
+	again, _ := chatstate.Allowed(chatstate.StateW, chatstate.SendMessageQueue)
+	require.Equal(t, []chatstate.State{chatstate.StateR0}, again, "Allowed hands out a copy too")
+
+	own := chatstate.OwnershipTransitions()
+	own[chatstate.OwnershipU][chatstate.Abandon] = []chatstate.Ownership{chatstate.OwnershipU}
+	_, ok = chatstate.OwnershipTransitions()[chatstate.OwnershipU][chatstate.Abandon]
+	require.False(t, ok)
 }

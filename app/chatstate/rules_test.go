@@ -51,9 +51,9 @@ func rlRejects(t testing.TB, f *fixture, fn func(tx *chatstate.Tx) error, ids ..
 	return err
 }
 
-func rlSend(t testing.TB, f *fixture, id uuid.UUID, msg string, busy chatstate.BusyBehavior) chatstate.SendResult {
+func rlSend(t testing.TB, f *fixture, id uuid.UUID, msg string, busy chatstate.BusyBehavior) chatstate.Result {
 	t.Helper()
-	var res chatstate.SendResult
+	var res chatstate.Result
 	f.do(t, func(tx *chatstate.Tx) error {
 		var err error
 		res, err = tx.SendMessage(id, f.input(msg), busy)
@@ -78,9 +78,9 @@ func rlFinishError(t testing.TB, f *fixture, id uuid.UUID, msg string) {
 	})
 }
 
-func rlFinishTurn(t testing.TB, f *fixture, id uuid.UUID) chatstate.FinishResult {
+func rlFinishTurn(t testing.TB, f *fixture, id uuid.UUID) chatstate.Result {
 	t.Helper()
-	var res chatstate.FinishResult
+	var res chatstate.Result
 	rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 		var err error
 		res, err = tx.FinishTurn(id)
@@ -101,8 +101,8 @@ func rlRequestCompaction(t testing.TB, f *fixture, id uuid.UUID) chatstate.State
 	t.Helper()
 	var to chatstate.State
 	rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
-		var err error
-		to, err = tx.RequestCompaction(id)
+		res, err := tx.RequestCompaction(id)
+		to = res.State
 		return err
 	})
 	return to
@@ -437,7 +437,7 @@ func TestRuleCancellationBeforeUserMessage(t *testing.T) {
 				_, err := tx.Interrupt(id)
 				return err
 			})
-			var fin chatstate.FinishResult
+			var fin chatstate.Result
 			rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 				var err error
 				// The partial step calls one more tool; it too is answered.
@@ -478,7 +478,7 @@ func TestRuleCancellationBeforeUserMessage(t *testing.T) {
 			// results for any outstanding tool calls".
 			id := f.create(t, "hello")
 			rlCommit(t, f, id, rlCallsStep("c1"))
-			var res chatstate.InterruptResult
+			var res chatstate.Result
 			rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 				var err error
 				res, err = tx.Interrupt(id)
@@ -995,8 +995,8 @@ func TestRuleClearContext(t *testing.T) {
 				require.True(t, before.Chat.WorkerID.Valid, "fixture: an owned chat shows ownership is kept")
 				var to chatstate.State
 				rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
-					var err error
-					to, err = tx.ClearContext(id, uuid.NullUUID{UUID: f.user.ID, Valid: true})
+					res, err := tx.ClearContext(id, uuid.NullUUID{UUID: f.user.ID, Valid: true})
+					to = res.State
 					return err
 				})
 				require.Equal(t, chatstate.StateW, to)
@@ -1058,7 +1058,7 @@ func TestRulePromotion(t *testing.T) {
 		t.Run("FinishInterruption from I1", func(t *testing.T) {
 			id := f.seed(t, chatstate.StateI1)
 			head := f.snap(t, id).Queue[0]
-			var fin chatstate.FinishResult
+			var fin chatstate.Result
 			rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 				var err error
 				fin, err = tx.FinishInterruption(id, nil)
@@ -1094,7 +1094,7 @@ func TestRulePromotion(t *testing.T) {
 			t.Run("PromoteQueuedMessage from "+tc.name, func(t *testing.T) {
 				id := tc.build(t)
 				head := f.snap(t, id).Queue[0]
-				var res chatstate.PromoteResult
+				var res chatstate.Result
 				rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 					var err error
 					res, err = tx.PromoteQueuedMessage(id, head.ID)
@@ -1110,7 +1110,7 @@ func TestRulePromotion(t *testing.T) {
 			id := rlErrored(t, f, 3)
 			queue := f.snap(t, id).Queue
 			require.Len(t, queue, 3)
-			var res chatstate.PromoteResult
+			var res chatstate.Result
 			rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 				var err error
 				res, err = tx.PromoteQueuedMessage(id, queue[2].ID)
@@ -1127,7 +1127,7 @@ func TestRulePromotion(t *testing.T) {
 			rlSend(t, f, id, "second", chatstate.BusyQueue)
 			queue := f.snap(t, id).Queue
 			require.Len(t, queue, 2)
-			var res chatstate.PromoteResult
+			var res chatstate.Result
 			rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 				var err error
 				res, err = tx.PromoteQueuedMessage(id, queue[1].ID)
@@ -1138,7 +1138,7 @@ func TestRulePromotion(t *testing.T) {
 			require.Equal(t, chatstate.StateI1, s.State)
 			require.Equal(t, []int64{queue[1].ID, queue[0].ID}, rlQueueIDs(s))
 
-			var fin chatstate.FinishResult
+			var fin chatstate.Result
 			rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 				var err error
 				fin, err = tx.FinishInterruption(id, nil)
@@ -1248,7 +1248,7 @@ func TestRuleUnownedChats(t *testing.T) {
 
 		t.Run("Interrupt on R0 lands W", func(t *testing.T) {
 			id := f.create(t, "hello")
-			var res chatstate.InterruptResult
+			var res chatstate.Result
 			rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 				var err error
 				res, err = tx.Interrupt(id)
@@ -1269,7 +1269,7 @@ func TestRuleUnownedChats(t *testing.T) {
 			t.Run("Interrupt on "+tc.name+" promotes the head", func(t *testing.T) {
 				id := tc.build(t)
 				head := f.snap(t, id).Queue[0]
-				var res chatstate.InterruptResult
+				var res chatstate.Result
 				rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
 					var err error
 					res, err = tx.Interrupt(id)
@@ -1340,7 +1340,7 @@ func TestFamilyArchive(t *testing.T) {
 			return root, a, b, grand
 		}
 		archiveFamily := func(root uuid.UUID, archived bool) func(tx *chatstate.Tx) error {
-			return func(tx *chatstate.Tx) error { return tx.SetArchivedFamily(root, archived) }
+			return func(tx *chatstate.Tx) error { _, err := tx.SetArchivedFamily(root, archived); return err }
 		}
 
 		t.Run("archive and unarchive the whole family", func(t *testing.T) {
@@ -1439,8 +1439,8 @@ func TestFamilyUnarchiveWhenGrandchildSortsFirst(t *testing.T) {
 			_, err := tx.Create(rlChildParams(f, grand, child, ""))
 			return err
 		})
-		f.do(t, func(tx *chatstate.Tx) error { return tx.SetArchivedFamily(root, true) })
-		f.do(t, func(tx *chatstate.Tx) error { return tx.SetArchivedFamily(root, false) })
+		f.do(t, func(tx *chatstate.Tx) error { _, err := tx.SetArchivedFamily(root, true); return err })
+		f.do(t, func(tx *chatstate.Tx) error { _, err := tx.SetArchivedFamily(root, false); return err })
 		for _, id := range []uuid.UUID{root, child, grand} {
 			require.Equal(t, chatstate.StateW, f.snap(t, id).State)
 		}
@@ -1455,7 +1455,7 @@ func TestFamilyCreateUnderArchivedRootReportsArchived(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		f := setup(t, newStore)
 		root := f.create(t, "")
-		f.do(t, func(tx *chatstate.Tx) error { return tx.SetArchivedFamily(root, true) })
+		f.do(t, func(tx *chatstate.Tx) error { _, err := tx.SetArchivedFamily(root, true); return err })
 		err := f.m.Do(f.ctx, func(tx *chatstate.Tx) error {
 			_, err := tx.Create(rlChildParams(f, uuid.New(), root, ""))
 			return err
@@ -1494,7 +1494,7 @@ func TestFamilyArchiveRacesChildCreate(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				<-start
-				archiveErr = f.m.Do(f.ctx, func(tx *chatstate.Tx) error { return tx.SetArchivedFamily(root, true) })
+				archiveErr = f.m.Do(f.ctx, func(tx *chatstate.Tx) error { _, err := tx.SetArchivedFamily(root, true); return err })
 			}()
 			close(start)
 			wg.Wait()
@@ -1770,8 +1770,8 @@ func TestRuleReconcileInvalidState(t *testing.T) {
 			require.Equal(t, chatstate.StateInvalid, before.State)
 			var to chatstate.State
 			rlApply(t, f, id, func(tx *chatstate.Tx, id uuid.UUID) error {
-				var err error
-				to, err = tx.ReconcileInvalidState(id)
+				res, err := tx.ReconcileInvalidState(id)
+				to = res.State
 				return err
 			})
 			require.Equal(t, want, to)
@@ -1831,7 +1831,8 @@ func TestRuleReconcileInvalidState(t *testing.T) {
 			"SetArchived(true)":      rlArchiveStep(true),
 			"SetArchived(false)":     rlArchiveStep(false),
 			"SetArchivedFamily(false)": func(tx *chatstate.Tx, id uuid.UUID) error {
-				return tx.SetArchivedFamily(id, false)
+				_, err := tx.SetArchivedFamily(id, false)
+				return err
 			},
 			"CommitStep": func(tx *chatstate.Tx, id uuid.UUID) error {
 				_, err := tx.CommitStep(id, assistantStep("x"))

@@ -1,10 +1,12 @@
 // Package chatstate is chatd's core state machine (spec: "Core state
 // machine"). It decides which transitions a chat may take and applies them
 // over a store.Tx; stores only provide data operations. The allowed
-// transitions are data (Matrix) so tests can enumerate them.
+// transitions are data (read with Transitions) so tests can enumerate them.
 package chatstate
 
 import (
+	"slices"
+
 	"github.com/chatd/chatd/store"
 )
 
@@ -111,7 +113,9 @@ func OwnershipOf(c store.Chat) Ownership {
 type Transition string
 
 // Execution-state transitions. SendMessage is split by busy behaviour
-// because the diagram allows different outputs for each.
+// because the diagram allows different outputs for each. EnterReview is
+// chatd's own: EnterRequiresAction without a deadline, for an operator's
+// review of tool calls whose effects are unknown (durable requests).
 const (
 	Create                  Transition = "Create"
 	SetArchivedTrue         Transition = "SetArchived(true)"
@@ -127,6 +131,7 @@ const (
 	ClearContext            Transition = "ClearContext"
 	CommitStep              Transition = "CommitStep"
 	EnterRequiresAction     Transition = "EnterRequiresAction"
+	EnterReview             Transition = "EnterReview"
 	FinishInterruption      Transition = "FinishInterruption"
 	RecordGenerationAttempt Transition = "RecordGenerationAttempt"
 	RecordRetryState        Transition = "RecordRetryState"
@@ -142,19 +147,22 @@ const (
 	Abandon Transition = "Abandon"
 )
 
+func isOwnershipTransition(tr Transition) bool { return tr == Acquire || tr == Abandon }
+
 // AllTransitions lists every execution-state transition.
 var AllTransitions = []Transition{
 	Create, SetArchivedTrue, SetArchivedFalse, SendMessageQueue, SendMessageInterrupt,
 	EditMessage, DeleteQueuedMessage, PromoteQueuedMessage, Interrupt,
 	CompleteRequiresAction, RequestCompaction, ClearContext, CommitStep,
-	EnterRequiresAction, FinishInterruption, RecordGenerationAttempt, RecordRetryState,
+	EnterRequiresAction, EnterReview, FinishInterruption, RecordGenerationAttempt, RecordRetryState,
 	FinishTurn, FinishError, CancelRequiresAction, ReconcileInvalidState,
 }
 
-// Matrix is the execution state transition diagram: from-state ->
+// matrix is the execution state transition diagram: from-state ->
 // transition -> the output states it may land in. A pair that is absent is
-// not allowed.
-var Matrix = map[State]map[Transition][]State{
+// not allowed. It is unexported so nothing can change it at run time;
+// Transitions hands out a copy.
+var matrix = map[State]map[Transition][]State{
 	StateN: {
 		Create: {StateR0, StateW},
 	},
@@ -189,6 +197,7 @@ var Matrix = map[State]map[Transition][]State{
 		RecordRetryState:        {StateR0},
 		CommitStep:              {StateR0},
 		EnterRequiresAction:     {StateA0},
+		EnterReview:             {StateA0},
 		Interrupt:               {StateI0},
 		SendMessageInterrupt:    {StateI1},
 		EditMessage:             {StateR0},
@@ -201,6 +210,7 @@ var Matrix = map[State]map[Transition][]State{
 		RecordRetryState:        {StateR1},
 		CommitStep:              {StateR1},
 		EnterRequiresAction:     {StateA1},
+		EnterReview:             {StateA1},
 		Interrupt:               {StateI1},
 		SendMessageInterrupt:    {StateI1},
 		EditMessage:             {StateR0},
@@ -256,14 +266,39 @@ var Matrix = map[State]map[Transition][]State{
 	},
 }
 
-// OwnershipMatrix is the ownership diagram: Acquire U->O and O->O, Abandon O->U.
-var OwnershipMatrix = map[Ownership]map[Transition][]Ownership{
+// ownershipMatrix is the ownership diagram: Acquire U->O and O->O, Abandon O->U.
+var ownershipMatrix = map[Ownership]map[Transition][]Ownership{
 	OwnershipU: {Acquire: {OwnershipO}},
 	OwnershipO: {Acquire: {OwnershipO}, Abandon: {OwnershipU}},
 }
 
-// Allowed reports whether t may be applied in state s, and its outputs.
+// Transitions returns a deep copy of the execution state diagram:
+// from-state -> transition -> the output states it may land in. A pair
+// that is absent is not allowed.
+func Transitions() map[State]map[Transition][]State {
+	return copyDiagram(matrix)
+}
+
+// OwnershipTransitions returns a deep copy of the ownership diagram:
+// Acquire U->O and O->O, Abandon O->U.
+func OwnershipTransitions() map[Ownership]map[Transition][]Ownership {
+	return copyDiagram(ownershipMatrix)
+}
+
+func copyDiagram[S comparable](d map[S]map[Transition][]S) map[S]map[Transition][]S {
+	out := make(map[S]map[Transition][]S, len(d))
+	for from, trs := range d {
+		out[from] = make(map[Transition][]S, len(trs))
+		for tr, outs := range trs {
+			out[from][tr] = slices.Clone(outs)
+		}
+	}
+	return out
+}
+
+// Allowed reports whether t may be applied in state s, and a copy of its
+// outputs.
 func Allowed(s State, t Transition) ([]State, bool) {
-	outs, ok := Matrix[s][t]
-	return outs, ok
+	outs, ok := matrix[s][t]
+	return slices.Clone(outs), ok
 }

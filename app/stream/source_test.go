@@ -157,7 +157,7 @@ func TestStoreSourceTurn(t *testing.T) {
 		require.Equal(t, []string{tStatus, tError}, kinds(events))
 		require.Equal(t, testError, *events[1].Error)
 
-		r.do(func(tx *chatstate.Tx) error { return tx.Delete(r.chatID) })
+		r.do(func(tx *chatstate.Tx) error { _, err := tx.Delete(r.chatID); return err })
 		_, err = r.loop.Sync(r.ctx, stream.StoreSource{Store: r.store}, stream.Hints{Gone: true})
 		require.ErrorIs(t, err, store.ErrNotFound)
 	})
@@ -233,7 +233,7 @@ func TestPoller(t *testing.T) {
 
 		stopA()
 		stopA() // idempotent
-		other.do(func(tx *chatstate.Tx) error { return tx.Delete(other.chatID) })
+		other.do(func(tx *chatstate.Tx) error { _, err := tx.Delete(other.chatID); return err })
 		p.Poll(r.ctx)
 		require.Len(t, a, 1, "deregistered")
 		require.Len(t, b, 2)

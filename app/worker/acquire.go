@@ -83,7 +83,7 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 		if err := tx.AdmissionLock(ctx); err != nil {
 			return err
 		}
-		c, st, err := t.State(chatID)
+		c, st, err := t.LockState(chatID)
 		if err != nil {
 			return err
 		}
@@ -103,7 +103,8 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 			w.log.Debug("chat waits for capacity", "chat_id", chatID, "roots", roots, "subagents", subagents)
 			return errSkip
 		}
-		acquired, err = t.Acquire(chatID, w.id, runnerID)
+		res, err := t.Acquire(chatID, w.id, runnerID)
+		acquired = res.Chat
 		return err
 	})
 	switch {

@@ -287,8 +287,8 @@ func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.R
 	for {
 		var c store.Chat
 		err := r.commit(ctx, f, func(t *chatstate.Tx) error {
-			var err error
-			c, err = t.RecordGenerationAttempt(r.chatID)
+			res, err := t.RecordGenerationAttempt(r.chatID)
+			c = res.Chat
 			return err
 		})
 		if err != nil {

@@ -125,7 +125,7 @@ func TestLimiterInterruptUnownedChatNeedsNoSlot(t *testing.T) {
 		running, waiting := owned[0], unowned[0]
 		call := g.provider.next(t)
 
-		var res chatstate.InterruptResult
+		var res chatstate.Result
 		g.do(func(t *chatstate.Tx) error {
 			var err error
 			res, err = t.Interrupt(waiting)

@@ -73,7 +73,7 @@ func TestSyncStopsRunnersOfDeletedChats(t *testing.T) {
 		id := g.create("hello")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 		call := g.provider.next(t)
-		g.do(func(t *chatstate.Tx) error { return t.Delete(id) })
+		g.do(func(t *chatstate.Tx) error { _, err := t.Delete(id); return err })
 		g.w.manager.syncOnce(g.ctx)
 		eventually(t, func() bool { return g.w.Runners() == 0 }, "the runner of a deleted chat is cleaned up")
 		require.Error(t, call.ctx.Err())

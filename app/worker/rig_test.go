@@ -173,8 +173,8 @@ func (g *rig) acquire(id uuid.UUID) (uuid.UUID, store.Chat) {
 	rid := uuid.New()
 	var c store.Chat
 	g.do(func(t *chatstate.Tx) error {
-		var err error
-		c, err = t.Acquire(id, g.w.id, rid)
+		res, err := t.Acquire(id, g.w.id, rid)
+		c = res.Chat
 		return err
 	})
 	return rid, c

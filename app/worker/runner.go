@@ -296,7 +296,7 @@ func (r *runner) read(ctx context.Context, ev event, fn func(tx store.Reader, c 
 func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) error) error {
 	var after store.Chat
 	err := r.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
-		c, st, err := t.State(r.chatID)
+		c, st, err := t.LockState(r.chatID)
 		if err != nil {
 			return err
 		}

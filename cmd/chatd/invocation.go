@@ -189,7 +189,7 @@ func reconcile(ctx context.Context, m *chatstate.Machine, id uuid.UUID, review R
 		}
 		// Lock the chat before touching the claim and the journal, in the
 		// order runners use, then re-read the claim under the lock.
-		_, st, err := t.State(inv.ChatID)
+		_, st, err := t.LockState(inv.ChatID)
 		if err != nil {
 			return err
 		}

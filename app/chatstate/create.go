@@ -1,0 +1,115 @@
+package chatstate
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// CreateParams create a chat.
+type CreateParams struct {
+	ID           uuid.UUID
+	OwnerID      uuid.UUID
+	ParentChatID uuid.NullUUID
+	Title        string
+	TitleSource  store.TitleSource
+	SystemPrompt string
+	Labels       map[string]string
+	DynamicTools json.RawMessage
+	Input        UserInput // empty Content creates the chat in waiting
+}
+
+// Create applies N -> Create -> R0 (or W with no user message). The chat
+// does not exist yet, so the guard finds no row to lock; a child locks its
+// family's root FOR SHARE and fails when the root is archived. The result
+// carries the initial history (system prompt, first message) in Messages.
+func (t *Tx) Create(p CreateParams) (Result, error) {
+	if p.ID == uuid.Nil {
+		p.ID = uuid.New()
+	}
+	s, err := t.begin(p.ID, Create)
+	if err != nil {
+		return Result{}, err
+	}
+	var root uuid.NullUUID
+	if p.ParentChatID.Valid {
+		parent, err := t.tx.ChatGet(t.ctx, p.ParentChatID.UUID)
+		if err != nil {
+			return Result{}, fmt.Errorf("parent chat %s: %w", p.ParentChatID.UUID, err)
+		}
+		root = uuid.NullUUID{UUID: parent.Root(), Valid: true}
+		rc, err := t.tx.ChatLockShared(t.ctx, root.UUID)
+		if err != nil {
+			return Result{}, fmt.Errorf("lock root chat %s: %w", root.UUID, err)
+		}
+		if rc.Archived {
+			rootState, err := t.classify(rc)
+			if err != nil {
+				return Result{}, err
+			}
+			cause := ErrChatArchived
+			if rootState == StateInvalid {
+				cause = ErrInvalidState
+			}
+			return Result{}, &TransitionError{Transition: Create, From: StateN, Cause: cause,
+				Reason: "the family's root chat is archived"}
+		}
+	}
+	status := store.ChatStatusWaiting
+	var content json.RawMessage
+	if len(p.Input.Content) > 0 {
+		status = store.ChatStatusRunning
+		var err error
+		if content, err = p.Input.encode("content"); err != nil {
+			return Result{}, err
+		}
+	}
+	source := p.TitleSource
+	if source == "" {
+		source = store.TitleSourceFallback
+	}
+	c, err := t.tx.ChatInsert(t.ctx, store.ChatInsertParams{
+		ID: p.ID, OwnerID: p.OwnerID, ParentChatID: p.ParentChatID, RootChatID: root,
+		Title: p.Title, TitleSource: source, Status: status, Labels: p.Labels,
+		LastModelConfigID: p.Input.ModelConfigID, LastReasoningEffort: p.Input.ReasoningEffort,
+		DynamicTools: p.DynamicTools, Now: t.now,
+	})
+	if err != nil {
+		return Result{}, fmt.Errorf("insert chat: %w", err)
+	}
+	t.touched = append(t.touched, c.ID)
+	if p.SystemPrompt != "" {
+		sys, _ := EncodeParts([]sdk.ChatMessagePart{{Type: sdk.PartText, Text: p.SystemPrompt}})
+		if _, err := t.insertMessage(store.MessageInsertParams{
+			ChatID: c.ID, Role: store.RoleSystem, Content: sys, Visibility: store.VisibilityModel, Now: t.now,
+		}); err != nil {
+			return Result{}, fmt.Errorf("insert system prompt: %w", err)
+		}
+	}
+	var first *store.Message
+	if content != nil {
+		m, err := t.insertMessage(store.MessageInsertParams{
+			ChatID: c.ID, Role: store.RoleUser, Content: content, CreatedBy: p.Input.CreatedBy,
+			ModelConfigID: p.Input.ModelConfigID, ReasoningEffort: p.Input.ReasoningEffort,
+			RequestID: p.Input.RequestID, Now: t.now,
+		})
+		if err != nil {
+			return Result{}, fmt.Errorf("insert first message: %w", err)
+		}
+		first = &m
+	}
+	if len(t.inserted) == s.mark {
+		// Create's snapshot is the chat's first history version even when
+		// it inserts no message.
+		if _, err := t.tx.ChatTouchHistory(t.ctx, c.ID); err != nil {
+			return Result{}, err
+		}
+	}
+	res, err := s.end()
+	res.Message = first
+	return res, err
+}

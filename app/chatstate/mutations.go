@@ -1,0 +1,178 @@
+package chatstate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+)
+
+// Cancellation reasons written into synthetic tool results.
+const (
+	reasonInterrupted   = "interrupted by the user"
+	reasonNewMessage    = "a new user message arrived"
+	reasonActionTimeout = "no result was submitted before the deadline"
+	reasonReconciled    = "the chat was reconciled from an invalid state"
+)
+
+// UserInput is a user turn: the content of a message or queued message.
+type UserInput struct {
+	Content         []sdk.ChatMessagePart
+	CreatedBy       uuid.NullUUID
+	ModelConfigID   uuid.NullUUID
+	ReasoningEffort string
+	// RequestID links a durable request's claim to its message.
+	RequestID uuid.NullUUID
+}
+
+func (in UserInput) encode(field string) (json.RawMessage, error) {
+	if len(in.Content) == 0 {
+		return nil, invalid(field, "content must have at least one part")
+	}
+	return EncodeParts(in.Content)
+}
+
+// insertMessage appends one message to history and logs it for the
+// transition's Result. Every message a transition inserts goes through here.
+func (t *Tx) insertMessage(p store.MessageInsertParams) (store.Message, error) {
+	m, err := t.tx.MessageInsert(t.ctx, p)
+	if err != nil {
+		return store.Message{}, err
+	}
+	t.inserted = append(t.inserted, m)
+	return m, nil
+}
+
+// insertUser answers outstanding tool calls and appends a user message.
+func (t *Tx) insertUser(chatID uuid.UUID, content json.RawMessage, in UserInput, queuedID *int64) (store.Message, error) {
+	if err := t.answerOutstanding(chatID, reasonNewMessage); err != nil {
+		return store.Message{}, err
+	}
+	m, err := t.insertMessage(store.MessageInsertParams{
+		ChatID: chatID, Role: store.RoleUser, Content: content, QueuedMessageID: queuedID,
+		CreatedBy: in.CreatedBy, ModelConfigID: in.ModelConfigID, ReasoningEffort: in.ReasoningEffort,
+		RequestID: in.RequestID, Now: t.now,
+	})
+	if err != nil {
+		return store.Message{}, fmt.Errorf("insert user message: %w", err)
+	}
+	if in.ModelConfigID.Valid || in.ReasoningEffort != "" {
+		p := store.ChatPatch{}
+		if in.ModelConfigID.Valid {
+			p.LastModelConfigID = store.Some(in.ModelConfigID)
+		}
+		if in.ReasoningEffort != "" {
+			p.LastReasoningEffort = store.Some(in.ReasoningEffort)
+		}
+		if err := t.update(chatID, p); err != nil {
+			return store.Message{}, err
+		}
+	}
+	return m, nil
+}
+
+// enqueue appends to the queue, enforcing the queue limit.
+func (t *Tx) enqueue(chatID uuid.UUID, content json.RawMessage, in UserInput) (store.QueuedMessage, error) {
+	n, err := t.tx.QueueCount(t.ctx, chatID)
+	if err != nil {
+		return store.QueuedMessage{}, err
+	}
+	if n >= int64(t.m.cfg.QueueLimit) {
+		return store.QueuedMessage{}, fmt.Errorf("%w: %d of %d queued messages", ErrQueueFull, n, t.m.cfg.QueueLimit)
+	}
+	q, err := t.tx.QueueInsert(t.ctx, store.QueueInsertParams{
+		ChatID: chatID, CreatedBy: in.CreatedBy, Content: content, ModelConfigID: in.ModelConfigID,
+		ReasoningEffort: in.ReasoningEffort, RequestID: in.RequestID, Now: t.now,
+	})
+	if err != nil {
+		return store.QueuedMessage{}, fmt.Errorf("queue message: %w", err)
+	}
+	return q, nil
+}
+
+// promoteHead moves the queue head into history. The queue row's id goes
+// into queued_message_id, and deleting it must remove exactly one row.
+func (t *Tx) promoteHead(chatID uuid.UUID) (store.Message, error) {
+	queue, err := t.tx.QueueList(t.ctx, chatID)
+	if err != nil {
+		return store.Message{}, err
+	}
+	if len(queue) == 0 {
+		return store.Message{}, errors.New("chatstate bug: promote from an empty queue")
+	}
+	head := queue[0]
+	n, err := t.tx.QueueDelete(t.ctx, chatID, head.ID)
+	if err != nil {
+		return store.Message{}, err
+	}
+	if n != 1 {
+		return store.Message{}, fmt.Errorf("promote queued message %d: deleted %d rows, want 1", head.ID, n)
+	}
+	m, err := t.insertUser(chatID, head.Content, UserInput{
+		CreatedBy: head.CreatedBy, ModelConfigID: head.ModelConfigID, ReasoningEffort: head.ReasoningEffort,
+		RequestID: head.RequestID,
+	}, &head.ID)
+	if err != nil {
+		return m, err
+	}
+	return m, t.requestPromoted(m)
+}
+
+// moveToHead makes qid the queue head.
+func (t *Tx) moveToHead(chatID uuid.UUID, qid int64) error {
+	queue, err := t.tx.QueueList(t.ctx, chatID)
+	if err != nil {
+		return err
+	}
+	if len(queue) == 0 || queue[0].ID == qid {
+		return nil
+	}
+	return t.tx.QueueSetPosition(t.ctx, chatID, qid, queue[0].Position-1)
+}
+
+// leaveAction closes a pending dynamic-tool action with synthetic results.
+func (t *Tx) leaveAction(chatID uuid.UUID, reason string) error {
+	if err := t.answerOutstanding(chatID, reason); err != nil {
+		return err
+	}
+	return t.update(chatID, store.ChatPatch{RequiresActionDeadlineAt: store.Some[*time.Time](nil)})
+}
+
+func isAction(s State) bool { return s == StateA0 || s == StateA1 }
+
+func isInterrupting(s State) bool {
+	return s == StateI0 || s == StateI1
+}
+
+// running is the patch of every transition that lands in running from
+// elsewhere: errors are left behind and the one-shot compaction marker is
+// dropped unless the caller carries it.
+func running() store.ChatPatch {
+	return store.ChatPatch{
+		Status:                store.Some(store.ChatStatusRunning),
+		LastError:             store.Some[json.RawMessage](nil),
+		CompactionRequestedAt: store.Some[*time.Time](nil),
+	}
+}
+
+// insertSuffix appends a worker step's messages.
+func (t *Tx) insertSuffix(chatID uuid.UUID, msgs []store.MessageInsertParams) ([]store.Message, error) {
+	out := make([]store.Message, 0, len(msgs))
+	for _, m := range msgs {
+		m.ChatID = chatID
+		if m.Now.IsZero() {
+			m.Now = t.now
+		}
+		got, err := t.insertMessage(m)
+		if err != nil {
+			return nil, fmt.Errorf("insert step message: %w", err)
+		}
+		out = append(out, got)
+	}
+	return out, nil
+}
