@@ -327,11 +327,13 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	a.log.Info("shutting down: finishing requests and stopping the worker (its chats resume on the next start)")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
+	shutdownErr := srv.Shutdown(shutdownCtx)
+	// Serve returns as soon as Shutdown starts: wait for it either way.
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	if shutdownErr != nil {
+		return fmt.Errorf("shutdown: %w", shutdownErr)
 	}
 	return nil
 }
