@@ -21,6 +21,7 @@ import (
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/stream"
@@ -38,6 +39,7 @@ import (
 type App struct {
 	cfg        Config
 	log        *slog.Logger
+	clock      clock.Clock // the one time source, passed to every part
 	store      store.Store
 	pubsub     pubsub.Pubsub
 	closePub   func()
@@ -47,9 +49,7 @@ type App struct {
 	worker     *worker.Worker
 	poller     *stream.Poller
 	streams    *stream.Server
-	pollerDone chan struct{}
 	replicaTok string
-	stopPoller context.CancelFunc
 	handler    http.Handler
 	firstToken string // printed once on a first start without a bootstrap token
 }
@@ -108,7 +108,7 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 // with isolated stores). Close closes the store.
 func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer) (*App, error) {
 	cfg = cfg.withDefaults()
-	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), store: s}
+	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), clock: clock.Real{}, store: s}
 	if err := a.init(ctx); err != nil {
 		if a.closePub != nil {
 			a.closePub()
@@ -141,9 +141,8 @@ func (a *App) init(ctx context.Context) error {
 		a.pubsub, a.closePub = pubsub.NewMemory(), func() {}
 	}
 	_, leases := a.store.(*postgres.Store)
-	clock := worker.RealClock{}
 	mcfg := chatstate.Config{
-		QueueLimit: a.cfg.QueueLimit, RequiresActionTimeout: a.cfg.RequiresActionTimeout, Log: a.log, Now: clock.Now,
+		QueueLimit: a.cfg.QueueLimit, RequiresActionTimeout: a.cfg.RequiresActionTimeout, Log: a.log, Clock: a.clock,
 	}
 	wcfg := a.cfg.Worker
 	wcfg.Leases = leases
@@ -154,12 +153,12 @@ func (a *App) init(ctx context.Context) error {
 		}
 	}
 	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
-	a.buffer = partbuf.New(partbuf.Config{})
+	a.buffer = partbuf.New(partbuf.Config{Clock: a.clock})
 	// Server-side tools are opt-in: some OpenAI-compatible models refuse
 	// any request that offers tools.
 	reg := tools.NewRegistry()
 	if a.cfg.BuiltinTools {
-		reg.Add(tools.Clock(clock.Now))
+		reg.Add(tools.Clock(a.clock.Now))
 	}
 	if a.cfg.WebhookURL != "" {
 		reg.Add(tools.Webhook(a.cfg.WebhookURL, nil))
@@ -169,20 +168,21 @@ func (a *App) init(ctx context.Context) error {
 	}
 	a.worker = worker.New(wcfg, worker.Deps{
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
-		Tools: reg, Clock: clock, Log: a.log,
+		Tools: reg, Clock: a.clock, Log: a.log,
 	})
-	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken); err != nil {
+	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
 	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: api.NewMetrics(),
+		Clock: a.clock,
 	})
-	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.log)
+	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
 	a.replicaTok = auth.NewToken()
-	a.streams = &stream.Server{
+	a.streams = stream.NewServer(stream.Config{
 		Store: a.store, Pubsub: a.pubsub, Poller: a.poller, Buffer: a.buffer,
-		Locator: locator{a}, Log: a.log, ReplicaToken: a.replicaTok,
-	}
+		Locator: locator{a}, Log: a.log, Clock: a.clock,
+	})
 	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
 	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, func(r *http.Request) bool {
 		tok := r.Header.Get(stream.ReplicaTokenHeader)
@@ -246,16 +246,13 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.buffer.Start(ctx); err != nil {
 		return err
 	}
-	pctx, cancel := context.WithCancel(ctx)
-	a.stopPoller, a.pollerDone = cancel, make(chan struct{})
-	go func() {
-		defer close(a.pollerDone)
-		a.poller.Run(pctx)
-	}()
+	if err := a.poller.Start(ctx); err != nil {
+		return fmt.Errorf("start stream poller: %w", err)
+	}
 	if _, multi := a.store.(*postgres.Store); multi {
 		err := a.store.InTx(ctx, func(tx store.Tx) error {
 			return tx.ReplicaUpsert(ctx, store.Replica{
-				WorkerID: a.worker.ID(), Address: a.cfg.AdvertiseURL, Token: a.replicaTok, UpdatedAt: time.Now(),
+				WorkerID: a.worker.ID(), Address: a.cfg.AdvertiseURL, Token: a.replicaTok, UpdatedAt: a.clock.Now(),
 			})
 		})
 		if err != nil {
@@ -273,10 +270,7 @@ func (a *App) Start(ctx context.Context) error {
 func (a *App) Stop() {
 	a.streams.Close()
 	a.worker.Stop()
-	if a.stopPoller != nil {
-		a.stopPoller()
-		<-a.pollerDone
-	}
+	a.poller.Stop()
 	if _, multi := a.store.(*postgres.Store); multi {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = a.store.InTx(ctx, func(tx store.Tx) error { return tx.ReplicaDelete(ctx, a.worker.ID()) })
@@ -333,11 +327,13 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	a.log.Info("shutting down: finishing requests and stopping the worker (its chats resume on the next start)")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
+	shutdownErr := srv.Shutdown(shutdownCtx)
+	// Serve returns as soon as Shutdown starts: wait for it either way.
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	if shutdownErr != nil {
+		return fmt.Errorf("shutdown: %w", shutdownErr)
 	}
 	return nil
 }

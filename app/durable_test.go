@@ -47,13 +47,14 @@ func newDurable(t *testing.T, newStore func(t testing.TB) store.Store) *durable 
 		Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
 	}, newStore(t), io.Discard)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a.Close()) }) // the pubsub; the store closes twice harmlessly
 	d.app = a
 	d.srv = httptest.NewServer(a.Handler())
 	t.Cleanup(d.srv.Close)
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(a.Stop)
 	for _, name := range []string{"alice", "bob"} {
-		tok, _, err := auth.CreateToken(ctx, a.Store(), name, false, "test")
+		tok, _, err := auth.CreateToken(ctx, a.Store(), name, false, "test", time.Now())
 		require.NoError(t, err)
 		c := sdk.New(d.srv.URL, tok)
 		if name == "alice" {
@@ -258,6 +259,7 @@ func journalApp(t *testing.T, ctx context.Context, s store.Store, llmURL, token 
 		},
 	}, s, io.Discard)
 	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a.Close()) }) // the pubsub; the store closes twice harmlessly
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
 	require.NoError(t, a.Start(ctx))

@@ -6,11 +6,11 @@ package api
 import (
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -54,7 +54,8 @@ type Deps struct {
 	Titles  TitleGenerator // optional
 	Log     *slog.Logger
 	Metrics *Metrics // optional
-	Now     func() time.Time
+	// Clock is the time source; clock.Real when nil.
+	Clock clock.Clock
 }
 
 // Server is the HTTP API.
@@ -75,8 +76,8 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
 	}
-	if deps.Now == nil {
-		deps.Now = time.Now
+	if deps.Clock == nil {
+		deps.Clock = clock.Real{}
 	}
 	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux()}
 	s.routes()

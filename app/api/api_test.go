@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -77,7 +78,7 @@ func (h *harness) client(token string) *sdk.Client {
 // newUser creates a non-admin user with a token.
 func (h *harness) newUser(t testing.TB, name string) (*sdk.Client, store.User, string) {
 	t.Helper()
-	tok, u, err := auth.CreateToken(h.ctx, h.app.Store(), name, false, "test")
+	tok, u, err := auth.CreateToken(h.ctx, h.app.Store(), name, false, "test", time.Now())
 	require.NoError(t, err)
 	require.False(t, u.Admin)
 	return h.client(tok), u, tok

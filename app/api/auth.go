@@ -73,7 +73,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		writeError(w, r, err)
 		return
 	}
-	session, _, err := auth.CreateToken(r.Context(), s.deps.Store, u.Name, false, "web session")
+	session, _, err := auth.CreateToken(r.Context(), s.deps.Store, u.Name, false, "web session", s.deps.Clock.Now())
 	if err != nil {
 		writeError(w, r, err)
 		return

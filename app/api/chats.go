@@ -378,7 +378,7 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeError(w, r, validation("pin_order", "pin_order must be >= 0 (0 unpins)"))
 		return
 	}
-	now := s.deps.Now().UTC()
+	now := s.deps.Clock.Now().UTC()
 	metadata := req.Title != nil || req.Labels != nil || req.PinOrder != nil
 	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
 		ctx := r.Context()
@@ -554,7 +554,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		return
 	}
 	var retitled bool
-	now := s.deps.Now().UTC()
+	now := s.deps.Clock.Now().UTC()
 	send := func(t *chatstate.Tx) (chatstate.Result, error) {
 		if _, err := s.readChat(r.Context(), c, t.Store(), id); err != nil {
 			return chatstate.Result{}, err

@@ -156,7 +156,7 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 				return err
 			}
 			audit := uuid.New()
-			now := s.deps.Now().UTC()
+			now := s.deps.Clock.Now().UTC()
 			claim := store.Invocation{
 				RequestID: requestID, CallerID: c.user.ID, ContentSHA256: hash, Kind: kind, ChatID: chatID,
 				AuditID: audit, State: store.InvocationAdmitted, MessageID: msgID, QueuedMessageID: queuedID,

@@ -77,8 +77,8 @@ func EnsureUser(ctx context.Context, tx store.Tx, name string, admin bool, now t
 	return u, nil
 }
 
-// CreateToken mints a token for user name (created if needed).
-func CreateToken(ctx context.Context, s store.Store, name string, admin bool, label string) (string, store.User, error) {
+// CreateToken mints a token for user name (created if needed), stamped now.
+func CreateToken(ctx context.Context, s store.Store, name string, admin bool, label string, now time.Time) (string, store.User, error) {
 	if strings.TrimSpace(name) == "" {
 		return "", store.User{}, errors.New("user name is empty")
 	}
@@ -86,11 +86,11 @@ func CreateToken(ctx context.Context, s store.Store, name string, admin bool, la
 	var u store.User
 	err := s.InTx(ctx, func(tx store.Tx) error {
 		var err error
-		if u, err = EnsureUser(ctx, tx, name, admin, time.Now()); err != nil {
+		if u, err = EnsureUser(ctx, tx, name, admin, now); err != nil {
 			return err
 		}
 		_, err = tx.TokenInsert(ctx, store.TokenInsertParams{
-			ID: uuid.New(), UserID: u.ID, Hash: Hash(token), Name: label, Now: time.Now(),
+			ID: uuid.New(), UserID: u.ID, Hash: Hash(token), Name: label, Now: now,
 		})
 		return err
 	})
@@ -109,8 +109,8 @@ func RevokeToken(ctx context.Context, s store.Store, token string) error {
 // admin exists with exactly that token (idempotent across restarts) and
 // Bootstrap returns "". Without one, the first start (no users at all)
 // creates the admin with a new token and returns it to be printed once.
-func Bootstrap(ctx context.Context, s store.Store, bootstrapToken string) (string, error) {
-	now := time.Now()
+// Rows it creates are stamped now.
+func Bootstrap(ctx context.Context, s store.Store, bootstrapToken string, now time.Time) (string, error) {
 	if bootstrapToken != "" {
 		return "", s.InTx(ctx, func(tx store.Tx) error {
 			u, err := EnsureUser(ctx, tx, AdminName, true, now)

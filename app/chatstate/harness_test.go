@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -53,37 +54,27 @@ type fixture struct {
 	pub    *recorder
 	user   store.User
 	worker uuid.UUID
-
-	mu  sync.Mutex
-	now time.Time
+	fake   *clock.Fake
 }
 
 func setup(t testing.TB, newStore func(t testing.TB) store.Store) *fixture {
 	t.Helper()
 	f := &fixture{
 		ctx: context.Background(), s: newStore(t), pub: &recorder{}, worker: uuid.New(),
-		now: time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC),
+		fake: clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)),
 	}
-	f.m = chatstate.New(f.s, f.pub, chatstate.Config{Now: f.clock, QueueLimit: 5, LeaseTimeout: 30 * time.Second})
+	f.m = chatstate.New(f.s, f.pub, chatstate.Config{Clock: f.fake, QueueLimit: 5, LeaseTimeout: 30 * time.Second})
 	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
 		var err error
-		f.user, err = tx.UserInsert(f.ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: f.now})
+		f.user, err = tx.UserInsert(f.ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: f.clock()})
 		return err
 	}))
 	return f
 }
 
-func (f *fixture) clock() time.Time {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.now
-}
+func (f *fixture) clock() time.Time { return f.fake.Now() }
 
-func (f *fixture) advance(d time.Duration) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.now = f.now.Add(d)
-}
+func (f *fixture) advance(d time.Duration) { f.fake.Advance(d) }
 
 // do runs one transition bundle and fails the test on error.
 func (f *fixture) do(t testing.TB, fn func(tx *chatstate.Tx) error) {

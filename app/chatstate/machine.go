@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/store"
 )
@@ -33,8 +34,8 @@ type Config struct {
 	RequiresActionTimeout time.Duration
 	// QueueLimit caps a chat's queued messages.
 	QueueLimit int
-	// Now is the clock; time.Now when nil.
-	Now func() time.Time
+	// Clock is the time source; clock.Real when nil.
+	Clock clock.Clock
 	// Log receives publish failures; slog.Default when nil.
 	Log *slog.Logger
 	// LeaseTimeout, when set (several replicas), makes an owned chat count
@@ -61,8 +62,8 @@ func New(s store.Store, pub Publisher, cfg Config) *Machine {
 	if cfg.QueueLimit == 0 {
 		cfg.QueueLimit = DefaultQueueLimit
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
@@ -97,7 +98,7 @@ type Tx struct {
 func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 	var final []notice
 	err := m.store.InTx(ctx, func(stx store.Tx) error {
-		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Now().UTC(), deleted: map[uuid.UUID]store.Chat{}}
+		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Clock.Now().UTC(), deleted: map[uuid.UUID]store.Chat{}}
 		if err := fn(t); err != nil {
 			return err
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -84,14 +85,14 @@ type Config struct {
 	// collection may remove it (and only once it has no subscribers).
 	CollectAfter time.Duration
 	// CollectInterval is the period of the garbage collection goroutine,
-	// which calls Collect with Now().
+	// which calls Collect with the clock's time.
 	CollectInterval time.Duration
 	// SubscriberTimeout bounds how long a subscription waits for its reader
 	// to accept one part; past it, the subscription's channel is closed.
 	SubscriberTimeout time.Duration
-	// Now is the clock for close and model invocation stamps and for the
-	// garbage collection goroutine; time.Now when nil.
-	Now func() time.Time
+	// Clock stamps closes and model invocations and drives the garbage
+	// collection goroutine and the subscriber timeouts; clock.Real when nil.
+	Clock clock.Clock
 }
 
 // Buffer is the message part buffer. It is safe for concurrent use. Its
@@ -168,8 +169,8 @@ func New(cfg Config) *Buffer {
 	if cfg.SubscriberTimeout == 0 {
 		cfg.SubscriberTimeout = DefaultSubscriberTimeout
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	return &Buffer{
 		cfg:      cfg,
@@ -210,7 +211,7 @@ func (b *Buffer) Stop() {
 
 func (b *Buffer) collectLoop(ctx context.Context) {
 	defer b.wg.Done()
-	t := time.NewTicker(b.cfg.CollectInterval)
+	t := b.cfg.Clock.NewTicker(b.cfg.CollectInterval)
 	defer t.Stop()
 	for {
 		select {
@@ -218,8 +219,8 @@ func (b *Buffer) collectLoop(ctx context.Context) {
 			return
 		case <-b.done:
 			return
-		case <-t.C:
-			n := b.Collect(b.cfg.Now())
+		case now := <-t.C():
+			n := b.Collect(now)
 			if b.afterCollect != nil {
 				b.afterCollect(n)
 			}
@@ -283,7 +284,7 @@ func (b *Buffer) CreateEpisode(ep Episode) error {
 // episode creates it closed, so that a close racing a create wins whatever
 // the order; closing a closed episode does nothing.
 func (b *Buffer) CloseEpisode(ep Episode) {
-	now := b.cfg.Now()
+	now := b.cfg.Clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e := b.episodes[ep]
@@ -360,7 +361,7 @@ func (b *Buffer) GetParts(ep Episode) ([]sdk.ChatMessagePart, error) {
 // stream. It fails with ErrEpisodeNotFound or ErrEpisodeClosed. A second call
 // keeps the first stamp, so billing counts from the first stream.
 func (b *Buffer) StartModelInvocation(ep Episode) error {
-	now := b.cfg.Now()
+	now := b.cfg.Clock.Now()
 	return b.update(ep, "start model invocation", func(e *episode) {
 		if e.invokedAt.IsZero() {
 			e.invokedAt = now
@@ -518,7 +519,7 @@ type subscription struct {
 	stop chan struct{} // closed by cancel
 	done chan struct{} // closed when run has returned
 	// timer bounds a blocked send; created on the first one.
-	timer *time.Timer
+	timer clock.Timer
 }
 
 func (s *subscription) run(ctx context.Context) {
@@ -575,7 +576,7 @@ func (s *subscription) send(ctx context.Context, p Part) bool {
 	default:
 	}
 	if s.timer == nil {
-		s.timer = time.NewTimer(s.b.cfg.SubscriberTimeout)
+		s.timer = s.b.cfg.Clock.NewTimer(s.b.cfg.SubscriberTimeout)
 	} else {
 		s.timer.Reset(s.b.cfg.SubscriberTimeout)
 	}
@@ -583,7 +584,7 @@ func (s *subscription) send(ctx context.Context, p Part) bool {
 	case s.ch <- p:
 		s.timer.Stop()
 		return true
-	case <-s.timer.C:
+	case <-s.timer.C():
 		if s.b.onSlowDrop != nil {
 			s.b.onSlowDrop(s.key)
 		}

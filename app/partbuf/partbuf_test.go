@@ -13,32 +13,16 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
 )
 
 // waitLimit bounds every wait of these tests; reaching it is a failure.
 const waitLimit = 10 * time.Second
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type bundle struct {
 	buf   *Buffer
-	clock *clock
+	clock *clock.Fake
 	ep    Episode
 }
 
@@ -46,8 +30,8 @@ type bundle struct {
 // test, and a fresh episode key. mutate, if given, adjusts the config.
 func setup(t *testing.T, mutate ...func(*Config)) bundle {
 	t.Helper()
-	c := &clock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
-	cfg := Config{Now: c.Now}
+	c := clock.NewFake(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
+	cfg := Config{Clock: c}
 	for _, m := range mutate {
 		m(&cfg)
 	}
@@ -138,7 +122,7 @@ func TestDefaults(t *testing.T) {
 	require.Equal(t, 15*time.Second, b.cfg.CollectAfter)
 	require.Equal(t, 10*time.Second, b.cfg.SubscriberTimeout)
 	require.Equal(t, DefaultCollectInterval, b.cfg.CollectInterval)
-	require.NotNil(t, b.cfg.Now)
+	require.Equal(t, clock.Real{}, b.cfg.Clock)
 }
 
 func TestCreateEpisode(t *testing.T) {
@@ -574,7 +558,8 @@ func TestSubscribeCancel(t *testing.T) {
 
 func TestSlowSubscriberIsDropped(t *testing.T) {
 	t.Parallel()
-	s := setup(t, func(c *Config) { c.SubscriberTimeout = 200 * time.Millisecond })
+	const timeout = time.Minute
+	s := setup(t, func(c *Config) { c.SubscriberTimeout = timeout })
 	b := s.buf
 	dropped := make(chan Episode, 1)
 	b.onSlowDrop = func(ep Episode) { dropped <- ep }
@@ -582,14 +567,21 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	require.NoError(t, b.CreateEpisode(s.ep))
 	slow, cancelSlow := b.SubscribeToEpisode(t.Context(), s.ep)
 	defer cancelSlow()
-	fast, cancelFast := b.SubscribeToEpisode(t.Context(), s.ep)
-	defer cancelFast()
-	fastGot := make(chan []Part, 1)
-	go func() { fastGot <- drain(t, fast) }()
-
 	addTexts(t, b, s.ep, "a", "b")
 	require.Equal(t, int64(1), receive(t, slow).Seq)
-	// The slow subscriber never takes part 2.
+	// The slow subscriber never takes part 2: its send waits on a timer,
+	// the only one on the clock so far.
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+	defer cancel()
+	require.NoError(t, s.clock.BlockUntil(ctx, 1))
+
+	// A fast subscriber has taken everything when the timeout passes, so
+	// only the slow one is blocked in a send.
+	fast, cancelFast := b.SubscribeToEpisode(t.Context(), s.ep)
+	defer cancelFast()
+	require.Equal(t, int64(1), receive(t, fast).Seq)
+	require.Equal(t, int64(2), receive(t, fast).Seq)
+	s.clock.Advance(timeout)
 	select {
 	case ep := <-dropped:
 		require.Equal(t, s.ep, ep)
@@ -599,11 +591,13 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 	requireClosed(t, slow)
 
 	// The fast one keeps receiving.
+	fastGot := make(chan []Part, 1)
+	go func() { fastGot <- drain(t, fast) }()
 	for i := range 100 {
 		addTexts(t, b, s.ep, fmt.Sprint(i))
 	}
 	b.CloseEpisode(s.ep)
-	requireSeqs(t, <-fastGot, 102) // drain bounds the wait
+	requireSeqs(t, append([]Part{{Seq: 1}, {Seq: 2}}, <-fastGot...), 102) // drain bounds the wait
 }
 
 func TestAddPartDoesNotWaitForSubscribers(t *testing.T) {
@@ -671,7 +665,9 @@ func TestCollect(t *testing.T) {
 
 	t.Run("not while subscribed", func(t *testing.T) {
 		t.Parallel()
-		s := setup(t)
+		// The subscriber's blocked send must outlast the hour the clock
+		// moves, or its timeout drops it first.
+		s := setup(t, func(c *Config) { c.SubscriberTimeout = 2 * time.Hour })
 		b := s.buf
 		require.NoError(t, b.CreateEpisode(s.ep))
 		addTexts(t, b, s.ep, "a", "b")
@@ -705,7 +701,7 @@ func TestCollect(t *testing.T) {
 
 func TestCollectLoop(t *testing.T) {
 	t.Parallel()
-	s := setup(t, func(c *Config) { c.CollectInterval = time.Millisecond })
+	s := setup(t)
 	b := s.buf
 	collected := make(chan int, 1)
 	b.afterCollect = func(n int) {
@@ -719,13 +715,21 @@ func TestCollectLoop(t *testing.T) {
 	require.NoError(t, b.Start(t.Context()))
 	require.Error(t, b.Start(t.Context()), "second start")
 
-	timeout := time.After(waitLimit)
-	for removed := 0; removed == 0; {
-		select {
-		case removed = <-collected:
-		case <-timeout:
-			t.Fatal("episode not collected")
-		}
+	ctx, cancel := context.WithTimeout(t.Context(), waitLimit)
+	defer cancel()
+	require.NoError(t, s.clock.BlockUntil(ctx, 1), "the loop's ticker")
+	s.clock.Advance(DefaultCollectInterval - time.Nanosecond)
+	select {
+	case <-collected:
+		t.Fatal("collected before the interval passed")
+	default:
+	}
+	s.clock.Advance(time.Nanosecond)
+	select {
+	case removed := <-collected:
+		require.Equal(t, 1, removed)
+	case <-ctx.Done():
+		t.Fatal("episode not collected")
 	}
 	_, err := b.GetParts(s.ep)
 	require.ErrorIs(t, err, ErrEpisodeNotFound)

@@ -32,6 +32,7 @@ func TestStreamTurn(t *testing.T) {
 		// instant reply could show no parts at all.
 		a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token, DemoTokenDelay: time.Millisecond}, newStore(t), io.Discard)
 		require.NoError(t, err)
+		defer a.Close()
 		srv := httptest.NewServer(a.Handler())
 		defer srv.Close()
 		a.SetAdvertiseURL(srv.URL)

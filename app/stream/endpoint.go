@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
@@ -39,21 +40,50 @@ type Subscriber interface {
 	Subscribe(ctx context.Context, channel string, fn func(payload []byte)) (cancel func(), err error)
 }
 
-// Server serves the stream and parts endpoints.
-type Server struct {
-	Store   store.Store
-	Pubsub  Subscriber
+// Config is what a Server serves from.
+type Config struct {
+	Store  store.Store
+	Pubsub Subscriber
+	// Poller delivers the periodic sync hints; its owner starts and stops it.
 	Poller  *Poller
 	Buffer  *partbuf.Buffer
 	Locator Locator
-	Log     *slog.Logger
-	// ReplicaToken is what peers must present on the parts endpoint.
-	ReplicaToken string
+	// Log is slog.Default when nil.
+	Log *slog.Logger
+	// Clock drives keepalives and retry backoffs; clock.Real when nil.
+	Clock clock.Clock
+}
+
+// Server serves the stream and parts endpoints. Every goroutine a
+// connection starts ends before its handler returns, and Close ends and
+// waits for every connection.
+type Server struct {
+	store   store.Store
+	pubsub  Subscriber
+	poller  *Poller
+	buffer  *partbuf.Buffer
+	locator Locator
+	log     *slog.Logger
+	clock   clock.Clock
 
 	mu      sync.Mutex
 	closed  bool
 	cancels map[*context.CancelFunc]struct{}
 	wg      sync.WaitGroup
+}
+
+// NewServer returns a server over cfg's collaborators.
+func NewServer(cfg Config) *Server {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Server{
+		store: cfg.Store, pubsub: cfg.Pubsub, poller: cfg.Poller, buffer: cfg.Buffer,
+		locator: cfg.Locator, log: cfg.Log, clock: cfg.Clock,
+	}
 }
 
 // track registers one connection's cancel func so Close can end it; it
@@ -133,37 +163,42 @@ func (m *mailbox) take() *Hints {
 
 // Serve runs one viewer's stream on an accepted WebSocket until the client
 // leaves, the chat is deleted, or a write fails (spec: "Endpoint lifecycle").
+// It returns once the goroutines it started have ended.
 func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UUID) error {
 	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	defer cancel()
 	box := newMailbox()
 	// 1. Subscribe first, so nothing between it and the bootstrap is missed.
-	unsubscribe, err := s.Pubsub.Subscribe(ctx, pubsub.ChannelUpdate(chatID.String()), func(payload []byte) {
+	unsubscribe, err := s.pubsub.Subscribe(ctx, pubsub.ChannelUpdate(chatID.String()), func(payload []byte) {
 		var p chatstate.UpdatePayload
 		if json.Unmarshal(payload, &p) == nil {
 			box.put(HintsFromPayload(p))
 		}
 	})
 	if err != nil {
-		s.Log.Warn("stream: subscribe failed; the poller still syncs", "chat_id", chatID, "err", err)
+		s.log.Warn("stream: subscribe failed; the poller still syncs", "chat_id", chatID, "err", err)
 		unsubscribe = func() {}
 	}
 	defer unsubscribe()
 	// 2. Register with the poller.
-	defer s.Poller.Register(chatID, box.put)()
+	defer s.poller.Register(chatID, box.put)()
 	// 3-4. Null state, then the bootstrap fetch.
-	rel := newRelay(ctx, chatID, s.Buffer, s.Locator, s.Log)
-	defer rel.close()
+	rel := newRelay(ctx, chatID, s.buffer, s.locator, s.clock, s.log)
+	defer rel.stop()
 	loop := NewLoop(chatID, rel.configure)
-	src := StoreSource{Store: s.Store}
+	src := StoreSource{Store: s.store}
 	w := &writer{conn: conn}
 
-	go func() { // keepalive
+	wg.Go(func() { // keepalive
+		t := s.clock.NewTicker(PingInterval)
+		defer t.Stop()
 		for {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(PingInterval):
+			case <-t.C():
 				pctx, pcancel := context.WithTimeout(ctx, WriteTimeout)
 				err := conn.Ping(pctx)
 				pcancel()
@@ -173,7 +208,7 @@ func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UU
 				}
 			}
 		}
-	}()
+	})
 
 	syncOnce := func(h Hints) error {
 		var err error
@@ -188,7 +223,7 @@ func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UU
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			case <-s.clock.After(time.Duration(attempt) * 200 * time.Millisecond):
 			}
 		}
 		return err
@@ -294,7 +329,7 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 		case err == nil || errClosed(err) || ctx.Err() != nil:
 			conn.Close(websocket.StatusGoingAway, "")
 		default:
-			s.Log.Info("stream ended", "chat_id", chatID, "err", err)
+			s.log.Info("stream ended", "chat_id", chatID, "err", err)
 			conn.Close(websocket.StatusInternalError, "stream error")
 		}
 	})
@@ -309,7 +344,7 @@ func (s *Server) HandleParts(w http.ResponseWriter, r *http.Request, chatID uuid
 	}
 	defer conn.CloseNow()
 	s.serveTracked(r.Context(), func(ctx context.Context) {
-		err := ServeParts(ctx, conn, s.Buffer, chatID)
+		err := ServeParts(ctx, conn, s.buffer, chatID)
 		if err == nil || errClosed(err) {
 			conn.Close(websocket.StatusNormalClosure, "")
 			return

@@ -38,15 +38,9 @@ type replica struct {
 }
 
 // startApp builds an app over s, serves it and starts it; everything stops
-// when the test ends.
+// when the test ends, and the app's pubsub and s are closed (closing a
+// store twice is harmless, so dbtest stores may close again).
 func startApp(t testing.TB, s store.Store, cfg app.Config) *replica {
-	t.Helper()
-	return startAppClosing(t, s, cfg, false)
-}
-
-// startAppClosing is startApp; with closeStore the app's pubsub and store
-// are closed after it stops (stores the test opened itself).
-func startAppClosing(t testing.TB, s store.Store, cfg app.Config, closeStore bool) *replica {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.BootstrapToken = token
@@ -62,9 +56,7 @@ func startAppClosing(t testing.TB, s store.Store, cfg app.Config, closeStore boo
 		a.Stop()
 		cancel()
 		srv.Close()
-		if closeStore {
-			require.NoError(t, a.Close())
-		}
+		require.NoError(t, a.Close())
 	})
 	return &replica{app: a, srv: srv, client: sdk.New(srv.URL, token)}
 }

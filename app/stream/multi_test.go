@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
@@ -318,7 +319,7 @@ func TestStreamAuth(t *testing.T) {
 	s := dbtest.NewSQLite(t)
 	r := startApp(t, s, app.Config{NoWorker: true})
 	chat := createChat(t, r.client, "")
-	other, _, err := auth.CreateToken(context.Background(), s, "mallory", false, "test")
+	other, _, err := auth.CreateToken(context.Background(), s, "mallory", false, "test", time.Now())
 	require.NoError(t, err)
 	httpURL := r.srv.URL + "/api/v2/chats/" + chat.ID.String() + "/stream"
 	tests := []struct {

@@ -2,12 +2,14 @@ package stream
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/store"
 )
 
@@ -16,26 +18,75 @@ const DefaultPollInterval = 10 * time.Second
 
 // Poller is the replica-wide sync poller: one query for every chat that
 // has a viewer on this replica, delivered as hints to each stream loop, so
-// a dropped notification is noticed within one interval.
+// a dropped notification is noticed within one interval. Its loop runs
+// between Start and Stop; Register and Poll work without it.
 type Poller struct {
 	store    store.Store
 	interval time.Duration
+	clock    clock.Clock
 	log      *slog.Logger
 
 	mu   sync.Mutex
 	next int
 	subs map[uuid.UUID]map[int]func(Hints)
+
+	lifeMu  sync.Mutex
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	done    chan struct{} // closed when the loop has returned
 }
 
-// NewPoller returns a poller; Run drives it.
-func NewPoller(s store.Store, interval time.Duration, log *slog.Logger) *Poller {
+// NewPoller returns a poller that polls every interval
+// (DefaultPollInterval when not positive) on clk (clock.Real when nil).
+func NewPoller(s store.Store, interval time.Duration, clk clock.Clock, log *slog.Logger) *Poller {
 	if interval <= 0 {
 		interval = DefaultPollInterval
+	}
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Poller{store: s, interval: interval, log: log, subs: map[uuid.UUID]map[int]func(Hints){}}
+	return &Poller{store: s, interval: interval, clock: clk, log: log, subs: map[uuid.UUID]map[int]func(Hints){}}
+}
+
+// Start runs the polling loop until ctx ends or Stop is called. It may be
+// called once.
+func (p *Poller) Start(ctx context.Context) error {
+	p.lifeMu.Lock()
+	defer p.lifeMu.Unlock()
+	switch {
+	case p.stopped:
+		return errors.New("stream poller: start after stop")
+	case p.started:
+		return errors.New("stream poller: already started")
+	}
+	p.started = true
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.done = make(chan struct{})
+	// The ticker exists before Start returns, so a test clock sees it.
+	t := p.clock.NewTicker(p.interval)
+	go func() {
+		defer close(p.done)
+		defer t.Stop()
+		p.run(ctx, t)
+	}()
+	return nil
+}
+
+// Stop ends the polling loop and waits for it. It is idempotent and may be
+// called without Start.
+func (p *Poller) Stop() {
+	p.lifeMu.Lock()
+	p.stopped = true
+	cancel, done := p.cancel, p.done
+	p.lifeMu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
 }
 
 // Register adds a subscriber for chatID; the returned func removes it.
@@ -61,15 +112,12 @@ func (p *Poller) Register(chatID uuid.UUID, deliver func(Hints)) func() {
 	}
 }
 
-// Run polls every interval until ctx ends.
-func (p *Poller) Run(ctx context.Context) {
-	t := time.NewTicker(p.interval)
-	defer t.Stop()
+func (p *Poller) run(ctx context.Context, t clock.Ticker) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-t.C():
 			p.Poll(ctx)
 		}
 	}

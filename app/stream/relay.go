@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket/wsjson"
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -39,22 +40,25 @@ type Locator interface {
 // relay is the forwarder (spec: "Relay behavior"). The worker on this
 // replica is read from the part buffer over channels; another replica's
 // through its parts endpoint, one WebSocket per worker, re-selecting the
-// episode with a control message when only the episode changes.
+// episode with a control message when only the episode changes. Its
+// goroutines end with ctx or stop, which waits for them.
 type relay struct {
 	chatID  uuid.UUID
 	buffer  *partbuf.Buffer
 	locator Locator
+	clock   clock.Clock
 	log     *slog.Logger
 	out     chan relayPart
 	ctx     context.Context
+	wg      sync.WaitGroup
 
 	target Target
-	stop   context.CancelFunc // the current local subscription or remote connection
+	cancel context.CancelFunc // the current local subscription or remote connection
 	remote *remoteConn
 }
 
-func newRelay(ctx context.Context, chatID uuid.UUID, buffer *partbuf.Buffer, locator Locator, log *slog.Logger) *relay {
-	return &relay{ctx: ctx, chatID: chatID, buffer: buffer, locator: locator, log: log, out: make(chan relayPart, 256)}
+func newRelay(ctx context.Context, chatID uuid.UUID, buffer *partbuf.Buffer, locator Locator, clk clock.Clock, log *slog.Logger) *relay {
+	return &relay{ctx: ctx, chatID: chatID, buffer: buffer, locator: locator, clock: clk, log: log, out: make(chan relayPart, 256)}
 }
 
 // configure points the forwarder at a target; called by the loop only.
@@ -78,12 +82,22 @@ func (r *relay) configure(t Target) {
 	}
 }
 
+// close ends the current subscription or connection without waiting for
+// it, so the loop never waits on the network; its goroutine can only
+// forward stale parts, which the loop drops.
 func (r *relay) close() {
-	if r.stop != nil {
-		r.stop()
-		r.stop = nil
+	if r.cancel != nil {
+		r.cancel()
+		r.cancel = nil
 	}
 	r.remote = nil
+}
+
+// stop closes the relay and waits for every goroutine it started; configure
+// must not be called after it.
+func (r *relay) stop() {
+	r.close()
+	r.wg.Wait()
 }
 
 func (r *relay) send(ctx context.Context, p relayPart) bool {
@@ -97,17 +111,17 @@ func (r *relay) send(ctx context.Context, p relayPart) bool {
 
 func (r *relay) subscribeLocal(t Target) {
 	ctx, cancel := context.WithCancel(r.ctx)
-	r.stop = cancel
+	r.cancel = cancel
 	ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}
 	parts, unsubscribe := r.buffer.SubscribeToEpisode(ctx, ep)
-	go func() {
+	r.wg.Go(func() {
 		defer unsubscribe()
 		for p := range parts {
 			if !r.send(ctx, relayPart{t.HistoryVersion, t.GenerationAttempt, p.Seq, p.Content}) {
 				return
 			}
 		}
-	}()
+	})
 }
 
 // remoteConn is a parts-endpoint connection to another replica. It
@@ -153,8 +167,8 @@ func (c *remoteConn) detach() {
 func (r *relay) dialRemote(t Target) {
 	ctx, cancel := context.WithCancel(r.ctx)
 	rc := &remoteConn{current: sdk.EpisodeSelect{HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}}
-	r.stop, r.remote = cancel, rc
-	go func() {
+	r.cancel, r.remote = cancel, rc
+	r.wg.Go(func() {
 		for backoff := 100 * time.Millisecond; ctx.Err() == nil; backoff = min(2*backoff, 5*time.Second) {
 			err := r.runRemote(ctx, t.WorkerID.UUID, rc)
 			if ctx.Err() != nil {
@@ -164,10 +178,10 @@ func (r *relay) dialRemote(t Target) {
 			select {
 			case <-ctx.Done():
 				return
-			case <-time.After(backoff):
+			case <-r.clock.After(backoff):
 			}
 		}
-	}()
+	})
 }
 
 func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn) error {
@@ -204,11 +218,16 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 
 // ServeParts is the parts endpoint (spec: "Parts endpoint"): it serves
 // whichever episode the peer selects, from this replica's buffer, whether
-// or not this replica owns the chat.
+// or not this replica owns the chat. It returns once its reader goroutine
+// has ended.
 func ServeParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffer, chatID uuid.UUID) error {
+	ctx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop() // ends the reader: a cancelled read closes the connection
 	selects := make(chan sdk.EpisodeSelect, 1)
 	readErr := make(chan error, 1)
-	go func() {
+	wg.Go(func() {
 		for {
 			var sel sdk.EpisodeSelect
 			if err := wsjson.Read(ctx, conn, &sel); err != nil {
@@ -221,7 +240,7 @@ func ServeParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffe
 			}
 			selects <- sel
 		}
-	}()
+	})
 	var (
 		parts  <-chan partbuf.Part
 		cancel = func() {}

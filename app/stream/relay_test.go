@@ -17,6 +17,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -156,8 +157,8 @@ func TestRelayRemoteEpisodes(t *testing.T) {
 	wb := uuid.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := newRelay(ctx, chatID, partbuf.New(partbuf.Config{}), locator{local: uuid.New(), peers: map[uuid.UUID]*peer{wb: b}}, quiet())
-	defer r.close()
+	r := newRelay(ctx, chatID, partbuf.New(partbuf.Config{}), locator{local: uuid.New(), peers: map[uuid.UUID]*peer{wb: b}}, clock.Real{}, quiet())
+	defer r.stop()
 
 	ep := b.episode(5, 1, "a", 2)
 	r.configure(remoteTarget(wb, 5, 1))
@@ -187,8 +188,8 @@ func TestRelayWorkerChange(t *testing.T) {
 	wb, wc := uuid.New(), uuid.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := newRelay(ctx, chatID, partbuf.New(partbuf.Config{}), locator{local: uuid.New(), peers: map[uuid.UUID]*peer{wb: b, wc: c}}, quiet())
-	defer r.close()
+	r := newRelay(ctx, chatID, partbuf.New(partbuf.Config{}), locator{local: uuid.New(), peers: map[uuid.UUID]*peer{wb: b, wc: c}}, clock.Real{}, quiet())
+	defer r.stop()
 
 	b.episode(3, 1, "b", 2)
 	r.configure(remoteTarget(wb, 3, 1))
@@ -222,14 +223,20 @@ func TestRelayReconnectReselects(t *testing.T) {
 	wb := uuid.New()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := newRelay(ctx, chatID, partbuf.New(partbuf.Config{}), locator{local: uuid.New(), peers: map[uuid.UUID]*peer{wb: b}}, quiet())
-	defer r.close()
+	clk := clock.NewFake(time.Now())
+	r := newRelay(ctx, chatID, partbuf.New(partbuf.Config{}), locator{local: uuid.New(), peers: map[uuid.UUID]*peer{wb: b}}, clk, quiet())
+	defer r.stop()
 
 	ep := b.episode(4, 1, "a", 2)
 	r.configure(remoteTarget(wb, 4, 1))
 	require.Equal(t, "4/1/1:a1 4/1/2:a2", partTexts(receive(t, r, 2)))
 	b.dropAll()
 	waitEnded(t, b)
+	waitCtx, cancelWait := context.WithTimeout(ctx, relayWait)
+	defer cancelWait()
+	require.NoError(t, clk.BlockUntil(waitCtx, 1), "the relay backs off on its clock")
+	require.Equal(t, 1, b.connections(), "no reconnect before the backoff")
+	clk.Advance(100 * time.Millisecond)
 	require.Eventually(t, func() bool { return b.connections() == 2 }, relayWait, 10*time.Millisecond, "the relay reconnects")
 
 	addParts(t, b.buffer, ep, "a", 3, 3)
@@ -261,8 +268,8 @@ func TestRelayLocal(t *testing.T) {
 	defer buf.Stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	r := newRelay(ctx, chatID, buf, locator{local: local}, quiet())
-	defer r.close()
+	r := newRelay(ctx, chatID, buf, locator{local: local}, clock.Real{}, quiet())
+	defer r.stop()
 
 	ep := partbuf.Episode{ChatID: chatID, HistoryVersion: 2, GenerationAttempt: 1}
 	r.configure(remoteTarget(local, 2, 1)) // before the episode exists

@@ -41,7 +41,7 @@ func TestStreamReplicas(t *testing.T) {
 		require.NoError(t, err)
 		_, err = p.Up(ctx)
 		require.NoError(t, err)
-		return startAppClosing(t, s, cfg, true)
+		return startApp(t, s, cfg)
 	}
 	cfg := pacedConfig(llm)
 	cfg.Worker = fastLeases

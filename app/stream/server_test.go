@@ -61,13 +61,12 @@ func TestServerWithoutPubsub(t *testing.T) {
 	st := dbtest.NewSQLite(t)
 	r := newMachineRig(t, st, sdk.Text("hello"))
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	poller := stream.NewPoller(st, 50*time.Millisecond, log)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go poller.Run(ctx)
+	poller := stream.NewPoller(st, 50*time.Millisecond, nil, log)
+	require.NoError(t, poller.Start(context.Background()))
+	defer poller.Stop()
 	buf := partbuf.New(partbuf.Config{})
 	defer buf.Stop()
-	url := serveStream(t, &stream.Server{Store: st, Pubsub: deafPubsub{}, Poller: poller, Buffer: buf, Locator: soloLocator{uuid.New()}, Log: log})
+	url := serveStream(t, stream.NewServer(stream.Config{Store: st, Pubsub: deafPubsub{}, Poller: poller, Buffer: buf, Locator: soloLocator{uuid.New()}, Log: log}))
 
 	v := dial(t, url, r.chatID)
 	require.Equal(t, []string{"hello"}, texts(v.untilStatus(sdk.ChatStatusRunning)))
@@ -85,8 +84,8 @@ func TestServerUnknownChat(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	buf := partbuf.New(partbuf.Config{})
 	defer buf.Stop()
-	url := serveStream(t, &stream.Server{Store: st, Pubsub: deafPubsub{}, Poller: stream.NewPoller(st, 0, log), Buffer: buf,
-		Locator: soloLocator{uuid.New()}, Log: log})
+	url := serveStream(t, stream.NewServer(stream.Config{Store: st, Pubsub: deafPubsub{}, Poller: stream.NewPoller(st, 0, nil, log), Buffer: buf,
+		Locator: soloLocator{uuid.New()}, Log: log}))
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	conn, _, err := websocket.Dial(ctx, streamURL(url, uuid.New()), nil)

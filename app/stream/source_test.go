@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/stream"
@@ -218,7 +219,7 @@ func TestPoller(t *testing.T) {
 		s := newStore(t)
 		r := newMachineRig(t, s, sdk.Text("hello"))
 		other := newMachineRig(t, s, nil)
-		p := stream.NewPoller(s, 0, nil)
+		p := stream.NewPoller(s, 0, nil, nil)
 		var a, b, c []stream.Hints
 		p.Poll(r.ctx) // nothing registered: nothing to read
 		stopA := p.Register(r.chatID, func(h stream.Hints) { a = append(a, h) })
@@ -241,4 +242,41 @@ func TestPoller(t *testing.T) {
 		require.Equal(t, stream.Hints{Gone: true}, c[1], "a deleted chat is Gone")
 		stopB()
 	})
+}
+
+// TestPollerStartStop: between Start and Stop the poller polls once per
+// interval of its clock; Stop waits for the loop, and the poller cannot be
+// started twice or after Stop.
+func TestPollerStartStop(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewSQLite(t)
+	r := newMachineRig(t, s, sdk.Text("hello"))
+	clk := clock.NewFake(time.Now())
+	p := stream.NewPoller(s, time.Minute, clk, nil)
+	hints := make(chan stream.Hints, 1)
+	defer p.Register(r.chatID, func(h stream.Hints) { hints <- h })()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, p.Start(ctx))
+	require.Error(t, p.Start(ctx), "second start")
+	require.NoError(t, clk.BlockUntil(ctx, 1), "the loop's ticker")
+	clk.Advance(time.Minute - time.Second)
+	select {
+	case <-hints:
+		t.Fatal("polled before the interval passed")
+	default:
+	}
+	clk.Advance(time.Second)
+	select {
+	case h := <-hints:
+		require.Equal(t, stream.HintsFromChat(r.chat()), h)
+	case <-ctx.Done():
+		t.Fatal("no poll after the interval")
+	}
+
+	p.Stop()
+	require.Zero(t, clk.Waiters(), "Stop ended the loop and its ticker")
+	p.Stop() // idempotent
+	require.Error(t, p.Start(ctx), "start after stop")
 }

@@ -146,11 +146,6 @@ func (w *world) enqueue(text string) store.QueuedMessage {
 	return q
 }
 
-func (w *world) dequeue(id int64) {
-	w.queue = slices.DeleteFunc(w.queue, func(q store.QueuedMessage) bool { return q.ID == id })
-	w.chat.QueueVersion = w.snap()
-}
-
 // status sets the status; leaving running clears the retry state.
 func (w *world) status(s store.ChatStatus) {
 	w.chat.Status = s

@@ -4,27 +4,12 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/chatd/chatd/app/clock"
 )
 
-// Clock is the worker's time source; tests use a controlled one so they
-// never sleep to wait for a deadline.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has passed.
-	After(d time.Duration) <-chan time.Time
-}
-
-// RealClock is the wall clock.
-type RealClock struct{}
-
-// Now returns time.Now().
-func (RealClock) Now() time.Time { return time.Now() }
-
-// After is time.After.
-func (RealClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // sleep waits d on c, or returns ctx's error.
-func sleep(ctx context.Context, c Clock, d time.Duration) error {
+func sleep(ctx context.Context, c clock.Clock, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

@@ -12,11 +12,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
-	"github.com/chatd/chatd/app/worker/workertest"
 	"github.com/chatd/chatd/store"
 )
 
@@ -98,7 +98,7 @@ type rig struct {
 	store    store.Store
 	pubsub   *pubsub.Memory
 	machine  *chatstate.Machine
-	clock    *workertest.Clock
+	clock    *clock.Fake
 	provider *fakeProvider
 	w        *Worker
 	owner    uuid.UUID
@@ -111,11 +111,11 @@ func newRig(t testing.TB, s store.Store, cfg Config) *rig {
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &rig{
 		t: t, ctx: ctx, store: s, pubsub: pubsub.NewMemory(),
-		clock:    workertest.NewClock(time.Now().UTC().Truncate(time.Millisecond)),
+		clock:    clock.NewFake(time.Now().UTC().Truncate(time.Millisecond)),
 		provider: newFakeProvider(),
 	}
 	g.machine = chatstate.New(s, g.pubsub, chatstate.Config{
-		Now: g.clock.Now, RequiresActionTimeout: rigActionTimeout, LeaseTimeout: leaseTimeoutIf(cfg),
+		Clock: g.clock, RequiresActionTimeout: rigActionTimeout, LeaseTimeout: leaseTimeoutIf(cfg),
 	})
 	g.w = New(cfg, Deps{
 		Machine: g.machine, Store: s, Pubsub: g.pubsub, Buffer: partbuf.New(partbuf.Config{}),

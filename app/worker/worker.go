@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
@@ -120,7 +121,8 @@ type Deps struct {
 	Models  Models
 	// Tools are the server-side tools (nil: none).
 	Tools *tools.Registry
-	Clock Clock
+	// Clock is the time source (clock.Real when nil).
+	Clock clock.Clock
 	Log   *slog.Logger
 }
 
@@ -130,7 +132,7 @@ type Worker struct {
 	cfg   Config
 	deps  Deps
 	log   *slog.Logger
-	clock Clock
+	clock clock.Clock
 
 	manager *manager
 	locks   keyedLock
@@ -147,7 +149,7 @@ type Worker struct {
 // of the process, as the spec says).
 func New(cfg Config, deps Deps) *Worker {
 	if deps.Clock == nil {
-		deps.Clock = RealClock{}
+		deps.Clock = clock.Real{}
 	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()

@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/clock"
 )
 
 // runToken implements `chatd token create --user NAME [--admin]`: it creates
@@ -37,7 +38,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := app.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
-	token, u, err := auth.CreateToken(ctx, s, *user, *admin, "cli")
+	token, u, err := auth.CreateToken(ctx, s, *user, *admin, "cli", clock.Real{}.Now())
 	if err != nil {
 		return err
 	}
