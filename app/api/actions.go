@@ -11,70 +11,66 @@ import (
 )
 
 // chatAction runs a body-less transition and answers with the chat.
-func (s *Server) chatAction(w http.ResponseWriter, r *http.Request, c *caller, fn func(t *chatstate.Tx, chat uuid.UUID) error) {
+func (s *Server) chatAction(w http.ResponseWriter, r *http.Request, c *caller, fn func(t *chatstate.Tx, chat uuid.UUID) error) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	chat, err := s.transition(r, c, id, func(t *chatstate.Tx) error { return fn(t, id) })
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, wire.ToChat(chat))
+	return nil
 }
 
-func (s *Server) interrupt(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
+func (s *Server) interrupt(w http.ResponseWriter, r *http.Request, c *caller) error {
+	return s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
 		_, err := t.Interrupt(id)
 		return err
 	})
 }
 
-func (s *Server) compact(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
+func (s *Server) compact(w http.ResponseWriter, r *http.Request, c *caller) error {
+	return s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
 		_, err := t.RequestCompaction(id)
 		return err
 	})
 }
 
-func (s *Server) clear(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
+func (s *Server) clear(w http.ResponseWriter, r *http.Request, c *caller) error {
+	return s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
 		_, err := t.ClearContext(id, uuid.NullUUID{UUID: c.user.ID, Valid: true})
 		return err
 	})
 }
 
-func (s *Server) reconcileInvalid(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
+func (s *Server) reconcileInvalid(w http.ResponseWriter, r *http.Request, c *caller) error {
+	return s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
 		_, err := t.ReconcileInvalidState(id)
 		return err
 	})
 }
 
-func (s *Server) submitToolResults(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) submitToolResults(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var req sdk.SubmitToolResultsRequest
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	if len(req.Results) == 0 {
-		writeError(w, r, validation("results", "results is empty"))
-		return
+		return validation("results", "results is empty")
 	}
 	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
 		_, err := t.CompleteRequiresAction(id, req.Results, uuid.NullUUID{UUID: c.user.ID, Valid: true})
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -56,35 +56,30 @@ func (s *Server) transition(r *http.Request, c *caller, id uuid.UUID, fn func(t 
 	return chat, err
 }
 
-func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) error {
 	var req struct {
 		sdk.CreateChatRequest
 		RequestID json.RawMessage `json:"request_id"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	requestID, err := parseRequestID(req.RequestID)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	parts, err := s.inputParts(req.Content, true)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	model := optUUID(req.ModelConfigID)
 	if err := errors.Join(s.checkModel("model_config_id", model), checkEffort("reasoning_effort", req.ReasoningEffort),
 		checkLabels(req.Labels), checkTitle(req.Title, true)); err != nil {
-		writeError(w, r, firstError(err))
-		return
+		return firstError(err)
 	}
 	tools, err := dynamicTools(req.UnsafeDynamicTools)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	p := chatstate.CreateParams{
 		OwnerID: c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
@@ -115,7 +110,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		}
 	}()
 	if requestID.Valid {
-		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(parts), kindCreateChat, uuid.NullUUID{},
+		return s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(parts), kindCreateChat, uuid.NullUUID{},
 			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
 				if err := create(t); err != nil {
 					return uuid.Nil, nil, nil, 0, nil, err
@@ -128,13 +123,12 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 				}
 				return res.Chat.ID, msgID, nil, http.StatusCreated, wire.ToChat(res.Chat), nil
 			})
-		return
 	}
 	if err := s.deps.Machine.Do(r.Context(), create); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, wire.ToChat(res.Chat))
+	return nil
 }
 
 func firstText(parts []sdk.ChatMessagePart) string {
@@ -207,12 +201,11 @@ func dynamicTools(tools []sdk.DynamicTool) (json.RawMessage, error) {
 	return json.Marshal(tools)
 }
 
-func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) error {
 	q := r.URL.Query()
 	for key, vals := range q {
 		if slices.ContainsFunc(vals, func(v string) bool { return strings.ContainsRune(v, 0) }) {
-			writeError(w, r, validation(key, "must not contain the NUL character"))
-			return
+			return validation(key, "must not contain the NUL character")
 		}
 	}
 	text, archived, mine := parseChatQuery(q.Get("q"))
@@ -233,35 +226,30 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 		p.Archived = &yes
 	case "all":
 	default:
-		writeError(w, r, validation("archived", fmt.Sprintf("%q must be true, false or all", a)))
-		return
+		return validation("archived", fmt.Sprintf("%q must be true, false or all", a))
 	}
 	for _, l := range q["label"] {
 		k, v, ok := strings.Cut(l, ":")
 		if !ok || k == "" {
-			writeError(w, r, validation("label", fmt.Sprintf("%q must be key:value", l)))
-			return
+			return validation("label", fmt.Sprintf("%q must be key:value", l))
 		}
 		if p.Labels == nil {
 			p.Labels = map[string]string{}
 		}
 		p.Labels[k] = v
 		if len(p.Labels) > maxLabels {
-			writeError(w, r, validation("label", fmt.Sprintf("at most %d label filters", maxLabels)))
-			return
+			return validation("label", fmt.Sprintf("at most %d label filters", maxLabels))
 		}
 	}
 	limit, err := queryInt(r, "limit", DefaultListLimit, 1, MaxListLimit)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	p.Limit = int(limit)
 	if raw := q.Get("after_id"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
-			writeError(w, r, validation("after_id", fmt.Sprintf("%q is not a valid UUID", raw)))
-			return
+			return validation("after_id", fmt.Sprintf("%q is not a valid UUID", raw))
 		}
 		p.AfterID = uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}
 	}
@@ -272,14 +260,14 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]sdk.Chat, 0, len(chats))
 	for _, ch := range chats {
 		out = append(out, wire.ToChat(ch))
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // parseChatQuery splits q into free text and the search terms Coder's
@@ -299,11 +287,10 @@ func parseChatQuery(q string) (text, archived string, mine bool) {
 	return strings.Join(words, " "), archived, mine
 }
 
-func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var out sdk.Chat
 	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
@@ -321,38 +308,33 @@ func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var req sdk.UpdateChatRequest
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	if req.Title != nil {
 		if err := checkTitle(*req.Title, false); err != nil {
-			writeError(w, r, err)
-			return
+			return err
 		}
 	}
 	if req.Labels != nil {
 		if err := checkLabels(*req.Labels); err != nil {
-			writeError(w, r, err)
-			return
+			return err
 		}
 	}
 	if req.PinOrder != nil && *req.PinOrder < 0 {
-		writeError(w, r, validation("pin_order", "pin_order must be >= 0 (0 unpins)"))
-		return
+		return validation("pin_order", "pin_order must be >= 0 (0 unpins)")
 	}
 	now := s.deps.Now().UTC()
 	metadata := req.Title != nil || req.Labels != nil || req.PinOrder != nil
@@ -388,10 +370,10 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // metadataAllowed applies API.md's rule to changes that are not
@@ -408,11 +390,10 @@ func metadataAllowed(st chatstate.State, mutates bool) error {
 	return nil
 }
 
-func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
 		_, st, err := t.Peek(id)
@@ -425,8 +406,8 @@ func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		return t.Delete(id)
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -13,26 +13,22 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	limit, err := queryInt(r, "limit", DefaultMessagesLimit, 1, MaxListLimit)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	before, err := queryInt(r, "before_id", 0, 0, 1<<62)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	after, err := queryInt(r, "after_id", 0, 0, 1<<62)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var resp sdk.ChatMessagesResponse
 	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
@@ -58,10 +54,10 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, resp)
+	return nil
 }
 
 func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
@@ -80,35 +76,30 @@ func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid
 		ModelConfigID: m, ReasoningEffort: effort}, nil
 }
 
-func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var req struct {
 		sdk.CreateChatMessageRequest
 		RequestID json.RawMessage `json:"request_id"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	requestID, err := parseRequestID(req.RequestID)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	in.RequestID = requestID
 	busy, err := busyBehavior(req.BusyBehavior)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var retitled bool
 	now := s.deps.Now().UTC()
@@ -134,7 +125,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		}
 	}()
 	if requestID.Valid {
-		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(in.Content), kindSendMessage, uuid.NullUUID{UUID: id, Valid: true},
+		return s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(in.Content), kindSendMessage, uuid.NullUUID{UUID: id, Valid: true},
 			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
 				res, err := send(t)
 				if err != nil {
@@ -149,7 +140,6 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 				}
 				return id, msgID, queuedID, http.StatusOK, sendResponse(res), nil
 			})
-		return
 	}
 	var res chatstate.SendResult
 	err = s.deps.Machine.Do(r.Context(), func(t *chatstate.Tx) error {
@@ -158,10 +148,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, sendResponse(res))
+	return nil
 }
 
 func sendResponse(res chatstate.SendResult) sdk.CreateChatMessageResponse {
@@ -180,26 +170,22 @@ func sendResponse(res chatstate.SendResult) sdk.CreateChatMessageResponse {
 	return resp
 }
 
-func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	msgID, err := pathInt(r, "message")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var req sdk.EditChatMessageRequest
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var res chatstate.EditResult
 	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
@@ -208,10 +194,10 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, sdk.EditChatMessageResponse{
 		Message: wire.ToMessage(res.Message), Messages: wire.ToMessages([]store.Message{res.Message}), DeletedMessageIDs: res.DeletedIDs,
 	})
+	return nil
 }
