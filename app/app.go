@@ -1,6 +1,7 @@
 // Package app is chatd's composition root: it opens the configured store,
 // migrates it, and wires the HTTP server. It is the only package that names
-// a concrete store.
+// a concrete store, and only in OpenStore; the rest asks the store for
+// optional capabilities (pubsubProvider, replicated).
 package app
 
 import (

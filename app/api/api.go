@@ -1,6 +1,13 @@
 // Package api serves chatd's HTTP API (API.md): chat routes under /api/v2
 // and /api/experimental, auth, health and metrics. Handlers translate
-// requests into chatstate transitions and map errors in one place.
+// requests into chatstate transitions and return their errors; one wrapper
+// (Server.handle) answers them through the one error mapping (errors.go)
+// and logs the unexpected ones with Deps.Log.
+//
+// Files by resource: chats.go (create, list, get, update, delete),
+// messages.go (list, send, edit), queue.go (queued messages), actions.go
+// (interrupt, tool results, compaction, clear, reconcile), models.go,
+// requests.go (durable request claims and lookup), auth.go (users, login).
 package api
 
 import (
@@ -52,6 +59,8 @@ type Deps struct {
 	Store   store.Store
 	Models  Models
 	Titles  TitleGenerator // optional
+	// Log receives unexpected errors (answered 500) and failed health
+	// checks; slog.Default() when nil.
 	Log     *slog.Logger
 	Metrics *Metrics // optional
 	Now     func() time.Time
