@@ -1,6 +1,7 @@
 // Package app is chatd's composition root: it opens the configured store,
 // migrates it, and wires the HTTP server. It is the only package that names
-// a concrete store.
+// a concrete store, and only in OpenStore; the rest asks the store for
+// optional capabilities (pubsubProvider, replicated).
 package app
 
 import (
@@ -60,7 +61,52 @@ type migrator interface {
 	Migrations() (*goose.Provider, error)
 }
 
-// OpenStore opens the store cfg.DB names, without migrating.
+// sharedPubsub is a pubsub that reaches every process sharing the database.
+// It is spelled as a type literal so a store can return it without
+// importing app/pubsub.
+type sharedPubsub = interface {
+	Publish(ctx context.Context, channel string, payload []byte) error
+	Subscribe(ctx context.Context, channel string, fn func(payload []byte)) (cancel func(), err error)
+	Close() error
+}
+
+// pubsubProvider is a store that carries notifications between processes
+// (Postgres LISTEN/NOTIFY). A store without it gets the in-process pubsub,
+// which is enough because only one process may open it.
+type pubsubProvider interface {
+	OpenPubsub(ctx context.Context) (sharedPubsub, error)
+}
+
+// replicated is a store that several replicas may share. They then hold
+// chats by leases (heartbeat rows) and publish their addresses for the
+// stream relay; a store only one process opens keeps both in memory.
+type replicated interface {
+	SharedByReplicas() bool
+}
+
+// sharedByReplicas reports whether s may be shared by several replicas.
+func sharedByReplicas(s store.Store) bool {
+	r, ok := s.(replicated)
+	return ok && r.SharedByReplicas()
+}
+
+// openPubsub returns the pubsub for s: the store's own when it reaches
+// other processes, the in-process one otherwise. stop stops it.
+func openPubsub(ctx context.Context, s store.Store) (ps pubsub.Pubsub, stop func(), err error) {
+	p, ok := s.(pubsubProvider)
+	if !ok {
+		return pubsub.NewMemory(), func() {}, nil
+	}
+	shared, err := p.OpenPubsub(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("start the store's pubsub: %w", err)
+	}
+	return shared, func() { _ = shared.Close() }, nil
+}
+
+// OpenStore opens the store db names, without migrating. It is the only
+// code that names a concrete store; the rest of the app asks the store for
+// optional capabilities (pubsubProvider, replicated).
 func OpenStore(ctx context.Context, db string) (migrator, error) {
 	if IsPostgres(db) {
 		return postgres.Open(ctx, db, postgres.Options{})
@@ -130,17 +176,10 @@ func (a *App) init(ctx context.Context) error {
 			return fmt.Errorf("model %s/%s: provider %q is not configured (set its API key or base URL)", m.Provider, m.Model, m.Provider)
 		}
 	}
-	switch s := a.store.(type) {
-	case *postgres.Store:
-		ps, err := postgres.NewPubsub(ctx, s.Pool())
-		if err != nil {
-			return fmt.Errorf("start LISTEN/NOTIFY: %w", err)
-		}
-		a.pubsub, a.closePub = ps, func() { ps.Close() }
-	default:
-		a.pubsub, a.closePub = pubsub.NewMemory(), func() {}
+	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store); err != nil {
+		return err
 	}
-	_, leases := a.store.(*postgres.Store)
+	leases := sharedByReplicas(a.store)
 	mcfg := chatstate.Config{
 		QueueLimit: a.cfg.QueueLimit, RequiresActionTimeout: a.cfg.RequiresActionTimeout, Log: a.log, Clock: a.clock,
 	}
@@ -249,7 +288,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.poller.Start(ctx); err != nil {
 		return fmt.Errorf("start stream poller: %w", err)
 	}
-	if _, multi := a.store.(*postgres.Store); multi {
+	if sharedByReplicas(a.store) {
 		err := a.store.InTx(ctx, func(tx store.Tx) error {
 			return tx.ReplicaUpsert(ctx, store.Replica{
 				WorkerID: a.worker.ID(), Address: a.cfg.AdvertiseURL, Token: a.replicaTok, UpdatedAt: a.clock.Now(),
@@ -271,7 +310,7 @@ func (a *App) Stop() {
 	a.streams.Close()
 	a.worker.Stop()
 	a.poller.Stop()
-	if _, multi := a.store.(*postgres.Store); multi {
+	if sharedByReplicas(a.store) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		_ = a.store.InTx(ctx, func(tx store.Tx) error { return tx.ReplicaDelete(ctx, a.worker.ID()) })
 		cancel()

@@ -1,6 +1,13 @@
 // Package api serves chatd's HTTP API (API.md): chat routes under /api/v2
 // and /api/experimental, auth, health and metrics. Handlers translate
-// requests into chatstate transitions and map errors in one place.
+// requests into chatstate transitions and return their errors; one wrapper
+// (Server.handle) answers them through the one error mapping (errors.go)
+// and logs the unexpected ones with Deps.Log.
+//
+// Files by resource: chats.go (create, list, get, update, delete),
+// messages.go (list, send, edit), queue.go (queued messages), actions.go
+// (interrupt, tool results, compaction, clear, reconcile), models.go,
+// requests.go (durable request claims and lookup), auth.go (users, login).
 package api
 
 import (
@@ -52,6 +59,8 @@ type Deps struct {
 	Store   store.Store
 	Models  Models
 	Titles  TitleGenerator // optional
+	// Log receives unexpected errors (answered 500) and failed health
+	// checks; slog.Default() when nil.
 	Log     *slog.Logger
 	Metrics *Metrics // optional
 	// Clock is the time source; clock.Real when nil.
@@ -88,9 +97,9 @@ func New(cfg Config, deps Deps) *Server {
 func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 func (s *Server) routes() {
-	chat := func(method, path string, h func(http.ResponseWriter, *http.Request, *caller)) {
+	chat := func(method, path string, h func(http.ResponseWriter, *http.Request, *caller) error) {
 		for _, prefix := range []string{"/api/v2", "/api/experimental"} {
-			s.mux.Handle(method+" "+prefix+path, s.instrument(method+" /api/*"+path, s.authed(h)))
+			s.mux.Handle(method+" "+prefix+path, s.instrument(method+" /api/*"+path, s.handle(s.authed(h))))
 		}
 	}
 	chat("POST", "/chats", s.createChat)
@@ -114,14 +123,14 @@ func (s *Server) routes() {
 	chat("GET", "/requests/{request_id}", s.lookupRequest)
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
-		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", http.HandlerFunc(s.login)))
-		s.mux.Handle("POST "+prefix+"/auth/logout", s.instrument("POST /api/*/auth/logout", http.HandlerFunc(s.logout)))
+		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.login)))
+		s.mux.Handle("POST "+prefix+"/auth/logout", s.instrument("POST /api/*/auth/logout", s.handle(s.logout)))
 		// Unknown API paths answer JSON, not the UI's index page.
-		s.mux.Handle(prefix+"/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			writeError(w, r, errNotFoundRoute)
+		s.mux.Handle(prefix+"/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
+			return errNotFoundRoute
 		}))
 	}
-	s.mux.Handle("GET /healthz", s.instrument("GET /healthz", http.HandlerFunc(s.healthz)))
+	s.mux.Handle("GET /healthz", s.instrument("GET /healthz", s.handle(s.healthz)))
 	if s.deps.Metrics != nil {
 		s.mux.Handle("GET /metrics", s.deps.Metrics.Handler())
 	}
@@ -132,7 +141,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+// healthz answers 503 with its own body when the database does not answer.
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	err := s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		_, err := tx.UserCount(r.Context())
 		return err
@@ -140,37 +150,36 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.deps.Log.Warn("health check failed", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "message": "the database does not answer; see the server log"})
-		return
+		return nil
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": s.deps.Store.Dialect()})
+	return nil
 }
 
 // HandleChatStream registers a WebSocket route under both prefixes for a
 // chat the caller may see (404 otherwise). replica, when non-nil, admits a
 // peer replica without a user (the parts endpoint).
 func (s *Server) HandleChatStream(path string, h func(w http.ResponseWriter, r *http.Request, chatID uuid.UUID), replica func(*http.Request) bool) {
-	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		id, err := pathUUID(r, "chat")
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return err
 		}
 		if replica == nil || !replica(r) {
 			u, err := s.Authenticate(r)
 			if err != nil {
-				writeError(w, r, err)
-				return
+				return err
 			}
 			err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 				_, err := s.readChat(r.Context(), &caller{user: u}, tx, id)
 				return err
 			})
 			if err != nil {
-				writeError(w, r, err)
-				return
+				return err
 			}
 		}
 		h(w, r, id)
+		return nil
 	})
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
 		s.mux.Handle("GET "+prefix+path, handler)

@@ -46,51 +46,46 @@ func (s *Server) Authenticate(r *http.Request) (store.User, error) {
 }
 
 // authed wraps a handler that needs a user; it also caps the body.
-func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *caller)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *caller) error) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
 		u, err := s.Authenticate(r)
 		if err != nil {
-			writeError(w, r, err)
-			return
+			return err
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
-		c := &caller{user: u}
-		h(w, r, c)
-	})
+		return h(w, r, &caller{user: u})
+	}
 }
 
 // login exchanges an API token for an HttpOnly SameSite=Strict cookie that
 // carries a fresh session token of the same user.
-func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	var req sdk.LoginRequest
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	u, err := auth.Authenticate(r.Context(), s.deps.Store, req.Token)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	session, _, err := auth.CreateToken(r.Context(), s.deps.Store, u.Name, false, "web session", s.deps.Clock.Now())
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: session, Path: "/", HttpOnly: true,
 		SameSite: http.SameSiteStrictMode, Secure: s.cfg.SecureCookies, MaxAge: 30 * 24 * 3600,
 	})
 	writeJSON(w, http.StatusOK, toUser(u))
+	return nil
 }
 
 // logout revokes the session token and clears the cookie.
-func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
 		if err := auth.RevokeToken(r.Context(), s.deps.Store, c.Value); err != nil && !errors.Is(err, store.ErrNotFound) {
-			writeError(w, r, err)
-			return
+			return err
 		}
 	}
 	http.SetCookie(w, &http.Cookie{
@@ -98,10 +93,12 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
 		SameSite: http.SameSiteStrictMode, Secure: s.cfg.SecureCookies, MaxAge: -1,
 	})
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
-func (s *Server) me(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) me(w http.ResponseWriter, r *http.Request, c *caller) error {
 	writeJSON(w, http.StatusOK, toUser(c.user))
+	return nil
 }
 
 func toUser(u store.User) sdk.User {

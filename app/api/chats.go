@@ -56,35 +56,30 @@ func (s *Server) transition(r *http.Request, c *caller, id uuid.UUID, fn func(t 
 	return chat, err
 }
 
-func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) error {
 	var req struct {
 		sdk.CreateChatRequest
 		RequestID json.RawMessage `json:"request_id"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	requestID, err := parseRequestID(req.RequestID)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	parts, err := s.inputParts(req.Content, true)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	model := optUUID(req.ModelConfigID)
 	if err := errors.Join(s.checkModel("model_config_id", model), checkEffort("reasoning_effort", req.ReasoningEffort),
 		checkLabels(req.Labels), checkTitle(req.Title, true)); err != nil {
-		writeError(w, r, firstError(err))
-		return
+		return firstError(err)
 	}
 	tools, err := dynamicTools(req.UnsafeDynamicTools)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	p := chatstate.CreateParams{
 		OwnerID: c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
@@ -115,7 +110,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		}
 	}()
 	if requestID.Valid {
-		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(parts), kindCreateChat, uuid.NullUUID{},
+		return s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(parts), kindCreateChat, uuid.NullUUID{},
 			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
 				if err := create(t); err != nil {
 					return uuid.Nil, nil, nil, 0, nil, err
@@ -128,13 +123,12 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 				}
 				return res.Chat.ID, msgID, nil, http.StatusCreated, wire.ToChat(res.Chat), nil
 			})
-		return
 	}
 	if err := s.deps.Machine.Do(r.Context(), create); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusCreated, wire.ToChat(res.Chat))
+	return nil
 }
 
 func firstText(parts []sdk.ChatMessagePart) string {
@@ -207,12 +201,11 @@ func dynamicTools(tools []sdk.DynamicTool) (json.RawMessage, error) {
 	return json.Marshal(tools)
 }
 
-func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) error {
 	q := r.URL.Query()
 	for key, vals := range q {
 		if slices.ContainsFunc(vals, func(v string) bool { return strings.ContainsRune(v, 0) }) {
-			writeError(w, r, validation(key, "must not contain the NUL character"))
-			return
+			return validation(key, "must not contain the NUL character")
 		}
 	}
 	text, archived, mine := parseChatQuery(q.Get("q"))
@@ -233,35 +226,30 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 		p.Archived = &yes
 	case "all":
 	default:
-		writeError(w, r, validation("archived", fmt.Sprintf("%q must be true, false or all", a)))
-		return
+		return validation("archived", fmt.Sprintf("%q must be true, false or all", a))
 	}
 	for _, l := range q["label"] {
 		k, v, ok := strings.Cut(l, ":")
 		if !ok || k == "" {
-			writeError(w, r, validation("label", fmt.Sprintf("%q must be key:value", l)))
-			return
+			return validation("label", fmt.Sprintf("%q must be key:value", l))
 		}
 		if p.Labels == nil {
 			p.Labels = map[string]string{}
 		}
 		p.Labels[k] = v
 		if len(p.Labels) > maxLabels {
-			writeError(w, r, validation("label", fmt.Sprintf("at most %d label filters", maxLabels)))
-			return
+			return validation("label", fmt.Sprintf("at most %d label filters", maxLabels))
 		}
 	}
 	limit, err := queryInt(r, "limit", DefaultListLimit, 1, MaxListLimit)
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	p.Limit = int(limit)
 	if raw := q.Get("after_id"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
-			writeError(w, r, validation("after_id", fmt.Sprintf("%q is not a valid UUID", raw)))
-			return
+			return validation("after_id", fmt.Sprintf("%q is not a valid UUID", raw))
 		}
 		p.AfterID = uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}
 	}
@@ -272,14 +260,14 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) {
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	out := make([]sdk.Chat, 0, len(chats))
 	for _, ch := range chats {
 		out = append(out, wire.ToChat(ch))
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
 // parseChatQuery splits q into free text and the search terms Coder's
@@ -299,35 +287,10 @@ func parseChatQuery(q string) (text, archived string, mine bool) {
 	return strings.Join(words, " "), archived, mine
 }
 
-func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) {
-	models := s.deps.Models.List()
-	resp := sdk.ChatModelsResponse{Models: models, Providers: []sdk.ChatModelProvider{}, UnsupportedProviders: []sdk.ChatModelProvider{}}
-	for _, m := range models {
-		i := slices.IndexFunc(resp.Providers, func(p sdk.ChatModelProvider) bool { return p.Provider == m.Provider })
-		if i < 0 {
-			resp.Providers = append(resp.Providers, sdk.ChatModelProvider{Provider: m.Provider, Available: true})
-			i = len(resp.Providers) - 1
-		}
-		resp.Providers[i].Models = append(resp.Providers[i].Models, m)
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
-// listModelConfigs answers Coder's GET /chats/model-configs.
-func (s *Server) listModelConfigs(w http.ResponseWriter, r *http.Request, c *caller) {
-	out := []sdk.ChatModelConfig{}
-	for _, m := range s.deps.Models.List() {
-		out = append(out, sdk.ChatModelConfig{ID: m.ID, Provider: m.Provider, Model: m.Model,
-			DisplayName: m.DisplayName, Enabled: true, IsDefault: m.Default, ContextLimit: m.ContextLimit})
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var out sdk.Chat
 	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
@@ -345,38 +308,33 @@ func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, out)
+	return nil
 }
 
-func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	var req sdk.UpdateChatRequest
 	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	if req.Title != nil {
 		if err := checkTitle(*req.Title, false); err != nil {
-			writeError(w, r, err)
-			return
+			return err
 		}
 	}
 	if req.Labels != nil {
 		if err := checkLabels(*req.Labels); err != nil {
-			writeError(w, r, err)
-			return
+			return err
 		}
 	}
 	if req.PinOrder != nil && *req.PinOrder < 0 {
-		writeError(w, r, validation("pin_order", "pin_order must be >= 0 (0 unpins)"))
-		return
+		return validation("pin_order", "pin_order must be >= 0 (0 unpins)")
 	}
 	now := s.deps.Clock.Now().UTC()
 	metadata := req.Title != nil || req.Labels != nil || req.PinOrder != nil
@@ -412,10 +370,10 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // metadataAllowed applies API.md's rule to changes that are not
@@ -432,11 +390,10 @@ func metadataAllowed(st chatstate.State, mutates bool) error {
 	return nil
 }
 
-func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id, err := pathUUID(r, "chat")
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
 		_, st, err := t.Peek(id)
@@ -450,313 +407,8 @@ func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller) {
-	id, err := pathUUID(r, "chat")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	limit, err := queryInt(r, "limit", DefaultMessagesLimit, 1, MaxListLimit)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	before, err := queryInt(r, "before_id", 0, 0, 1<<62)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	after, err := queryInt(r, "after_id", 0, 0, 1<<62)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	var resp sdk.ChatMessagesResponse
-	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
-		ctx := r.Context()
-		if _, err := s.readChat(ctx, c, tx, id); err != nil {
-			return err
-		}
-		p := store.MessageListParams{AfterID: after, BeforeID: before, Limit: int(limit) + 1, PeopleOnly: true}
-		p.Descending = after == 0 // without after_id, page back from the newest
-		ms, err := tx.MessageList(ctx, id, p)
-		if err != nil {
-			return err
-		}
-		if resp.HasMore = len(ms) > int(limit); resp.HasMore {
-			ms = ms[:limit]
-		}
-		if p.Descending {
-			slices.Reverse(ms)
-		}
-		resp.Messages = wire.ToMessages(ms)
-		queue, err := tx.QueueList(ctx, id)
-		resp.QueuedMessages = wire.ToQueue(queue)
-		return err
-	})
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
-func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
-	parts, err := s.inputParts(content, false)
-	if err != nil {
-		return chatstate.UserInput{}, err
-	}
-	m := optUUID(model)
-	if err := s.checkModel("model_config_id", m); err != nil {
-		return chatstate.UserInput{}, err
-	}
-	if err := checkEffort("reasoning_effort", effort); err != nil {
-		return chatstate.UserInput{}, err
-	}
-	return chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
-		ModelConfigID: m, ReasoningEffort: effort}, nil
-}
-
-func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) {
-	id, err := pathUUID(r, "chat")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	var req struct {
-		sdk.CreateChatMessageRequest
-		RequestID json.RawMessage `json:"request_id"`
-	}
-	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	requestID, err := parseRequestID(req.RequestID)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	in.RequestID = requestID
-	busy, err := busyBehavior(req.BusyBehavior)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	var retitled bool
-	now := s.deps.Clock.Now().UTC()
-	send := func(t *chatstate.Tx) (chatstate.Result, error) {
-		if _, err := s.readChat(r.Context(), c, t.Store(), id); err != nil {
-			return chatstate.Result{}, err
-		}
-		res, err := t.SendMessage(id, in, busy)
-		if err != nil {
-			return res, err
-		}
-		// A chat created empty gets its fallback title from its first message.
-		chat, err := t.Store().ChatGet(r.Context(), id)
-		if err == nil && chat.TitleSource == store.TitleSourceFallback && chat.Title == chatstate.DefaultTitle {
-			title := chatstate.FallbackTitle(firstText(in.Content), DefaultFallbackLength)
-			retitled, err = chatstate.WriteTitle(r.Context(), t.Store(), id, title, store.TitleSourceFallback, now)
-		}
-		return res, err
-	}
-	defer func() {
-		if retitled && s.deps.Titles != nil {
-			s.deps.Titles.GenerateTitle(id)
-		}
-	}()
-	if requestID.Valid {
-		s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(in.Content), kindSendMessage, uuid.NullUUID{UUID: id, Valid: true},
-			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
-				res, err := send(t)
-				if err != nil {
-					return id, nil, nil, 0, nil, err
-				}
-				var msgID, queuedID *int64
-				if res.Message != nil {
-					msgID = &res.Message.ID
-				}
-				if res.Queued != nil {
-					queuedID = &res.Queued.ID
-				}
-				return id, msgID, queuedID, http.StatusOK, sendResponse(res), nil
-			})
-		return
-	}
-	var res chatstate.Result
-	err = s.deps.Machine.Do(r.Context(), func(t *chatstate.Tx) error {
-		var err error
-		res, err = send(t)
-		return err
-	})
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sendResponse(res))
-}
-
-func sendResponse(res chatstate.Result) sdk.CreateChatMessageResponse {
-	resp := sdk.CreateChatMessageResponse{Queued: res.Queued != nil}
-	if res.Message != nil {
-		m := wire.ToMessage(*res.Message)
-		resp.Message = &m
-	}
-	if res.Queued != nil {
-		q := wire.ToQueued(*res.Queued)
-		resp.QueuedMessage = &q
-	}
-	if len(res.Promoted) > 0 {
-		resp.Messages = wire.ToMessages(res.Promoted)
-	}
-	return resp
-}
-
-func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) {
-	id, err := pathUUID(r, "chat")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	msgID, err := pathInt(r, "message")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	var req sdk.EditChatMessageRequest
-	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	var res chatstate.Result
-	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
-		var err error
-		res, err = t.EditMessage(id, msgID, in)
-		return err
-	})
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, sdk.EditChatMessageResponse{
-		Message: wire.ToMessage(*res.Message), Messages: wire.ToMessages([]store.Message{*res.Message}), DeletedMessageIDs: res.DeletedIDs,
-	})
-}
-
-// queueAction parses {chat} and {queuedMessage} and runs fn.
-func (s *Server) queueAction(w http.ResponseWriter, r *http.Request, c *caller, status int, fn func(t *chatstate.Tx, chat uuid.UUID, qid int64) error) {
-	id, err := pathUUID(r, "chat")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	qid, err := pathInt(r, "queuedMessage")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if _, err := s.transition(r, c, id, func(t *chatstate.Tx) error { return fn(t, id, qid) }); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(status)
-}
-
-func (s *Server) deleteQueued(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.queueAction(w, r, c, http.StatusNoContent, func(t *chatstate.Tx, chat uuid.UUID, qid int64) error {
-		_, err := t.DeleteQueuedMessage(chat, qid)
-		return err
-	})
-}
-
-func (s *Server) promoteQueued(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.queueAction(w, r, c, http.StatusAccepted, func(t *chatstate.Tx, chat uuid.UUID, qid int64) error {
-		_, err := t.PromoteQueuedMessage(chat, qid)
-		return err
-	})
-}
-
-// chatAction runs a body-less transition and answers with the chat.
-func (s *Server) chatAction(w http.ResponseWriter, r *http.Request, c *caller, fn func(t *chatstate.Tx, chat uuid.UUID) error) {
-	id, err := pathUUID(r, "chat")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	chat, err := s.transition(r, c, id, func(t *chatstate.Tx) error { return fn(t, id) })
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, wire.ToChat(chat))
-}
-
-func (s *Server) interrupt(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
-		_, err := t.Interrupt(id)
-		return err
-	})
-}
-
-func (s *Server) compact(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
-		_, err := t.RequestCompaction(id)
-		return err
-	})
-}
-
-func (s *Server) clear(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
-		_, err := t.ClearContext(id, uuid.NullUUID{UUID: c.user.ID, Valid: true})
-		return err
-	})
-}
-
-func (s *Server) reconcileInvalid(w http.ResponseWriter, r *http.Request, c *caller) {
-	s.chatAction(w, r, c, func(t *chatstate.Tx, id uuid.UUID) error {
-		_, err := t.ReconcileInvalidState(id)
-		return err
-	})
-}
-
-func (s *Server) submitToolResults(w http.ResponseWriter, r *http.Request, c *caller) {
-	id, err := pathUUID(r, "chat")
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	var req sdk.SubmitToolResultsRequest
-	if err := decodeJSON(r, &req); err != nil {
-		writeError(w, r, err)
-		return
-	}
-	if len(req.Results) == 0 {
-		writeError(w, r, validation("results", "results is empty"))
-		return
-	}
-	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
-		_, err := t.CompleteRequiresAction(id, req.Results, uuid.NullUUID{UUID: c.user.ID, Valid: true})
-		return err
-	})
-	if err != nil {
-		writeError(w, r, err)
-		return
-	}
-	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

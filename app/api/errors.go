@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 
 	"github.com/chatd/chatd/app/auth"
@@ -36,9 +35,26 @@ var (
 	errChatNotFound  = newError(http.StatusNotFound, sdk.CodeNotFound, "Chat not found.", "")
 )
 
+// handlerFunc is an API handler. It writes its own successful answer and
+// returns any failure, which handle writes; after an error it has written
+// nothing.
+type handlerFunc func(w http.ResponseWriter, r *http.Request) error
+
+// handle adapts h to http.Handler: the error it returns is answered through
+// writeError.
+func (s *Server) handle(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
 // writeError is the one place errors become HTTP answers. Transition
-// errors keep their detail ("SendMessage not allowed from A0").
-func writeError(w http.ResponseWriter, r *http.Request, err error) {
+// errors keep their detail ("SendMessage not allowed from A0"). Unexpected
+// errors (500s) are logged with the server's logger; the client only learns
+// that the server logged the cause.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		ae *apiError
 		te *chatstate.TransitionError
@@ -77,7 +93,7 @@ func writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
 			"The database is unavailable; the request's effects are unknown. Retry later.", err.Error())
 	default:
-		slog.Default().Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.deps.Log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = newError(http.StatusInternalServerError, sdk.CodeInternal, "Internal error.", "The server logged the cause.")
 	}
 	writeJSON(w, ae.status, ae.resp)

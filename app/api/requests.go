@@ -132,9 +132,9 @@ func (e *errReplay) Error() string { return "request already claimed" }
 // and a concurrent claim of the same id loses the race, rolls back and is
 // answered from the winner's claim.
 func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller, requestID uuid.UUID, hash, kind string, chat uuid.NullUUID,
-	fn func(t *chatstate.Tx) (chatID uuid.UUID, msgID, queuedID *int64, status int, body any, err error)) {
+	fn func(t *chatstate.Tx) (chatID uuid.UUID, msgID, queuedID *int64, status int, body any, err error)) error {
 	ctx := r.Context()
-	for attempt := 0; attempt < 2; attempt++ {
+	for attempt := 0; ; attempt++ {
 		var (
 			status int
 			out    map[string]any
@@ -181,8 +181,7 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 		switch {
 		case errors.As(err, &rep):
 			if err := claimConflict(rep.inv, c.user.ID, hash, chat); err != nil {
-				writeError(w, r, err)
-				return
+				return err
 			}
 			var body map[string]any
 			err := s.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
@@ -191,43 +190,38 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 				return err
 			})
 			if err != nil {
-				writeError(w, r, err)
-				return
+				return err
 			}
 			writeJSON(w, http.StatusOK, body)
-			return
+			return nil
 		case errors.Is(err, store.ErrConflict):
 			if attempt == 0 {
 				continue // lost the race for the claim: answer from the winner's
 			}
-			writeError(w, r, invocationError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
+			return invocationError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
 				"Could not record the request; its effects are unknown. Check its outcome before retrying.",
-				uuid.NullUUID{UUID: requestID, Valid: true}, uuid.Nil))
-			return
+				uuid.NullUUID{UUID: requestID, Valid: true}, uuid.Nil)
 		case err != nil:
-			writeError(w, r, err)
-			return
+			return err
 		}
 		writeJSON(w, status, out)
-		return
+		return nil
 	}
 }
 
 // lookupRequest is GET /requests/{request_id}?content_sha256=HEX: a
 // read-only lookup that never creates a claim.
-func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller) {
+func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller) error {
 	parsed, err := uuid.Parse(r.PathValue("request_id"))
 	if err != nil || parsed == uuid.Nil {
-		writeError(w, r, invocationError(http.StatusBadRequest, sdk.CodeInvalidInvocationID,
-			"The request id must be a non-nil UUID.", uuid.NullUUID{}, uuid.Nil))
-		return
+		return invocationError(http.StatusBadRequest, sdk.CodeInvalidInvocationID,
+			"The request id must be a non-nil UUID.", uuid.NullUUID{}, uuid.Nil)
 	}
 	id := uuid.NullUUID{UUID: parsed, Valid: true}
 	hash := strings.ToLower(r.URL.Query().Get("content_sha256"))
 	if hash != "" {
 		if b, err := hex.DecodeString(hash); err != nil || len(b) != sha256.Size {
-			writeError(w, r, validation("content_sha256", "must be 64 hex digits (SHA-256 of the message text)"))
-			return
+			return validation("content_sha256", "must be 64 hex digits (SHA-256 of the message text)")
 		}
 	}
 	var body map[string]any
@@ -247,8 +241,8 @@ func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller
 		return err
 	})
 	if err != nil {
-		writeError(w, r, err)
-		return
+		return err
 	}
 	writeJSON(w, http.StatusOK, body)
+	return nil
 }
