@@ -132,7 +132,7 @@ func inspect(ctx context.Context, s store.Store, id uuid.UUID, out io.Writer) er
 			return fmt.Errorf("request %s: %w", id, err)
 		}
 		in.Claim = claimView{
-			RequestID: inv.RequestID, AuditID: inv.AuditID, CallerID: inv.CallerID, Kind: inv.Kind, State: inv.State,
+			RequestID: inv.RequestID, AuditID: inv.AuditID, CallerID: inv.CallerID, Kind: inv.Kind, State: string(inv.State),
 			ContentSHA256: inv.ContentSHA256, ChatID: inv.ChatID, MessageID: inv.MessageID,
 			QueuedMessageID: inv.QueuedMessageID, Outcome: inv.Outcome, Review: inv.Review,
 			CreatedAt: inv.CreatedAt.Format("2006-01-02T15:04:05Z07:00"),

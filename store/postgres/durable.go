@@ -41,7 +41,7 @@ func scanInvocation(row pgx.Row) (store.Invocation, error) {
 func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-		inv.RequestID, inv.CallerID, inv.ContentSHA256, inv.Kind, inv.ChatID, inv.AuditID, inv.State,
+		inv.RequestID, inv.CallerID, inv.ContentSHA256, inv.Kind, inv.ChatID, inv.AuditID, string(inv.State),
 		inv.MessageID, inv.QueuedMessageID, inv.Response, inv.Outcome, inv.Review,
 		inv.CreatedAt, inv.UpdatedAt, inv.CompletedAt)
 	if err != nil {
@@ -66,7 +66,7 @@ func (t *tx) InvocationUpdate(ctx context.Context, requestID uuid.UUID, p store.
 	sets := []string{"updated_at = " + a.add(p.UpdatedAt)}
 	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
 	if p.State.Set {
-		set("state", p.State.Value)
+		set("state", string(p.State.Value))
 	}
 	if p.MessageID.Set {
 		set("message_id", p.MessageID.Value)
@@ -130,7 +130,7 @@ func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
 	}
 	_, err := t.tx.Exec(ctx, `INSERT INTO tool_journal (`+journalColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
-		e.ChatID, e.ToolCallID, e.RequestID, e.ToolName, e.Effect, e.Args, state, e.Result,
+		e.ChatID, e.ToolCallID, e.RequestID, e.ToolName, e.Effect, e.Args, string(state), e.Result,
 		e.IsError, attempts, e.StartedAt, e.CompletedAt)
 	if err != nil {
 		return fmt.Errorf("start journal entry %s of chat %s: %w", e.ToolCallID, e.ChatID, translate(err))
@@ -156,7 +156,7 @@ func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID str
 	)
 	set := func(column string, v any) { sets = append(sets, column+" = "+a.add(v)) }
 	if p.State.Set {
-		set("state", p.State.Value)
+		set("state", string(p.State.Value))
 	}
 	if p.Result.Set {
 		set("result", p.Result.Value)

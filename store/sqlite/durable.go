@@ -56,7 +56,7 @@ func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
 	_, err := t.exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
 		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		inv.RequestID.String(), inv.CallerID.String(), inv.ContentSHA256, inv.Kind, inv.ChatID.String(),
-		inv.AuditID.String(), inv.State, nullInt(inv.MessageID), nullInt(inv.QueuedMessageID),
+		inv.AuditID.String(), string(inv.State), nullInt(inv.MessageID), nullInt(inv.QueuedMessageID),
 		nullJSON(inv.Response), nullJSON(inv.Outcome), nullJSON(inv.Review),
 		ts(inv.CreatedAt), ts(inv.UpdatedAt), tsPtr(inv.CompletedAt))
 	return err
@@ -77,7 +77,7 @@ func (t *tx) InvocationUpdate(ctx context.Context, requestID uuid.UUID, p store.
 		args = append(args, v)
 	}
 	if p.State.Set {
-		set("state", p.State.Value)
+		set("state", string(p.State.Value))
 	}
 	if p.MessageID.Set {
 		set("message_id", nullInt(p.MessageID.Value))
@@ -148,7 +148,7 @@ func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
 	_, err := t.exec(ctx, `INSERT INTO tool_journal (seq, `+journalColumns+`)
 		VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM tool_journal), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ChatID.String(), e.ToolCallID, nullUUID(e.RequestID), e.ToolName, e.Effect, nullJSON(e.Args),
-		state, nullJSON(e.Result), boolInt(e.IsError), attempts, ts(e.StartedAt), tsPtr(e.CompletedAt))
+		string(state), nullJSON(e.Result), boolInt(e.IsError), attempts, ts(e.StartedAt), tsPtr(e.CompletedAt))
 	return err
 }
 
@@ -167,7 +167,7 @@ func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID str
 		args = append(args, v)
 	}
 	if p.State.Set {
-		set("state", p.State.Value)
+		set("state", string(p.State.Value))
 	}
 	if p.Result.Set {
 		set("result", nullJSON(p.Result.Value))
