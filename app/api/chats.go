@@ -40,14 +40,14 @@ func (s *Server) transition(r *http.Request, c *caller, id uuid.UUID, fn func(t 
 	ctx := r.Context()
 	var chat store.Chat
 	err := s.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
-		if _, err := s.readChat(ctx, c, t.Store(), id); err != nil {
+		if _, err := s.readChat(ctx, c, t.Reader(), id); err != nil {
 			return err
 		}
 		if err := fn(t); err != nil {
 			return err
 		}
 		var err error
-		chat, err = t.Store().ChatGet(ctx, id)
+		chat, err = t.Reader().ChatGet(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // deleted by fn
 		}
@@ -101,7 +101,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) {
 	var res chatstate.CreateResult
 	create := func(t *chatstate.Tx) error {
 		if p.ParentChatID.Valid {
-			if _, err := s.readChat(r.Context(), c, t.Store(), p.ParentChatID.UUID); err != nil {
+			if _, err := s.readChat(r.Context(), c, t.Reader(), p.ParentChatID.UUID); err != nil {
 				return validation("parent_chat_id", "the parent chat does not exist")
 			}
 		}
@@ -378,58 +378,17 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		writeError(w, r, validation("pin_order", "pin_order must be >= 0 (0 unpins)"))
 		return
 	}
-	now := s.deps.Now().UTC()
-	metadata := req.Title != nil || req.Labels != nil || req.PinOrder != nil
-	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
-		ctx := r.Context()
-		chat, st, err := t.Peek(id)
-		if err != nil {
-			return err
-		}
-		unarchive := req.Archived != nil && !*req.Archived
-		if err := metadataAllowed(st, metadata && !unarchive); err != nil {
-			return err
-		}
-		// Only a change of archived is a transition.
-		if req.Archived != nil && *req.Archived != chat.Archived {
-			if err := t.SetArchivedFamily(id, *req.Archived); err != nil {
-				return err
-			}
-		}
-		if req.Title != nil {
-			if _, err := chatstate.WriteTitle(ctx, t.Store(), id, strings.TrimSpace(*req.Title), store.TitleSourceUser, now); err != nil {
-				return err
-			}
-		}
-		var p store.ChatPatch
-		if req.Labels != nil {
-			p.Labels = store.Some(*req.Labels)
-		}
-		if req.PinOrder != nil {
-			p.PinOrder = store.Some(*req.PinOrder)
-		}
-		_, err = t.Store().ChatUpdate(ctx, id, p)
-		return err
-	})
+	change := chatstate.MetadataChange{Archived: req.Archived, Labels: req.Labels, PinOrder: req.PinOrder}
+	if req.Title != nil {
+		title := strings.TrimSpace(*req.Title)
+		change.Title = &title
+	}
+	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error { return t.UpdateMetadata(id, change) })
 	if err != nil {
 		writeError(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// metadataAllowed applies API.md's rule to changes that are not
-// transitions (title, labels, pin, delete): an invalid chat must be
-// reconciled first and an archived chat unarchived first.
-func metadataAllowed(st chatstate.State, mutates bool) error {
-	switch {
-	case st == chatstate.StateInvalid:
-		return newError(http.StatusConflict, sdk.CodeInvalidState,
-			"The chat is in an invalid state; reconcile it with POST /chats/{chat}/reconcile-invalid.", "")
-	case st.Archived() && mutates:
-		return newError(http.StatusBadRequest, sdk.CodeChatArchived, "The chat is archived; unarchive it first.", "")
-	}
-	return nil
 }
 
 func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
@@ -443,7 +402,7 @@ func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) {
 		if err != nil {
 			return err
 		}
-		if err := metadataAllowed(st, true); err != nil {
+		if err := chatstate.MetadataAllowed(st, true); err != nil {
 			return err
 		}
 		return t.Delete(id)
@@ -553,9 +512,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		return
 	}
 	var retitled bool
-	now := s.deps.Now().UTC()
 	send := func(t *chatstate.Tx) (chatstate.SendResult, error) {
-		if _, err := s.readChat(r.Context(), c, t.Store(), id); err != nil {
+		if _, err := s.readChat(r.Context(), c, t.Reader(), id); err != nil {
 			return chatstate.SendResult{}, err
 		}
 		res, err := t.SendMessage(id, in, busy)
@@ -563,10 +521,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 			return res, err
 		}
 		// A chat created empty gets its fallback title from its first message.
-		chat, err := t.Store().ChatGet(r.Context(), id)
+		chat, err := t.Reader().ChatGet(r.Context(), id)
 		if err == nil && chat.TitleSource == store.TitleSourceFallback && chat.Title == chatstate.DefaultTitle {
 			title := chatstate.FallbackTitle(firstText(in.Content), DefaultFallbackLength)
-			retitled, err = chatstate.WriteTitle(r.Context(), t.Store(), id, title, store.TitleSourceFallback, now)
+			retitled, err = t.WriteTitle(id, title, store.TitleSourceFallback)
 		}
 		return res, err
 	}

@@ -211,8 +211,9 @@ func isRunnableStatus(s store.ChatStatus) bool {
 // Now is the transaction's clock reading.
 func (t *Tx) Now() time.Time { return t.now }
 
-// Store is the underlying store transaction, for reads inside a bundle.
-func (t *Tx) Store() store.Tx { return t.tx }
+// Reader is a read-only view of the underlying store transaction, for
+// reads inside a bundle. Every write goes through a Tx method.
+func (t *Tx) Reader() store.Reader { return t.tx }
 
 // lock locks and bumps the chat on first touch. A missing chat is state N.
 func (t *Tx) lock(id uuid.UUID) (store.Chat, bool, error) {

@@ -844,8 +844,8 @@ func (t *Tx) Acquire(chatID, workerID, runnerID uuid.UUID) (store.Chat, error) {
 	}); err != nil {
 		return store.Chat{}, err
 	}
-	if err := t.tx.HeartbeatInsert(t.ctx, chatID, runnerID, t.now); err != nil {
-		return store.Chat{}, fmt.Errorf("insert heartbeat: %w", err)
+	if err := t.recordLease(chatID, runnerID); err != nil {
+		return store.Chat{}, err
 	}
 	return t.tx.ChatGet(t.ctx, chatID)
 }
