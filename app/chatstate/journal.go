@@ -26,8 +26,9 @@ var journalTransitions = map[store.JournalState][]store.JournalState{
 	// (JournalComplete); an effectful call that may have run is in doubt
 	// (MarkUnresolved).
 	store.JournalStarted: {store.JournalStarted, store.JournalCompleted, store.JournalUnresolved},
-	// An operator records what happened (ReconcileRequest).
-	store.JournalUnresolved: {store.JournalReconciled},
+	// An operator records what happened (ReconcileRequest), or another
+	// look finds the call still in doubt (MarkUnresolved).
+	store.JournalUnresolved: {store.JournalUnresolved, store.JournalReconciled},
 	// A recorded result is final: it answers the call from then on.
 	store.JournalCompleted:  nil,
 	store.JournalReconciled: nil,
