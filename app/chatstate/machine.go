@@ -70,9 +70,6 @@ func New(s store.Store, pub Publisher, cfg Config) *Machine {
 	return &Machine{store: s, pub: pub, cfg: cfg}
 }
 
-// Store is the machine's store, for reads.
-func (m *Machine) Store() store.Store { return m.store }
-
 // Tx is one transition bundle: every transition applied through it commits
 // or rolls back together. The first touch of a chat locks its row and bumps
 // its snapshot_version, once per transaction, before any mutation.
