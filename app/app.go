@@ -180,17 +180,9 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	leases := sharedByReplicas(a.store)
-	mcfg := chatstate.Config{
-		QueueLimit: a.cfg.QueueLimit, RequiresActionTimeout: a.cfg.RequiresActionTimeout, Log: a.log, Clock: a.clock,
-	}
+	mcfg := machineConfig(a.cfg, leases, a.log, a.clock)
 	wcfg := a.cfg.Worker
 	wcfg.Leases = leases
-	if leases {
-		mcfg.LeaseTimeout = worker.DefaultLeaseTimeout
-		if wcfg.LeaseTimeout != 0 {
-			mcfg.LeaseTimeout = wcfg.LeaseTimeout
-		}
-	}
 	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
 	a.buffer = partbuf.New(partbuf.Config{Clock: a.clock})
 	// Server-side tools are opt-in: some OpenAI-compatible models refuse

@@ -519,19 +519,28 @@ type QueueInsertParams struct {
 	Now             time.Time
 }
 
+// InvocationState is the invocations.state column: where a durable request
+// is in its life. Which changes are allowed is app/chatstate's table.
+type InvocationState string
+
 // Invocation states of a durable request.
 const (
 	// InvocationAdmitted: the message is in history or queued; its turn
 	// has not finished.
-	InvocationAdmitted = "admitted"
+	InvocationAdmitted InvocationState = "admitted"
 	// InvocationCompleted: the turn finished and its outcome is durable.
-	InvocationCompleted = "completed"
+	InvocationCompleted InvocationState = "completed"
 	// InvocationUnresolved: an effectful tool call of its turn was started
 	// and never recorded as done; effects are unknown until reviewed.
-	InvocationUnresolved = "unresolved"
+	InvocationUnresolved InvocationState = "unresolved"
 	// InvocationReconciled: an operator recorded an assessment.
-	InvocationReconciled = "reconciled"
+	InvocationReconciled InvocationState = "reconciled"
 )
+
+// AllInvocationStates lists every invocation state, for validation and tests.
+var AllInvocationStates = []InvocationState{
+	InvocationAdmitted, InvocationCompleted, InvocationUnresolved, InvocationReconciled,
+}
 
 // Invocation is a durable request claim (spec: durable-messages).
 type Invocation struct {
@@ -541,7 +550,7 @@ type Invocation struct {
 	Kind          string // "create_chat" or "send_message"
 	ChatID        uuid.UUID
 	AuditID       uuid.UUID
-	State         string
+	State         InvocationState
 	// MessageID is the request's user message once it is in history;
 	// QueuedMessageID while it waits in the queue.
 	MessageID       *int64
@@ -556,7 +565,7 @@ type Invocation struct {
 
 // InvocationPatch names the invocation columns an update writes.
 type InvocationPatch struct {
-	State           Opt[string]
+	State           Opt[InvocationState]
 	MessageID       Opt[*int64]
 	QueuedMessageID Opt[*int64]
 	Response        Opt[json.RawMessage]
@@ -573,13 +582,28 @@ const (
 	EffectEffectful  = "effectful"
 )
 
+// JournalState is the tool_journal.state column: where a server-side tool
+// call is in its life. Which changes are allowed is app/chatstate's table.
+type JournalState string
+
 // Journal states of a tool call.
 const (
-	JournalStarted    = "started"
-	JournalCompleted  = "completed"
-	JournalUnresolved = "unresolved"
-	JournalReconciled = "reconciled"
+	// JournalStarted: the call is about to run or running (or a crash
+	// interrupted it).
+	JournalStarted JournalState = "started"
+	// JournalCompleted: its result is durable in history.
+	JournalCompleted JournalState = "completed"
+	// JournalUnresolved: an effectful call that may have run before a
+	// crash; its effects are unknown until reviewed.
+	JournalUnresolved JournalState = "unresolved"
+	// JournalReconciled: an operator recorded its result.
+	JournalReconciled JournalState = "reconciled"
 )
+
+// AllJournalStates lists every journal state, for validation and tests.
+var AllJournalStates = []JournalState{
+	JournalStarted, JournalCompleted, JournalUnresolved, JournalReconciled,
+}
 
 // JournalEntry records one server-side tool call.
 type JournalEntry struct {
@@ -589,7 +613,7 @@ type JournalEntry struct {
 	ToolName    string
 	Effect      string
 	Args        json.RawMessage
-	State       string
+	State       JournalState
 	Result      json.RawMessage
 	IsError     bool
 	Attempts    int64
@@ -599,7 +623,7 @@ type JournalEntry struct {
 
 // JournalPatch names the journal columns an update writes.
 type JournalPatch struct {
-	State       Opt[string]
+	State       Opt[JournalState]
 	Result      Opt[json.RawMessage]
 	IsError     Opt[bool]
 	Attempts    Opt[int64]

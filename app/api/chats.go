@@ -40,14 +40,14 @@ func (s *Server) transition(r *http.Request, c *caller, id uuid.UUID, fn func(t 
 	ctx := r.Context()
 	var chat store.Chat
 	err := s.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
-		if _, err := s.readChat(ctx, c, t.Store(), id); err != nil {
+		if _, err := s.readChat(ctx, c, t.Reader(), id); err != nil {
 			return err
 		}
 		if err := fn(t); err != nil {
 			return err
 		}
 		var err error
-		chat, err = t.Store().ChatGet(ctx, id)
+		chat, err = t.Reader().ChatGet(ctx, id)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil // deleted by fn
 		}
@@ -96,7 +96,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) e
 	var res chatstate.Result
 	create := func(t *chatstate.Tx) error {
 		if p.ParentChatID.Valid {
-			if _, err := s.readChat(r.Context(), c, t.Store(), p.ParentChatID.UUID); err != nil {
+			if _, err := s.readChat(r.Context(), c, t.Reader(), p.ParentChatID.UUID); err != nil {
 				return validation("parent_chat_id", "the parent chat does not exist")
 			}
 		}
@@ -336,57 +336,16 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 	if req.PinOrder != nil && *req.PinOrder < 0 {
 		return validation("pin_order", "pin_order must be >= 0 (0 unpins)")
 	}
-	now := s.deps.Clock.Now().UTC()
-	metadata := req.Title != nil || req.Labels != nil || req.PinOrder != nil
-	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
-		ctx := r.Context()
-		chat, st, err := t.Peek(id)
-		if err != nil {
-			return err
-		}
-		unarchive := req.Archived != nil && !*req.Archived
-		if err := metadataAllowed(st, metadata && !unarchive); err != nil {
-			return err
-		}
-		// Only a change of archived is a transition.
-		if req.Archived != nil && *req.Archived != chat.Archived {
-			if _, err := t.SetArchivedFamily(id, *req.Archived); err != nil {
-				return err
-			}
-		}
-		if req.Title != nil {
-			if _, err := chatstate.WriteTitle(ctx, t.Store(), id, strings.TrimSpace(*req.Title), store.TitleSourceUser, now); err != nil {
-				return err
-			}
-		}
-		var p store.ChatPatch
-		if req.Labels != nil {
-			p.Labels = store.Some(*req.Labels)
-		}
-		if req.PinOrder != nil {
-			p.PinOrder = store.Some(*req.PinOrder)
-		}
-		_, err = t.Store().ChatUpdate(ctx, id, p)
-		return err
-	})
+	change := chatstate.MetadataChange{Archived: req.Archived, Labels: req.Labels, PinOrder: req.PinOrder}
+	if req.Title != nil {
+		title := strings.TrimSpace(*req.Title)
+		change.Title = &title
+	}
+	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error { return t.UpdateMetadata(id, change) })
 	if err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-// metadataAllowed applies API.md's rule to changes that are not
-// transitions (title, labels, pin, delete): an invalid chat must be
-// reconciled first and an archived chat unarchived first.
-func metadataAllowed(st chatstate.State, mutates bool) error {
-	switch {
-	case st == chatstate.StateInvalid:
-		return newError(http.StatusConflict, sdk.CodeInvalidState,
-			"The chat is in an invalid state; reconcile it with POST /chats/{chat}/reconcile-invalid.", "")
-	case st.Archived() && mutates:
-		return newError(http.StatusBadRequest, sdk.CodeChatArchived, "The chat is archived; unarchive it first.", "")
-	}
 	return nil
 }
 
@@ -400,7 +359,7 @@ func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) e
 		if err != nil {
 			return err
 		}
-		if err := metadataAllowed(st, true); err != nil {
+		if err := chatstate.MetadataAllowed(st, true); err != nil {
 			return err
 		}
 		_, err = t.Delete(id)

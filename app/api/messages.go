@@ -102,9 +102,8 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		return err
 	}
 	var retitled bool
-	now := s.deps.Clock.Now().UTC()
 	send := func(t *chatstate.Tx) (chatstate.Result, error) {
-		if _, err := s.readChat(r.Context(), c, t.Store(), id); err != nil {
+		if _, err := s.readChat(r.Context(), c, t.Reader(), id); err != nil {
 			return chatstate.Result{}, err
 		}
 		res, err := t.SendMessage(id, in, busy)
@@ -112,10 +111,10 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 			return res, err
 		}
 		// A chat created empty gets its fallback title from its first message.
-		chat, err := t.Store().ChatGet(r.Context(), id)
+		chat, err := t.Reader().ChatGet(r.Context(), id)
 		if err == nil && chat.TitleSource == store.TitleSourceFallback && chat.Title == chatstate.DefaultTitle {
 			title := chatstate.FallbackTitle(firstText(in.Content), DefaultFallbackLength)
-			retitled, err = chatstate.WriteTitle(r.Context(), t.Store(), id, title, store.TitleSourceFallback, now)
+			retitled, err = t.WriteTitle(id, title, store.TitleSourceFallback)
 		}
 		return res, err
 	}

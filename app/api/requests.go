@@ -140,7 +140,7 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 			out    map[string]any
 		)
 		err := s.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
-			inv, err := t.Store().InvocationGet(ctx, requestID)
+			inv, err := t.Reader().InvocationGet(ctx, requestID)
 			if err == nil {
 				return &errReplay{inv}
 			}
@@ -155,25 +155,17 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 			if err != nil {
 				return err
 			}
-			audit := uuid.New()
-			now := s.deps.Clock.Now().UTC()
-			claim := store.Invocation{
+			claim, err := t.AdmitRequest(chatstate.Claim{
 				RequestID: requestID, CallerID: c.user.ID, ContentSHA256: hash, Kind: kind, ChatID: chatID,
-				AuditID: audit, State: store.InvocationAdmitted, MessageID: msgID, QueuedMessageID: queuedID,
-				Response: raw, CreatedAt: now, UpdatedAt: now,
-			}
-			if msgID == nil && queuedID == nil {
-				// Nothing to run (a chat created without a message): done.
-				claim.State, claim.CompletedAt = store.InvocationCompleted, &now
-				claim.Outcome, _ = json.Marshal(chatstate.Outcome{Status: chatstate.OutcomeCompleted, MessageIDs: []int64{}})
-			}
-			if err := t.Store().InvocationInsert(ctx, claim); err != nil {
+				MessageID: msgID, QueuedMessageID: queuedID, Response: raw,
+			})
+			if err != nil {
 				return err
 			}
 			if err := json.Unmarshal(raw, &out); err != nil {
 				return err
 			}
-			out["request_id"], out["audit_id"], out["replayed"] = requestID, audit, false
+			out["request_id"], out["audit_id"], out["replayed"] = requestID, claim.AuditID, false
 			status = st
 			return nil
 		})

@@ -3,6 +3,7 @@ package chatstate
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -75,4 +76,14 @@ func (t *Tx) ClearContext(chatID uuid.UUID, createdBy uuid.NullUUID) (Result, er
 		return Result{}, err
 	}
 	return s.end()
+}
+
+// SomethingToCompact is the rule both manual and automatic compaction go
+// by: among the active messages from the latest boundary on (as
+// FromBoundary returns them), an uncompressed assistant message is what a
+// compaction would summarise. Without one there is nothing to compact.
+func SomethingToCompact(fromBoundary []store.Message) bool {
+	return slices.ContainsFunc(fromBoundary, func(m store.Message) bool {
+		return m.Role == store.RoleAssistant && !m.Compressed && !m.Deleted
+	})
 }

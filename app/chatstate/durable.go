@@ -49,12 +49,11 @@ func (t *Tx) finishRequest(requestID uuid.NullUUID, o Outcome) error {
 	}
 	raw, err := json.Marshal(o)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode outcome of request %s: %w", requestID.UUID, err)
 	}
 	now := t.now
-	_, err = t.tx.InvocationUpdate(t.ctx, requestID.UUID, store.InvocationPatch{
-		State: store.Some(store.InvocationCompleted), Outcome: store.Some(json.RawMessage(raw)),
-		CompletedAt: store.Some(&now), UpdatedAt: now,
+	_, err = t.changeRequest(requestID.UUID, inv.State, store.InvocationCompleted, store.InvocationPatch{
+		Outcome: store.Some(json.RawMessage(raw)), CompletedAt: store.Some(&now),
 	})
 	return err
 }

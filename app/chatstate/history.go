@@ -192,9 +192,7 @@ func (t *Tx) HasSomethingToCompact(chatID uuid.UUID) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return slices.ContainsFunc(ms, func(m store.Message) bool {
-		return m.Role == store.RoleAssistant && !m.Compressed
-	}), nil
+	return SomethingToCompact(ms), nil
 }
 
 // hasSomethingToClear: a model-visible, non-system message follows the

@@ -71,9 +71,6 @@ func New(s store.Store, pub Publisher, cfg Config) *Machine {
 	return &Machine{store: s, pub: pub, cfg: cfg}
 }
 
-// Store is the machine's store, for reads.
-func (m *Machine) Store() store.Store { return m.store }
-
 // Tx is one transition bundle: every transition applied through it commits
 // or rolls back together. The first touch of a chat locks its row and bumps
 // its snapshot_version, once per transaction, before any mutation.
@@ -223,8 +220,9 @@ func isRunnableStatus(s store.ChatStatus) bool {
 // Now is the transaction's clock reading.
 func (t *Tx) Now() time.Time { return t.now }
 
-// Store is the underlying store transaction, for reads inside a bundle.
-func (t *Tx) Store() store.Tx { return t.tx }
+// Reader is a read-only view of the underlying store transaction, for
+// reads inside a bundle. Every write goes through a Tx method.
+func (t *Tx) Reader() store.Reader { return t.tx }
 
 // lock locks and bumps the chat on first touch. A missing chat is state N.
 func (t *Tx) lock(id uuid.UUID) (store.Chat, bool, error) {

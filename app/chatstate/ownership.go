@@ -9,7 +9,7 @@ import (
 )
 
 // Acquire gives the chat to (worker, runner) and records the initial
-// heartbeat. It only changes ownership (U -> O or O -> O).
+// heartbeat where leases are rows (see recordLease). It only changes ownership (U -> O or O -> O).
 func (t *Tx) Acquire(chatID, workerID, runnerID uuid.UUID) (Result, error) {
 	s, err := t.begin(chatID, Acquire)
 	if err != nil {
@@ -21,8 +21,8 @@ func (t *Tx) Acquire(chatID, workerID, runnerID uuid.UUID) (Result, error) {
 	}); err != nil {
 		return Result{}, fmt.Errorf("acquire chat %s: %w", chatID, err)
 	}
-	if err := t.tx.HeartbeatInsert(t.ctx, chatID, runnerID, t.now); err != nil {
-		return Result{}, fmt.Errorf("insert heartbeat: %w", err)
+	if err := t.recordLease(chatID, runnerID); err != nil {
+		return Result{}, err
 	}
 	return s.end()
 }
@@ -39,4 +39,36 @@ func (t *Tx) Abandon(chatID uuid.UUID) (Result, error) {
 		return Result{}, fmt.Errorf("abandon chat %s: %w", chatID, err)
 	}
 	return s.end()
+}
+
+// RunnableWithoutOwner reports whether a chat needs a worker to acquire it:
+// it is unarchived, in a runnable status (running, interrupting,
+// requires_action) and no runner owns it. Whether a recorded owner is still
+// alive is a separate question (leases).
+func RunnableWithoutOwner(status store.ChatStatus, archived bool, workerID, runnerID uuid.NullUUID) bool {
+	return !archived && isRunnableStatus(status) && (!workerID.Valid || !runnerID.Valid)
+}
+
+// LockAdmission serialises admission against the concurrent agent limits
+// until the transaction ends, so two acquisitions cannot both take the
+// last slot (a Postgres advisory lock; SQLite's writer lock already does).
+func (t *Tx) LockAdmission() error {
+	if err := t.tx.AdmissionLock(t.ctx); err != nil {
+		return fmt.Errorf("lock admission: %w", err)
+	}
+	return nil
+}
+
+// recordLease writes the initial heartbeat of a runner's lease, when
+// leases are heartbeat rows (several replicas: Config.LeaseTimeout set).
+// With in-memory heartbeats (one process owns a SQLite file) nothing
+// would ever renew or remove the row, so none is written.
+func (t *Tx) recordLease(chatID, runnerID uuid.UUID) error {
+	if t.m.cfg.LeaseTimeout == 0 {
+		return nil
+	}
+	if err := t.tx.HeartbeatInsert(t.ctx, chatID, runnerID, t.now); err != nil {
+		return fmt.Errorf("insert heartbeat of chat %s: %w", chatID, err)
+	}
+	return nil
 }

@@ -568,7 +568,7 @@ func rlSendAction(f *fixture, busy chatstate.BusyBehavior) rlAction {
 // rlPromoteHead promotes the current queue head.
 func rlPromoteHead(f *fixture) rlAction {
 	return func(tx *chatstate.Tx, id uuid.UUID) error {
-		q, err := tx.Store().QueueList(f.ctx, id)
+		q, err := tx.Reader().QueueList(f.ctx, id)
 		if err != nil {
 			return err
 		}
@@ -583,7 +583,7 @@ func rlPromoteHead(f *fixture) rlAction {
 // rlEditFirst edits the chat's first visible user message.
 func rlEditFirst(f *fixture) rlAction {
 	return func(tx *chatstate.Tx, id uuid.UUID) error {
-		ms, err := tx.Store().MessageList(f.ctx, id, store.MessageListParams{})
+		ms, err := tx.Reader().MessageList(f.ctx, id, store.MessageListParams{})
 		if err != nil {
 			return err
 		}

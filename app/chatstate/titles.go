@@ -1,9 +1,8 @@
 package chatstate
 
 import (
-	"context"
+	"fmt"
 	"strings"
-	"time"
 	"unicode"
 
 	"github.com/google/uuid"
@@ -38,20 +37,23 @@ func FallbackTitle(prompt string, max int) string {
 
 // WriteTitle writes a title when the current source ranks the same as or
 // lower than src (fallback < generated < user). Titles are metadata: the
-// write takes no transition, sets title_updated_at and leaves updated_at.
-// It reports whether the title was written.
-func WriteTitle(ctx context.Context, tx store.Tx, chatID uuid.UUID, title string, src store.TitleSource, now time.Time) (bool, error) {
+// write takes no transition (no snapshot bump, no notification), sets
+// title_updated_at and leaves updated_at. It reports whether the title
+// was written.
+func (t *Tx) WriteTitle(chatID uuid.UUID, title string, src store.TitleSource) (bool, error) {
 	// Lock the row: a concurrent user title must not slip in between the
 	// rank check and the write.
-	c, err := tx.ChatLock(ctx, chatID)
+	c, err := t.tx.ChatLock(t.ctx, chatID)
 	if err != nil {
-		return false, err
+		return false, fmt.Errorf("lock chat %s: %w", chatID, err)
 	}
 	if c.TitleSource.Rank() > src.Rank() {
 		return false, nil
 	}
-	_, err = tx.ChatUpdate(ctx, chatID, store.ChatPatch{
-		Title: store.Some(title), TitleSource: store.Some(src), TitleUpdatedAt: store.Some(now),
-	})
-	return err == nil, err
+	if _, err := t.tx.ChatUpdate(t.ctx, chatID, store.ChatPatch{
+		Title: store.Some(title), TitleSource: store.Some(src), TitleUpdatedAt: store.Some(t.now),
+	}); err != nil {
+		return false, fmt.Errorf("write title of chat %s: %w", chatID, err)
+	}
+	return true, nil
 }

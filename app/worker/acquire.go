@@ -79,8 +79,8 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 	runnerID := uuid.New()
 	var acquired store.Chat
 	err := w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
-		tx := t.Store()
-		if err := tx.AdmissionLock(ctx); err != nil {
+		tx := t.Reader()
+		if err := t.LockAdmission(); err != nil {
 			return err
 		}
 		c, st, err := t.LockState(chatID)
@@ -123,7 +123,7 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 
 // ownerAlive re-checks, under the chat's lock, whether its owner is alive
 // (a heartbeat may have renewed the lease since the candidate list).
-func (w *Worker) ownerAlive(ctx context.Context, tx store.Tx, c store.Chat) (bool, error) {
+func (w *Worker) ownerAlive(ctx context.Context, tx store.Reader, c store.Chat) (bool, error) {
 	if !c.WorkerID.Valid || !c.RunnerID.Valid {
 		return false, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -180,7 +179,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 		return r.handleToolCalls(ctx, f, v)
 	}
 	if v.chat.CompactionRequestedAt != nil {
-		if hasUncompressedAssistant(v.active) {
+		if chatstate.SomethingToCompact(v.active) {
 			return r.compact(ctx, ev, v, "manual")
 		}
 		return r.finishTurn(ctx, f) // nothing to compact: the marker is dropped
@@ -223,10 +222,6 @@ func toUsage(u llm.Usage, limit int64) *store.Usage {
 		ReasoningTokens: u.ReasoningTokens, CacheCreationTokens: u.CacheCreationTokens,
 		CacheReadTokens: u.CacheReadTokens, ContextLimit: limit,
 	}
-}
-
-func hasUncompressedAssistant(ms []store.Message) bool {
-	return slices.ContainsFunc(ms, func(m store.Message) bool { return m.Role == store.RoleAssistant && !m.Compressed })
 }
 
 func (r *runner) finishTurn(ctx context.Context, f fence) error {
@@ -377,7 +372,7 @@ func (r *runner) interrupt(ctx context.Context, ev event) error {
 func (r *runner) needsCompaction(v view, model Model) bool {
 	pct := r.w.cfg.CompactThresholdPercent
 	u := v.lastUsage()
-	if model.ContextLimit <= 0 || pct >= 100 || u == nil || !hasUncompressedAssistant(v.active) {
+	if model.ContextLimit <= 0 || pct >= 100 || u == nil || !chatstate.SomethingToCompact(v.active) {
 		return false
 	}
 	if n := len(v.active); n == 0 || v.active[n-1].Role != store.RoleUser {

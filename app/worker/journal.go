@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -27,14 +26,14 @@ func (v view) turnRequest() uuid.NullUUID {
 }
 
 // runTools runs server-side tool calls at most as often as their effect
-// class allows (the tool-call journal):
+// class allows (the tool-call journal, chatstate.JournalStart):
 //
 //  1. In one fenced transaction each call is looked up: a completed call
 //     reuses its stored result; a new call is recorded as started; a
 //     started pure or idempotent call (a crash or takeover interrupted it)
 //     runs again; a started effectful call must not run again, so the chat
 //     stops for review (requires_action without a deadline) and its request
-//     becomes unresolved.
+//     becomes unresolved (chatstate.MarkUnresolved).
 //  2. The calls run, in parallel.
 //  3. One CommitStep inserts every result and marks the calls completed in
 //     the same transaction, so a result is never lost or recorded twice.
@@ -43,57 +42,32 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 	results := map[string]sdk.ChatMessagePart{}
 	var toRun []chatstate.ToolCall
 	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
-		tx := t.Store()
 		results, toRun = map[string]sdk.ChatMessagePart{}, nil
-		var unresolved []chatstate.ToolCall
+		var unresolved []string
 		for _, c := range calls {
 			tool, _ := r.w.deps.Tools.Get(c.Name)
-			e, err := tx.JournalGet(ctx, r.chatID, c.ID)
-			switch {
-			case errors.Is(err, store.ErrNotFound):
-				if err := tx.JournalStart(ctx, store.JournalEntry{
-					ChatID: r.chatID, ToolCallID: c.ID, RequestID: request, ToolName: c.Name,
-					Effect: tool.Effect(), Args: c.Args, State: store.JournalStarted, StartedAt: t.Now(),
-				}); err != nil {
-					return err
-				}
-				toRun = append(toRun, c)
-			case err != nil:
+			decision, e, err := t.JournalStart(r.chatID, chatstate.JournalCall{
+				ToolCallID: c.ID, ToolName: c.Name, Effect: tool.Effect(), Args: c.Args, RequestID: request,
+			})
+			if err != nil {
 				return err
-			case e.State == store.JournalCompleted || e.State == store.JournalReconciled:
-				results[c.ID] = sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: e.Result, IsError: e.IsError}
-			case e.State == store.JournalStarted && e.Effect != store.EffectEffectful:
-				if _, err := tx.JournalUpdate(ctx, r.chatID, c.ID, store.JournalPatch{
-					Attempts: store.Some(e.Attempts + 1), StartedAt: store.Some(t.Now()),
-				}); err != nil {
-					return err
-				}
+			}
+			switch decision {
+			case chatstate.JournalRun:
 				toRun = append(toRun, c)
+			case chatstate.JournalReuse:
+				results[c.ID] = sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: e.Result, IsError: e.IsError}
 			default: // an effectful call that may have run
-				unresolved = append(unresolved, c)
+				unresolved = append(unresolved, c.ID)
 			}
 		}
 		if len(unresolved) == 0 {
 			return nil
 		}
 		toRun = nil
-		for _, c := range unresolved {
-			if _, err := tx.JournalUpdate(ctx, r.chatID, c.ID, store.JournalPatch{State: store.Some(store.JournalUnresolved)}); err != nil {
-				return err
-			}
-		}
-		if request.Valid {
-			now := t.Now()
-			_, err := tx.InvocationUpdate(ctx, request.UUID, store.InvocationPatch{
-				State: store.Some(store.InvocationUnresolved), UpdatedAt: now,
-			})
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return err
-			}
-		}
 		r.w.log.Warn("effectful tool call may have run before a crash; stopping the chat for review",
 			"chat_id", r.chatID, "tool_calls", len(unresolved))
-		_, err := t.EnterReview(r.chatID)
+		_, err := t.MarkUnresolved(r.chatID, request, unresolved)
 		return err
 	})
 	if err != nil || len(toRun) == 0 && len(results) < len(calls) {
@@ -134,14 +108,9 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		return err
 	}
 	return r.commit(ctx, f, func(t *chatstate.Tx) error {
-		now := t.Now()
 		for _, c := range toRun {
 			p := results[c.ID]
-			done := now
-			if _, err := t.Store().JournalUpdate(ctx, r.chatID, c.ID, store.JournalPatch{
-				State: store.Some(store.JournalCompleted), Result: store.Some(p.Result),
-				IsError: store.Some(p.IsError), CompletedAt: store.Some(&done),
-			}); err != nil {
+			if err := t.JournalComplete(r.chatID, c.ID, p.Result, p.IsError); err != nil {
 				return err
 			}
 		}

@@ -174,7 +174,7 @@ func (r *runner) process(ctx context.Context, ev event) {
 	r.last, r.seen = ev, true
 	// 2. Not ours any more.
 	if ev.WorkerID != (uuid.NullUUID{UUID: r.w.id, Valid: true}) || ev.RunnerID != (uuid.NullUUID{UUID: r.runnerID, Valid: true}) {
-		if !ev.WorkerID.Valid && !ev.Archived && ev.Status != store.ChatStatusWaiting && ev.Status != store.ChatStatusError {
+		if chatstate.RunnableWithoutOwner(ev.Status, ev.Archived, ev.WorkerID, ev.RunnerID) {
 			r.w.wakeAcquire() // left runnable without an owner
 		}
 		r.stop()
@@ -309,7 +309,7 @@ func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) e
 		if err := fn(t); err != nil {
 			return err
 		}
-		after, err = t.Store().ChatGet(ctx, r.chatID)
+		after, err = t.Reader().ChatGet(ctx, r.chatID)
 		return err
 	})
 	if err == nil {

@@ -98,8 +98,8 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 	if title == "" {
 		return nil
 	}
-	return w.deps.Store.InTx(ctx, func(tx store.Tx) error {
-		_, err := chatstate.WriteTitle(ctx, tx, chatID, title, store.TitleSourceGenerated, w.clock.Now().UTC())
+	return w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+		_, err := t.WriteTitle(chatID, title, store.TitleSourceGenerated)
 		return err
 	})
 }

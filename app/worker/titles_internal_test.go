@@ -17,7 +17,7 @@ import (
 
 // TestGeneratedTitleNeverOverridesAConcurrentUserTitle: a user title that
 // commits while the generated title is being written wins (titles rank
-// fallback < generated < user; chatstate.WriteTitle). The user's write
+// fallback < generated < user; chatstate.Tx.WriteTitle). The user's write
 // lands between the title transaction's read of title_source and its
 // update. On SQLite the writer lock serialises the two, so the user's
 // write can only follow; on Postgres nothing holds the chat row, and the
@@ -42,7 +42,7 @@ func TestGeneratedTitleNeverOverridesAConcurrentUserTitle(t *testing.T) {
 				if _, _, err := t.Peek(id); err != nil {
 					return err
 				}
-				_, err := chatstate.WriteTitle(g.ctx, t.Store(), id, "My title", store.TitleSourceUser, time.Now())
+				_, err := t.WriteTitle(id, "My title", store.TitleSourceUser)
 				return err
 			})
 		}

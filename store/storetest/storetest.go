@@ -1301,7 +1301,7 @@ func testInvocations(t *testing.T, b *bundle) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = update(uuid.New(), store.InvocationPatch{State: store.Some(store.InvocationCompleted), UpdatedAt: later})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = update(bare.RequestID, store.InvocationPatch{State: store.Some("lost"), UpdatedAt: later})
+	_, err = update(bare.RequestID, store.InvocationPatch{State: store.Some[store.InvocationState]("lost"), UpdatedAt: later})
 	require.ErrorIs(t, err, store.ErrInvariant)
 	bad := bare
 	bad.RequestID, bad.AuditID, bad.Kind = uuid.New(), uuid.New(), "other"
@@ -1425,7 +1425,7 @@ func testJournal(t *testing.T, b *bundle) {
 	require.ErrorIs(t, err, store.ErrNotFound)
 	_, err = update("call_z", store.JournalPatch{State: store.Some(store.JournalCompleted)})
 	require.ErrorIs(t, err, store.ErrNotFound)
-	_, err = update("call_c", store.JournalPatch{State: store.Some("lost")})
+	_, err = update("call_c", store.JournalPatch{State: store.Some[store.JournalState]("lost")})
 	require.ErrorIs(t, err, store.ErrInvariant)
 	require.ErrorIs(t, start(store.JournalEntry{ChatID: b.chat.ID, ToolCallID: "call_x", ToolName: "t",
 		Effect: "risky", StartedAt: b.now}), store.ErrInvariant)

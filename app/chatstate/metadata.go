@@ -1,0 +1,83 @@
+package chatstate
+
+import (
+	"fmt"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// MetadataAllowed is the rule for changes that are not transitions (title,
+// labels, pin, delete): a chat in an invalid state must be reconciled
+// first (ErrInvalidState), and an archived chat unarchived first
+// (ErrChatArchived) when the change mutates it.
+func MetadataAllowed(st State, mutates bool) error {
+	switch {
+	case st == StateInvalid:
+		return fmt.Errorf("change a chat in %s: %w", st, ErrInvalidState)
+	case st.Archived() && mutates:
+		return fmt.Errorf("change a chat in %s: %w", st, ErrChatArchived)
+	}
+	return nil
+}
+
+// MetadataChange is a person's change of a chat's metadata; nil fields
+// stay as they are.
+type MetadataChange struct {
+	// Archived archives or unarchives the chat's family (a transition, and
+	// the one change an archived chat allows).
+	Archived *bool
+	// Title is a user title (it outranks every other title source).
+	Title *string
+	// Labels replace the chat's labels.
+	Labels *map[string]string
+	// PinOrder pins the chat (0 unpins).
+	PinOrder *int64
+}
+
+func (c MetadataChange) mutates() bool {
+	return c.Title != nil || c.Labels != nil || c.PinOrder != nil
+}
+
+// UpdateMetadata applies a metadata change under MetadataAllowed: an
+// archived chat accepts other changes only together with its unarchiving.
+// Only a change of archived is a transition; title, labels and pin are
+// written without one (and without touching updated_at).
+func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) error {
+	chat, st, err := t.Peek(chatID)
+	if err != nil {
+		return err
+	}
+	if st == StateN {
+		return &notFoundError{what: "chat " + chatID.String()}
+	}
+	unarchive := c.Archived != nil && !*c.Archived
+	if err := MetadataAllowed(st, c.mutates() && !unarchive); err != nil {
+		return err
+	}
+	if c.Archived != nil && *c.Archived != chat.Archived {
+		if _, err := t.SetArchivedFamily(chatID, *c.Archived); err != nil {
+			return err
+		}
+	}
+	if c.Title != nil {
+		if _, err := t.WriteTitle(chatID, *c.Title, store.TitleSourceUser); err != nil {
+			return err
+		}
+	}
+	var p store.ChatPatch
+	if c.Labels != nil {
+		p.Labels = store.Some(*c.Labels)
+	}
+	if c.PinOrder != nil {
+		p.PinOrder = store.Some(*c.PinOrder)
+	}
+	if !p.Labels.Set && !p.PinOrder.Set {
+		return nil
+	}
+	if _, err := t.tx.ChatUpdate(t.ctx, chatID, p); err != nil {
+		return fmt.Errorf("update metadata of chat %s: %w", chatID, err)
+	}
+	return nil
+}
