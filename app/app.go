@@ -166,7 +166,7 @@ func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writ
 
 func (a *App) init(ctx context.Context) error {
 	var err error
-	providers, implied := providersFromConfig(a.cfg)
+	providers, implied := providersFromConfig(a.cfg, a.clock)
 	if a.models, err = NewModelList(append(a.cfg.Models, implied...), a.cfg.DefaultModel); err != nil {
 		return fmt.Errorf("models: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/llm/anthropic"
 	"github.com/chatd/chatd/app/llm/demo"
@@ -120,8 +121,8 @@ func (l *ModelList) Resolve(id uuid.NullUUID) (worker.Model, error) {
 
 // providersFromConfig builds the configured providers (demo always) and
 // the models they bring when none are named.
-func providersFromConfig(cfg Config) (map[string]llm.Provider, []string) {
-	ps := map[string]llm.Provider{DemoModelName: demo.New(demo.Config{TokenDelay: cfg.DemoTokenDelay})}
+func providersFromConfig(cfg Config, clk clock.Clock) (map[string]llm.Provider, []string) {
+	ps := map[string]llm.Provider{DemoModelName: demo.New(demo.Config{TokenDelay: cfg.DemoTokenDelay, Clock: clk})}
 	var models []string
 	if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
 		ps["openai"] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL})

@@ -37,17 +37,24 @@ var (
 	ErrUnavailable = errors.New("store: unavailable")
 )
 
-// Store opens transactions. Every chat mutation runs in one write
-// transaction; every consistent multi-query read runs in one read transaction.
-type Store interface {
-	// InTx runs fn in a write transaction and commits when fn returns nil.
-	// On SQLite the transaction is BEGIN IMMEDIATE on the single writer
-	// connection; on Postgres rows are locked explicitly with ChatLock.
-	InTx(ctx context.Context, fn func(Tx) error) error
+// ReadStore is the read-only half of a Store: what the packages that never
+// write chat state (the worker, the stream) hold. Their writes go through
+// app/chatstate, which holds the Store.
+type ReadStore interface {
 	// ReadTx runs fn in a read-only transaction that sees one snapshot.
 	ReadTx(ctx context.Context, fn func(Reader) error) error
 	// Dialect names the database: "sqlite" or "postgres".
 	Dialect() string
+}
+
+// Store opens transactions. Every chat mutation runs in one write
+// transaction; every consistent multi-query read runs in one read transaction.
+type Store interface {
+	ReadStore
+	// InTx runs fn in a write transaction and commits when fn returns nil.
+	// On SQLite the transaction is BEGIN IMMEDIATE on the single writer
+	// connection; on Postgres rows are locked explicitly with ChatLock.
+	InTx(ctx context.Context, fn func(Tx) error) error
 	// Close releases connections and the process lock.
 	Close() error
 }

@@ -139,7 +139,7 @@ func (m *Machine) needsOwner(ctx context.Context, tx store.Tx, c store.Chat, now
 	if c.Archived || !isRunnableStatus(c.Status) {
 		return false, nil
 	}
-	if !c.WorkerID.Valid || !c.RunnerID.Valid {
+	if RunnableWithoutOwner(c.Status, c.Archived, c.WorkerID, c.RunnerID) {
 		return true, nil
 	}
 	if m.cfg.LeaseTimeout == 0 {

@@ -1,7 +1,9 @@
 package chatstate
 
 import (
+	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -71,4 +73,41 @@ func (t *Tx) recordLease(chatID, runnerID uuid.UUID) error {
 		return fmt.Errorf("insert heartbeat of chat %s: %w", chatID, err)
 	}
 	return nil
+}
+
+// RenewLeases sets heartbeat_at = now for the given leases that are still
+// fresh (heartbeat_at > cutoff) and whose chat that runner still owns, and
+// returns the renewed ones. It runs under the admission lock, so a lease
+// that admission counted as stale cannot come back; a stale lease is never
+// revived. Leases are rows only with several replicas (Postgres).
+func (m *Machine) RenewLeases(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
+	var renewed []store.Lease
+	err := m.store.InTx(ctx, func(tx store.Tx) error {
+		if err := tx.AdmissionLock(ctx); err != nil {
+			return fmt.Errorf("lock admission: %w", err)
+		}
+		var err error
+		renewed, err = tx.HeartbeatRenew(ctx, leases, now, cutoff)
+		if err != nil {
+			return fmt.Errorf("renew %d leases: %w", len(leases), err)
+		}
+		return nil
+	})
+	return renewed, err
+}
+
+// DeleteStaleLeases removes lease rows whose heartbeat is older than
+// cutoff: their runners are gone, and acquisition already treats them as
+// unowned.
+func (m *Machine) DeleteStaleLeases(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := m.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		n, err = tx.HeartbeatDeleteStale(ctx, cutoff)
+		if err != nil {
+			return fmt.Errorf("delete stale leases: %w", err)
+		}
+		return nil
+	})
+	return n, err
 }

@@ -42,7 +42,7 @@ type Subscriber interface {
 
 // Config is what a Server serves from.
 type Config struct {
-	Store  store.Store
+	Store  store.ReadStore
 	Pubsub Subscriber
 	// Poller delivers the periodic sync hints; its owner starts and stops it.
 	Poller  *Poller
@@ -58,7 +58,7 @@ type Config struct {
 // connection starts ends before its handler returns, and Close ends and
 // waits for every connection.
 type Server struct {
-	store   store.Store
+	store   store.ReadStore
 	pubsub  Subscriber
 	poller  *Poller
 	buffer  *partbuf.Buffer

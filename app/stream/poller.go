@@ -21,7 +21,7 @@ const DefaultPollInterval = 10 * time.Second
 // a dropped notification is noticed within one interval. Its loop runs
 // between Start and Stop; Register and Poll work without it.
 type Poller struct {
-	store    store.Store
+	store    store.ReadStore
 	interval time.Duration
 	clock    clock.Clock
 	log      *slog.Logger
@@ -39,7 +39,7 @@ type Poller struct {
 
 // NewPoller returns a poller that polls every interval
 // (DefaultPollInterval when not positive) on clk (clock.Real when nil).
-func NewPoller(s store.Store, interval time.Duration, clk clock.Clock, log *slog.Logger) *Poller {
+func NewPoller(s store.ReadStore, interval time.Duration, clk clock.Clock, log *slog.Logger) *Poller {
 	if interval <= 0 {
 		interval = DefaultPollInterval
 	}

@@ -13,7 +13,7 @@ import (
 // StoreSource reads snapshots from the database, all reads of one Sync in
 // one read transaction.
 type StoreSource struct {
-	Store store.Store
+	Store store.ReadStore
 }
 
 // Fetch implements Source.

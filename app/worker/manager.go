@@ -141,11 +141,7 @@ func (m *manager) heartbeatLoop(ctx context.Context) {
 		m.renewOnce(ctx)
 		if now := m.w.clock.Now(); now.Sub(lastCleanup) >= m.w.cfg.LeaseTimeout {
 			lastCleanup = now
-			err := m.w.deps.Store.InTx(ctx, func(tx store.Tx) error {
-				_, err := tx.HeartbeatDeleteStale(ctx, m.w.leaseCutoff())
-				return err
-			})
-			if err != nil && ctx.Err() == nil {
+			if _, err := m.w.deps.Machine.DeleteStaleLeases(ctx, m.w.leaseCutoff()); err != nil && ctx.Err() == nil {
 				m.w.log.Warn("delete stale heartbeats", "err", err)
 			}
 		}
@@ -166,16 +162,8 @@ func (m *manager) renewOnce(ctx context.Context) {
 	}
 	tickCtx, cancel := context.WithTimeout(ctx, m.w.cfg.LeaseTimeout/3)
 	defer cancel()
-	var renewed []store.Lease
-	err := m.w.deps.Store.InTx(tickCtx, func(tx store.Tx) error {
-		if err := tx.AdmissionLock(tickCtx); err != nil {
-			return err
-		}
-		now := m.w.clock.Now()
-		var err error
-		renewed, err = tx.HeartbeatRenew(tickCtx, leases, now, now.Add(-m.w.cfg.LeaseTimeout))
-		return err
-	})
+	now := m.w.clock.Now()
+	renewed, err := m.w.deps.Machine.RenewLeases(tickCtx, leases, now, now.Add(-m.w.cfg.LeaseTimeout))
 	if err != nil {
 		if ctx.Err() == nil {
 			m.w.log.Warn("renew heartbeats", "err", err)

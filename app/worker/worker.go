@@ -115,10 +115,11 @@ type Subscriber interface {
 // Deps are the worker's collaborators.
 type Deps struct {
 	Machine *chatstate.Machine
-	Store   store.Store
-	Pubsub  Subscriber
-	Buffer  *partbuf.Buffer
-	Models  Models
+	// Store is for reads; every write goes through Machine.
+	Store  store.ReadStore
+	Pubsub Subscriber
+	Buffer *partbuf.Buffer
+	Models Models
 	// Tools are the server-side tools (nil: none).
 	Tools *tools.Registry
 	// Clock is the time source (clock.Real when nil).

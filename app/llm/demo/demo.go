@@ -38,6 +38,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -56,11 +57,14 @@ type Config struct {
 	// TokenDelay is the pause before each token: 0 means
 	// DefaultTokenDelay, NoDelay (or any negative value) none.
 	TokenDelay time.Duration
+	// Clock paces the tokens; clock.Real when nil.
+	Clock clock.Clock
 }
 
 // Provider is the demo model.
 type Provider struct {
 	delay time.Duration
+	clock clock.Clock
 
 	mu       sync.Mutex
 	failures map[string]int // prompt hash -> /error attempts so far
@@ -77,7 +81,11 @@ func New(cfg Config) *Provider {
 	case d < 0:
 		d = 0
 	}
-	return &Provider{delay: d, failures: map[string]int{}}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Provider{delay: d, clock: clk, failures: map[string]int{}}
 }
 
 // Name implements llm.Provider.
@@ -98,12 +106,12 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, onPart func(sdk.
 	resp := llm.Response{FinishReason: "stop", Usage: llm.Usage{InputTokens: promptWords(req)}}
 	emit := func(part sdk.ChatMessagePart) error {
 		if p.delay > 0 {
-			t := time.NewTimer(p.delay)
+			t := p.clock.NewTimer(p.delay)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return ctx.Err()
-			case <-t.C:
+			case <-t.C():
 			}
 		} else if err := ctx.Err(); err != nil {
 			return err
