@@ -17,15 +17,16 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
 
 // The tests of this package drive the whole server (app.NewWithStore) over
 // HTTP with the sdk client, on both stores. Chats are put into each
-// execution state through HTTP where HTTP can do it, and through the state
-// machine for the worker's transitions (Acquire, CommitStep, FinishTurn,
-// FinishError, EnterRequiresAction), which HTTP does not expose.
+// execution state by chatstatetest.Seed through the app's state machine
+// (the recipe every package's tests share), then checked over HTTP; the
+// worker's transitions, which HTTP does not expose, have helpers below.
 
 // harness is one running server over an isolated store.
 type harness struct {
@@ -258,26 +259,6 @@ func (h *harness) commitAssistant(t testing.TB, id uuid.UUID, text string) {
 	})
 }
 
-// enterRequiresAction commits an assistant step calling one dynamic tool and
-// parks the chat in requires_action; it returns the tool call id.
-func (h *harness) enterRequiresAction(t testing.TB, id uuid.UUID) string {
-	t.Helper()
-	call := "call-" + uuid.NewString()
-	content, err := chatstate.EncodeParts([]sdk.ChatMessagePart{
-		{Type: sdk.PartText, Text: "let me ask"},
-		{Type: sdk.PartToolCall, ToolCallID: call, ToolName: "ask_user", Args: json.RawMessage(`{"q":"color?"}`)},
-	})
-	require.NoError(t, err)
-	h.machine(t, func(tx *chatstate.Tx) error {
-		if _, err := tx.CommitStep(id, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}}); err != nil {
-			return err
-		}
-		_, err := tx.EnterRequiresAction(id)
-		return err
-	})
-	return call
-}
-
 func (h *harness) finishTurn(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
@@ -312,12 +293,12 @@ type seedOpts struct {
 	noReply bool // no assistant message in history (nothing to compact)
 }
 
-// seed brings a new chat of alice's into st. Running, interrupting and
-// requires_action chats are owned by h.worker, so single transitions apply
-// (an unowned chat finishes interruptions at once). Every seeded chat but
-// N and noReply ones has a user message and an assistant reply in history.
-// Invalid, which no transition produces, is archived while running, written
-// straight to the store.
+// seed brings a new chat of alice's into st with chatstatetest.Seed and
+// checks it through the API. Running, interrupting and requires_action
+// chats are owned by h.worker, so single transitions apply (an unowned chat
+// finishes interruptions at once); waiting and error chats are let go by
+// their worker. Every seeded chat but N and noReply ones has a user message
+// and an assistant reply in history.
 func (h *harness) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seeded {
 	t.Helper()
 	var o seedOpts
@@ -329,80 +310,16 @@ func (h *harness) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seede
 		s.id = uuid.New()
 		return s
 	}
-	running := func() {
-		chat, err := h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{
-			Content: sdk.Text("hello there"), Labels: map[string]string{"case": s.label},
-		})
-		require.NoError(t, err)
-		s.id = chat.ID
-		h.acquire(t, s.id)
-		if !o.noReply {
-			h.commitAssistant(t, s.id, "hi, how can I help?")
-		}
+	turns := 1
+	if o.noReply {
+		turns = 0
 	}
-	queue := func() {
-		res, err := h.alice.SendMessage(h.ctx, s.id, sdk.CreateChatMessageRequest{Content: sdk.Text("queued one"), BusyBehavior: sdk.BusyBehaviorQueue})
-		require.NoError(t, err)
-		require.True(t, res.Queued)
-		s.queued = append(s.queued, res.QueuedMessage.ID)
-	}
-	interrupt := func() {
-		_, err := h.alice.Interrupt(h.ctx, s.id)
-		require.NoError(t, err)
-	}
-	archive := func() {
-		require.NoError(t, h.alice.UpdateChat(h.ctx, s.id, sdk.UpdateChatRequest{Archived: ptr(true)}))
-	}
-	idle := func(fn func(testing.TB, uuid.UUID)) {
-		fn(t, s.id)
-		h.abandon(t, s.id) // the worker lets go of a finished chat
-	}
-
-	switch st {
-	case chatstate.StateW, chatstate.StateXW:
-		running()
-		idle(h.finishTurn)
-	case chatstate.StateE0, chatstate.StateXE0:
-		running()
-		idle(h.finishError)
-	case chatstate.StateE1, chatstate.StateXE1:
-		running()
-		queue()
-		idle(h.finishError)
-	case chatstate.StateR0:
-		running()
-	case chatstate.StateR1:
-		running()
-		queue()
-	case chatstate.StateI0:
-		running()
-		interrupt()
-	case chatstate.StateI1:
-		running()
-		queue()
-		interrupt()
-	case chatstate.StateA0:
-		running()
-		s.call = h.enterRequiresAction(t, s.id)
-	case chatstate.StateA1:
-		running()
-		s.call = h.enterRequiresAction(t, s.id)
-		queue()
-	case chatstate.StateInvalid:
-		running()
-		require.NoError(t, h.app.Store().InTx(h.ctx, func(tx store.Tx) error {
-			_, err := tx.ChatUpdate(h.ctx, s.id, store.ChatPatch{Archived: store.Some(true)})
-			return err
-		}))
-	default:
-		t.Fatalf("seed: unknown state %s", st)
-	}
-	if st.Archived() {
-		archive()
-	}
-	if o.unowned && st.Runnable() {
-		h.abandon(t, s.id)
-	}
+	idle := !st.Runnable() && st != chatstate.StateInvalid
+	c := chatstatetest.Seed(t, h.app.Machine(), h.app.Store(), chatstatetest.Spec{
+		State: st, Owner: h.aliceID, Worker: h.worker, Labels: map[string]string{"case": s.label},
+		Turns: turns, Unowned: idle || o.unowned && st.Runnable(),
+	})
+	s.id, s.queued, s.call = c.ID, c.Queued, c.Call
 	v := h.requireState(t, s.id, st)
 	for _, m := range v.Messages.Messages {
 		if m.Role == store.RoleUser {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -405,7 +406,7 @@ func checkGetChat(t *testing.T, h *harness, s seeded, before, after view, body [
 	require.NotNil(t, got.Children)
 	if s.state == E0 || s.state == E1 || s.state == XE0 || s.state == XE1 {
 		require.NotNil(t, got.LastError)
-		require.Equal(t, "provider exploded", got.LastError.Message)
+		require.Equal(t, chatstatetest.ErrorMessage, got.LastError.Message)
 	}
 	if s.state == A0 || s.state == A1 {
 		require.NotNil(t, got.RequiresActionDeadlineAt)
@@ -474,7 +475,7 @@ func checkSend(interrupt bool) checkFunc {
 			require.Equal(t, "next", textOf(res.QueuedMessage.Content))
 			require.Len(t, res.Messages, 1, "the promoted old head")
 			head := res.Messages[0]
-			require.Equal(t, "queued one", textOf(head.Content))
+			require.Equal(t, "queued 1", textOf(head.Content))
 			require.NotNil(t, head.QueuedMessageID)
 			require.Equal(t, s.queued[0], *head.QueuedMessageID)
 			require.NotEqual(t, res.QueuedMessage.ID, *head.QueuedMessageID)

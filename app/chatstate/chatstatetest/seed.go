@@ -42,8 +42,10 @@ type Spec struct {
 	// Worker acquires the chat (a new id when zero), so R, I and A chats are
 	// owned and single transitions apply to them.
 	Worker uuid.UUID
-	Title  string
-	Labels map[string]string
+	Title  string // Title when empty
+	// TitleSource is where the title came from (user when empty).
+	TitleSource store.TitleSource
+	Labels      map[string]string
 	// Empty creates W or XW without any message (never acquired).
 	Empty bool
 	// Turns is the number of assistant replies ("reply N") in history; each
@@ -97,6 +99,9 @@ func Seed(t testing.TB, m *chatstate.Machine, s store.Store, spec Spec) Chat {
 	}
 	if spec.Title == "" {
 		spec.Title = Title
+	}
+	if spec.TitleSource == "" {
+		spec.TitleSource = store.TitleSourceUser
 	}
 	b := &builder{t: t, ctx: context.Background(), m: m, s: s, spec: spec}
 	b.build(spec)
@@ -245,7 +250,9 @@ func (b *builder) build(sp Spec) {
 func (b *builder) create(in chatstate.UserInput) {
 	b.t.Helper()
 	b.do("create", func(tx *chatstate.Tx) error {
-		res, err := tx.Create(chatstate.CreateParams{OwnerID: b.spec.Owner, Title: b.spec.Title, Labels: b.spec.Labels, Input: in})
+		res, err := tx.Create(chatstate.CreateParams{
+			OwnerID: b.spec.Owner, Title: b.spec.Title, TitleSource: b.spec.TitleSource, Labels: b.spec.Labels, Input: in,
+		})
 		b.id = res.Chat.ID
 		return err
 	})
