@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
@@ -178,6 +179,17 @@ func (g *rig) acquire(id uuid.UUID) (uuid.UUID, store.Chat) {
 		return err
 	})
 	return rid, c
+}
+
+// seed brings a new chat into st with chatstatetest.Seed, acquired by the
+// rig's worker; it returns the chat and the runner id of the acquisition.
+func (g *rig) seed(sp chatstatetest.Spec) (chatstatetest.Chat, uuid.UUID) {
+	g.t.Helper()
+	sp.Owner, sp.Worker = g.owner, g.w.id
+	if sp.Runner == uuid.Nil {
+		sp.Runner = uuid.New()
+	}
+	return chatstatetest.Seed(g.t, g.machine, g.store, sp), sp.Runner
 }
 
 func (g *rig) chat(id uuid.UUID) store.Chat {

@@ -42,7 +42,13 @@ type Spec struct {
 	// Worker acquires the chat (a new id when zero), so R, I and A chats are
 	// owned and single transitions apply to them.
 	Worker uuid.UUID
-	Title  string // Title when empty
+	// Runner is the runner id of that acquisition (a new id when zero).
+	Runner uuid.UUID
+	// DynamicTools are declared on the chat (none when empty); a worker
+	// test declares ActionTool to see its requires_action handled as in
+	// production.
+	DynamicTools []sdk.DynamicTool
+	Title        string // Title when empty
 	// TitleSource is where the title came from (user when empty).
 	TitleSource store.TitleSource
 	Labels      map[string]string
@@ -96,6 +102,9 @@ func Seed(t testing.TB, m *chatstate.Machine, s store.Store, spec Spec) Chat {
 	}
 	if spec.Worker == uuid.Nil {
 		spec.Worker = uuid.New()
+	}
+	if spec.Runner == uuid.Nil {
+		spec.Runner = uuid.New()
 	}
 	if spec.Title == "" {
 		spec.Title = Title
@@ -200,7 +209,7 @@ func (b *builder) build(sp Spec) {
 	}
 	b.create(b.input(FirstText))
 	b.do("acquire", func(tx *chatstate.Tx) error {
-		_, err := tx.Acquire(b.id, sp.Worker, uuid.New())
+		_, err := tx.Acquire(b.id, sp.Worker, sp.Runner)
 		return err
 	})
 	for i := range sp.Turns {
@@ -249,9 +258,18 @@ func (b *builder) build(sp Spec) {
 
 func (b *builder) create(in chatstate.UserInput) {
 	b.t.Helper()
+	var tools json.RawMessage
+	if len(b.spec.DynamicTools) > 0 {
+		raw, err := json.Marshal(b.spec.DynamicTools)
+		if err != nil {
+			b.t.Fatalf("chatstatetest.Seed: encode dynamic tools: %v", err)
+		}
+		tools = raw
+	}
 	b.do("create", func(tx *chatstate.Tx) error {
 		res, err := tx.Create(chatstate.CreateParams{
-			OwnerID: b.spec.Owner, Title: b.spec.Title, TitleSource: b.spec.TitleSource, Labels: b.spec.Labels, Input: in,
+			OwnerID: b.spec.Owner, Title: b.spec.Title, TitleSource: b.spec.TitleSource, Labels: b.spec.Labels,
+			DynamicTools: tools, Input: in,
 		})
 		b.id = res.Chat.ID
 		return err
