@@ -36,7 +36,8 @@ func (c *clock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-type bundle struct {
+// fixture is what a test needs: a Buffer, its clock and an episode key.
+type fixture struct {
 	buf   *Buffer
 	clock *clock
 	ep    Episode
@@ -44,7 +45,7 @@ type bundle struct {
 
 // setup returns a Buffer on a controlled clock, stopped at the end of the
 // test, and a fresh episode key. mutate, if given, adjusts the config.
-func setup(t *testing.T, mutate ...func(*Config)) bundle {
+func setup(t *testing.T, mutate ...func(*Config)) fixture {
 	t.Helper()
 	c := &clock{now: time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)}
 	cfg := Config{Now: c.Now}
@@ -53,7 +54,7 @@ func setup(t *testing.T, mutate ...func(*Config)) bundle {
 	}
 	b := New(cfg)
 	t.Cleanup(b.Stop)
-	return bundle{buf: b, clock: c, ep: newKey()}
+	return fixture{buf: b, clock: c, ep: newKey()}
 }
 
 func newKey() Episode {

@@ -15,15 +15,16 @@ import (
 	"github.com/chatd/chatd/app/sdk"
 )
 
-type bundle struct {
+// fixture is what a test needs: the adapter over a fake Anthropic server.
+type fixture struct {
 	p   *anthropic.Provider
 	srv *llmtest.Server
 }
 
-func setup(t *testing.T, replies ...llmtest.Reply) bundle {
+func setup(t *testing.T, replies ...llmtest.Reply) fixture {
 	t.Helper()
 	srv := llmtest.NewAnthropic(t, replies...)
-	return bundle{p: anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL}), srv: srv}
+	return fixture{p: anthropic.New(anthropic.Config{APIKey: "sk-ant-test", BaseURL: srv.URL}), srv: srv}
 }
 
 func userRequest(text string) llm.Request { return providertest.UserRequest("claude-test", text) }

@@ -16,15 +16,16 @@ import (
 	"github.com/chatd/chatd/app/sdk"
 )
 
-type bundle struct {
+// fixture is what a test needs: the adapter over a fake OpenAI server.
+type fixture struct {
 	p   *openai.Provider
 	srv *llmtest.Server
 }
 
-func setup(t *testing.T, replies ...llmtest.Reply) bundle {
+func setup(t *testing.T, replies ...llmtest.Reply) fixture {
 	t.Helper()
 	srv := llmtest.NewOpenAI(t, replies...)
-	return bundle{p: openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL}), srv: srv}
+	return fixture{p: openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL}), srv: srv}
 }
 
 func userRequest(text string) llm.Request { return providertest.UserRequest("gpt-test", text) }

@@ -92,18 +92,18 @@ func Run(t *testing.T, a Adapter) {
 	}
 }
 
-// bundle is what one scenario needs: the adapter over a fresh fake server
+// fixture is what one scenario needs: the adapter over a fresh fake server
 // and a recorder of the deltas it streams.
-type bundle struct {
+type fixture struct {
 	p   llm.Provider
 	srv *llmtest.Server
 	rec *Recorder
 }
 
-func setup(t *testing.T, a Adapter, replies ...llmtest.Reply) bundle {
+func setup(t *testing.T, a Adapter, replies ...llmtest.Reply) fixture {
 	t.Helper()
 	srv := a.NewServer(t, replies...)
-	return bundle{p: a.New(srv.URL), srv: srv, rec: &Recorder{}}
+	return fixture{p: a.New(srv.URL), srv: srv, rec: &Recorder{}}
 }
 
 // Recorder collects the deltas a provider streams; its Add is an onPart.
