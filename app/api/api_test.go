@@ -28,8 +28,8 @@ import (
 // (the recipe every package's tests share), then checked over HTTP; the
 // worker's transitions, which HTTP does not expose, have helpers below.
 
-// harness is one running server over an isolated store.
-type harness struct {
+// fixture is one running server over an isolated store.
+type fixture struct {
 	ctx        context.Context
 	app        *app.App
 	srv        *httptest.Server
@@ -43,15 +43,15 @@ type harness struct {
 
 // setup starts a server over a new store of the kind newStore makes.
 // configure, when given, adjusts the app config (e.g. QueueLimit).
-func setup(t testing.TB, newStore func(t testing.TB) store.Store, configure ...func(*app.Config)) *harness {
+func setup(t testing.TB, newStore func(t testing.TB) store.Store, configure ...func(*app.Config)) *fixture {
 	t.Helper()
 	return setupOn(t, newStore(t), configure...)
 }
 
-func setupOn(t testing.TB, s store.Store, configure ...func(*app.Config)) *harness {
+func setupOn(t testing.TB, s store.Store, configure ...func(*app.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	h := &harness{ctx: ctx, adminToken: auth.NewToken(), worker: uuid.New()}
+	h := &fixture{ctx: ctx, adminToken: auth.NewToken(), worker: uuid.New()}
 	cfg := app.Config{BootstrapToken: h.adminToken}
 	for _, fn := range configure {
 		fn(&cfg)
@@ -71,12 +71,12 @@ func setupOn(t testing.TB, s store.Store, configure ...func(*app.Config)) *harne
 }
 
 // client is an sdk client of this server authenticated with token.
-func (h *harness) client(token string) *sdk.Client {
+func (h *fixture) client(token string) *sdk.Client {
 	return &sdk.Client{BaseURL: h.srv.URL, Token: token, HTTP: h.srv.Client()}
 }
 
 // newUser creates a non-admin user with a token.
-func (h *harness) newUser(t testing.TB, name string) (*sdk.Client, store.User, string) {
+func (h *fixture) newUser(t testing.TB, name string) (*sdk.Client, store.User, string) {
 	t.Helper()
 	tok, u, err := auth.CreateToken(h.ctx, h.app.Store(), name, false, "test")
 	require.NoError(t, err)
@@ -94,7 +94,7 @@ type rawResponse struct {
 
 // raw sends body (a string, []byte, io.Reader or nil) to the API path
 // (with its prefix) and returns the answer. headers are name, value pairs.
-func (h *harness) raw(t testing.TB, method, path string, body any, headers ...string) rawResponse {
+func (h *fixture) raw(t testing.TB, method, path string, body any, headers ...string) rawResponse {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -159,7 +159,7 @@ type view struct {
 	Messages sdk.ChatMessagesResponse
 }
 
-func (h *harness) view(t testing.TB, id uuid.UUID) view {
+func (h *fixture) view(t testing.TB, id uuid.UUID) view {
 	t.Helper()
 	chat, err := h.admin.Chat(h.ctx, id)
 	var e *sdk.Error
@@ -208,7 +208,7 @@ func (v view) toolResult(callID string) (sdk.ChatMessagePart, bool) {
 }
 
 // requireState checks the chat's execution state through the API.
-func (h *harness) requireState(t testing.TB, id uuid.UUID, want chatstate.State) view {
+func (h *fixture) requireState(t testing.TB, id uuid.UUID, want chatstate.State) view {
 	t.Helper()
 	v := h.view(t, id)
 	require.Equal(t, want, v.state(), "chat %s: status=%s archived=%v queue=%v", id, v.Chat.Status, v.Chat.Archived, v.queueIDs())
@@ -227,12 +227,12 @@ func textOf(parts []sdk.ChatMessagePart) string {
 
 // --- worker-side transitions (not exposed over HTTP) ---
 
-func (h *harness) machine(t testing.TB, fn func(tx *chatstate.Tx) error) {
+func (h *fixture) machine(t testing.TB, fn func(tx *chatstate.Tx) error) {
 	t.Helper()
 	require.NoError(t, h.app.Machine().Do(h.ctx, fn))
 }
 
-func (h *harness) acquire(t testing.TB, id uuid.UUID) {
+func (h *fixture) acquire(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
 		_, err := tx.Acquire(id, h.worker, uuid.New())
@@ -240,7 +240,7 @@ func (h *harness) acquire(t testing.TB, id uuid.UUID) {
 	})
 }
 
-func (h *harness) abandon(t testing.TB, id uuid.UUID) {
+func (h *fixture) abandon(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
 		_, err := tx.Abandon(id)
@@ -249,7 +249,7 @@ func (h *harness) abandon(t testing.TB, id uuid.UUID) {
 }
 
 // commitAssistant commits a plain assistant reply as the worker would.
-func (h *harness) commitAssistant(t testing.TB, id uuid.UUID, text string) {
+func (h *fixture) commitAssistant(t testing.TB, id uuid.UUID, text string) {
 	t.Helper()
 	content, err := chatstate.EncodeParts(sdk.Text(text))
 	require.NoError(t, err)
@@ -259,7 +259,7 @@ func (h *harness) commitAssistant(t testing.TB, id uuid.UUID, text string) {
 	})
 }
 
-func (h *harness) finishTurn(t testing.TB, id uuid.UUID) {
+func (h *fixture) finishTurn(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
 		_, err := tx.FinishTurn(id)
@@ -267,7 +267,7 @@ func (h *harness) finishTurn(t testing.TB, id uuid.UUID) {
 	})
 }
 
-func (h *harness) finishError(t testing.TB, id uuid.UUID) {
+func (h *fixture) finishError(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
 		_, err := tx.FinishError(id, sdk.ChatError{Message: "provider exploded", Kind: sdk.ChatErrorGeneric})
@@ -299,7 +299,7 @@ type seedOpts struct {
 // finishes interruptions at once); waiting and error chats are let go by
 // their worker. Every seeded chat but N and noReply ones has a user message
 // and an assistant reply in history.
-func (h *harness) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seeded {
+func (h *fixture) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seeded {
 	t.Helper()
 	var o seedOpts
 	if len(opts) > 0 {
