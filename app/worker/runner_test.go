@@ -20,14 +20,14 @@ import (
 // runner loop would and inspects the goroutines it keeps.
 func TestRunnerEventProcessing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		setup := func(t *testing.T) *rig {
+		setup := func(t *testing.T) *fixture {
 			t.Parallel()
-			return newRig(t, newStore(t), Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
+			return setupOn(t, newStore(t), Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
 		}
 
 		// start acquires a running chat and processes its first event: the
 		// generation goroutine calls the provider, which blocks.
-		start := func(t *testing.T, g *rig, text string) (id uuid.UUID, r *runner, ctx context.Context, first event, call providerCall) {
+		start := func(t *testing.T, g *fixture, text string) (id uuid.UUID, r *runner, ctx context.Context, first event, call providerCall) {
 			id = g.create(text)
 			rid, c := g.acquire(id)
 			r, ctx = g.runner(id, rid)
@@ -58,12 +58,12 @@ func TestRunnerEventProcessing(t *testing.T) {
 		})
 
 		t.Run("2 ownership change asks for cleanup", func(t *testing.T) {
-			cases := map[string]func(g *rig, id uuid.UUID){
-				"another runner": func(g *rig, id uuid.UUID) { g.acquire(id) },
-				"abandoned": func(g *rig, id uuid.UUID) {
+			cases := map[string]func(g *fixture, id uuid.UUID){
+				"another runner": func(g *fixture, id uuid.UUID) { g.acquire(id) },
+				"abandoned": func(g *fixture, id uuid.UUID) {
 					g.do(func(t *chatstate.Tx) error { _, err := t.Abandon(id); return err })
 				},
-				"another worker": func(g *rig, id uuid.UUID) {
+				"another worker": func(g *fixture, id uuid.UUID) {
 					g.do(func(t *chatstate.Tx) error { _, err := t.Acquire(id, uuid.New(), uuid.New()); return err })
 				},
 			}
@@ -248,7 +248,7 @@ func TestRunnerEventProcessing(t *testing.T) {
 // can deliver the interrupt.
 func TestRunnerBootstrapMissesNoUpdate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newRig(t, newStore(t), Config{})
+		g := setupOn(t, newStore(t), Config{})
 		id := g.create("hello")
 		interrupted := make(chan error, 1)
 		g.w.deps.Pubsub = hookSubscriber{Subscriber: g.pubsub, before: func(channel string) {
