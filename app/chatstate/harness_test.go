@@ -124,15 +124,6 @@ func (f *fixture) acquire(t testing.TB, id uuid.UUID) {
 	})
 }
 
-// toolCallStep is an assistant step that calls one (dynamic) tool.
-func toolCallStep(callID, tool string) chatstate.Step {
-	content, _ := chatstate.EncodeParts([]sdk.ChatMessagePart{
-		{Type: sdk.PartText, Text: "let me check"},
-		{Type: sdk.PartToolCall, ToolCallID: callID, ToolName: tool, Args: json.RawMessage(`{"q":1}`)},
-	})
-	return chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}}
-}
-
 // assistantStep is a plain assistant reply.
 func assistantStep(s string) chatstate.Step {
 	content, _ := chatstate.EncodeParts(text(s))
