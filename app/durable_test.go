@@ -27,8 +27,8 @@ import (
 	"github.com/chatd/chatd/store/dbtest"
 )
 
-// durable is a running server whose model is a fake OpenAI server.
-type durable struct {
+// fixture is a running server whose model is a fake OpenAI server.
+type fixture struct {
 	ctx   context.Context
 	app   *app.App
 	srv   *httptest.Server
@@ -37,11 +37,13 @@ type durable struct {
 	bob   *sdk.Client
 }
 
-func newDurable(t *testing.T, newStore func(t testing.TB) store.Store) *durable {
+// setup starts a server over a new store of the kind newStore makes, with
+// users alice and bob.
+func setup(t *testing.T, newStore func(t testing.TB) store.Store) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	d := &durable{ctx: ctx, llm: llmtest.NewOpenAI(t)}
+	d := &fixture{ctx: ctx, llm: llmtest.NewOpenAI(t)}
 	a, err := app.NewWithStore(ctx, app.Config{
 		BootstrapToken: auth.NewToken(), OpenAIBaseURL: d.llm.URL, DefaultModel: "openai/test-model",
 		Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
@@ -72,7 +74,7 @@ func hashText(s string) string {
 }
 
 // send posts a durable message and returns the raw answer.
-func (d *durable) send(c *sdk.Client, chat uuid.UUID, id uuid.UUID, text string) (map[string]any, error) {
+func (d *fixture) send(c *sdk.Client, chat uuid.UUID, id uuid.UUID, text string) (map[string]any, error) {
 	var out map[string]any
 	err := c.Do(d.ctx, http.MethodPost, "/chats/"+chat.String()+"/messages",
 		map[string]any{"content": sdk.Text(text), "request_id": id}, &out)
@@ -88,7 +90,7 @@ func requireCode(t *testing.T, err error, status int, code string) *sdk.Error {
 	return e
 }
 
-func (d *durable) waitStatus(t *testing.T, chat uuid.UUID, status sdk.ChatStatus) {
+func (d *fixture) waitStatus(t *testing.T, chat uuid.UUID, status sdk.ChatStatus) {
 	t.Helper()
 	require.Eventually(t, func() bool {
 		c, err := d.alice.Chat(d.ctx, chat)
@@ -99,7 +101,7 @@ func (d *durable) waitStatus(t *testing.T, chat uuid.UUID, status sdk.ChatStatus
 func TestDurableRequests(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		d := newDurable(t, newStore)
+		d := setup(t, newStore)
 		chat, err := d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "durable"})
 		require.NoError(t, err)
 
@@ -181,7 +183,7 @@ func TestDurableRequests(t *testing.T) {
 func TestDurableRace(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		d := newDurable(t, newStore)
+		d := setup(t, newStore)
 		chat, err := d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "durable"})
 		require.NoError(t, err)
 		hang := llmtest.Hang()
@@ -230,7 +232,7 @@ func TestDurableRace(t *testing.T) {
 func TestDurableCreateChat(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		d := newDurable(t, newStore)
+		d := setup(t, newStore)
 		d.llm.Enqueue(llmtest.TextChunks("ok"))
 		id := uuid.New()
 		body := map[string]any{"content": sdk.Text("make a chat"), "request_id": id, "title": "durable"}
@@ -335,7 +337,7 @@ func TestToolJournalAfterCrash(t *testing.T) {
 func TestDurableChatDeletedAndOtherChat(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		d := newDurable(t, newStore)
+		d := setup(t, newStore)
 		chat, err := d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "doomed"})
 		require.NoError(t, err)
 		other, err := d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "other"})

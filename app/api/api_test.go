@@ -18,18 +18,19 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
 
 // The tests of this package drive the whole server (app.NewWithStore) over
 // HTTP with the sdk client, on both stores. Chats are put into each
-// execution state through HTTP where HTTP can do it, and through the state
-// machine for the worker's transitions (Acquire, CommitStep, FinishTurn,
-// FinishError, EnterRequiresAction), which HTTP does not expose.
+// execution state by chatstatetest.Seed through the app's state machine
+// (the recipe every package's tests share), then checked over HTTP; the
+// worker's transitions, which HTTP does not expose, have helpers below.
 
-// harness is one running server over an isolated store.
-type harness struct {
+// fixture is one running server over an isolated store.
+type fixture struct {
 	ctx        context.Context
 	app        *app.App
 	srv        *httptest.Server
@@ -43,15 +44,15 @@ type harness struct {
 
 // setup starts a server over a new store of the kind newStore makes.
 // configure, when given, adjusts the app config (e.g. QueueLimit).
-func setup(t testing.TB, newStore func(t testing.TB) store.Store, configure ...func(*app.Config)) *harness {
+func setup(t testing.TB, newStore func(t testing.TB) store.Store, configure ...func(*app.Config)) *fixture {
 	t.Helper()
 	return setupOn(t, newStore(t), configure...)
 }
 
-func setupOn(t testing.TB, s store.Store, configure ...func(*app.Config)) *harness {
+func setupOn(t testing.TB, s store.Store, configure ...func(*app.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	h := &harness{ctx: ctx, adminToken: auth.NewToken(), worker: uuid.New()}
+	h := &fixture{ctx: ctx, adminToken: auth.NewToken(), worker: uuid.New()}
 	cfg := app.Config{BootstrapToken: h.adminToken}
 	for _, fn := range configure {
 		fn(&cfg)
@@ -71,12 +72,12 @@ func setupOn(t testing.TB, s store.Store, configure ...func(*app.Config)) *harne
 }
 
 // client is an sdk client of this server authenticated with token.
-func (h *harness) client(token string) *sdk.Client {
+func (h *fixture) client(token string) *sdk.Client {
 	return &sdk.Client{BaseURL: h.srv.URL, Token: token, HTTP: h.srv.Client()}
 }
 
 // newUser creates a non-admin user with a token.
-func (h *harness) newUser(t testing.TB, name string) (*sdk.Client, store.User, string) {
+func (h *fixture) newUser(t testing.TB, name string) (*sdk.Client, store.User, string) {
 	t.Helper()
 	tok, u, err := auth.CreateToken(h.ctx, h.app.Store(), name, false, "test", time.Now())
 	require.NoError(t, err)
@@ -94,7 +95,7 @@ type rawResponse struct {
 
 // raw sends body (a string, []byte, io.Reader or nil) to the API path
 // (with its prefix) and returns the answer. headers are name, value pairs.
-func (h *harness) raw(t testing.TB, method, path string, body any, headers ...string) rawResponse {
+func (h *fixture) raw(t testing.TB, method, path string, body any, headers ...string) rawResponse {
 	t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
@@ -159,7 +160,7 @@ type view struct {
 	Messages sdk.ChatMessagesResponse
 }
 
-func (h *harness) view(t testing.TB, id uuid.UUID) view {
+func (h *fixture) view(t testing.TB, id uuid.UUID) view {
 	t.Helper()
 	chat, err := h.admin.Chat(h.ctx, id)
 	var e *sdk.Error
@@ -208,7 +209,7 @@ func (v view) toolResult(callID string) (sdk.ChatMessagePart, bool) {
 }
 
 // requireState checks the chat's execution state through the API.
-func (h *harness) requireState(t testing.TB, id uuid.UUID, want chatstate.State) view {
+func (h *fixture) requireState(t testing.TB, id uuid.UUID, want chatstate.State) view {
 	t.Helper()
 	v := h.view(t, id)
 	require.Equal(t, want, v.state(), "chat %s: status=%s archived=%v queue=%v", id, v.Chat.Status, v.Chat.Archived, v.queueIDs())
@@ -227,12 +228,12 @@ func textOf(parts []sdk.ChatMessagePart) string {
 
 // --- worker-side transitions (not exposed over HTTP) ---
 
-func (h *harness) machine(t testing.TB, fn func(tx *chatstate.Tx) error) {
+func (h *fixture) machine(t testing.TB, fn func(tx *chatstate.Tx) error) {
 	t.Helper()
 	require.NoError(t, h.app.Machine().Do(h.ctx, fn))
 }
 
-func (h *harness) acquire(t testing.TB, id uuid.UUID) {
+func (h *fixture) acquire(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
 		_, err := tx.Acquire(id, h.worker, uuid.New())
@@ -240,7 +241,7 @@ func (h *harness) acquire(t testing.TB, id uuid.UUID) {
 	})
 }
 
-func (h *harness) abandon(t testing.TB, id uuid.UUID) {
+func (h *fixture) abandon(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
 		_, err := tx.Abandon(id)
@@ -249,7 +250,7 @@ func (h *harness) abandon(t testing.TB, id uuid.UUID) {
 }
 
 // commitAssistant commits a plain assistant reply as the worker would.
-func (h *harness) commitAssistant(t testing.TB, id uuid.UUID, text string) {
+func (h *fixture) commitAssistant(t testing.TB, id uuid.UUID, text string) {
 	t.Helper()
 	content, err := chatstate.EncodeParts(sdk.Text(text))
 	require.NoError(t, err)
@@ -259,27 +260,7 @@ func (h *harness) commitAssistant(t testing.TB, id uuid.UUID, text string) {
 	})
 }
 
-// enterRequiresAction commits an assistant step calling one dynamic tool and
-// parks the chat in requires_action; it returns the tool call id.
-func (h *harness) enterRequiresAction(t testing.TB, id uuid.UUID) string {
-	t.Helper()
-	call := "call-" + uuid.NewString()
-	content, err := chatstate.EncodeParts([]sdk.ChatMessagePart{
-		{Type: sdk.PartText, Text: "let me ask"},
-		{Type: sdk.PartToolCall, ToolCallID: call, ToolName: "ask_user", Args: json.RawMessage(`{"q":"color?"}`)},
-	})
-	require.NoError(t, err)
-	h.machine(t, func(tx *chatstate.Tx) error {
-		if _, err := tx.CommitStep(id, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}}); err != nil {
-			return err
-		}
-		_, err := tx.EnterRequiresAction(id)
-		return err
-	})
-	return call
-}
-
-func (h *harness) finishTurn(t testing.TB, id uuid.UUID) {
+func (h *fixture) finishTurn(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
 		_, err := tx.FinishTurn(id)
@@ -287,7 +268,7 @@ func (h *harness) finishTurn(t testing.TB, id uuid.UUID) {
 	})
 }
 
-func (h *harness) finishError(t testing.TB, id uuid.UUID) {
+func (h *fixture) finishError(t testing.TB, id uuid.UUID) {
 	t.Helper()
 	h.machine(t, func(tx *chatstate.Tx) error {
 		_, err := tx.FinishError(id, sdk.ChatError{Message: "provider exploded", Kind: sdk.ChatErrorGeneric})
@@ -313,13 +294,13 @@ type seedOpts struct {
 	noReply bool // no assistant message in history (nothing to compact)
 }
 
-// seed brings a new chat of alice's into st. Running, interrupting and
-// requires_action chats are owned by h.worker, so single transitions apply
-// (an unowned chat finishes interruptions at once). Every seeded chat but
-// N and noReply ones has a user message and an assistant reply in history.
-// Invalid, which no transition produces, is archived while running, written
-// straight to the store.
-func (h *harness) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seeded {
+// seed brings a new chat of alice's into st with chatstatetest.Seed and
+// checks it through the API. Running, interrupting and requires_action
+// chats are owned by h.worker, so single transitions apply (an unowned chat
+// finishes interruptions at once); waiting and error chats are let go by
+// their worker. Every seeded chat but N and noReply ones has a user message
+// and an assistant reply in history.
+func (h *fixture) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seeded {
 	t.Helper()
 	var o seedOpts
 	if len(opts) > 0 {
@@ -330,80 +311,16 @@ func (h *harness) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seede
 		s.id = uuid.New()
 		return s
 	}
-	running := func() {
-		chat, err := h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{
-			Content: sdk.Text("hello there"), Labels: map[string]string{"case": s.label},
-		})
-		require.NoError(t, err)
-		s.id = chat.ID
-		h.acquire(t, s.id)
-		if !o.noReply {
-			h.commitAssistant(t, s.id, "hi, how can I help?")
-		}
+	turns := 1
+	if o.noReply {
+		turns = 0
 	}
-	queue := func() {
-		res, err := h.alice.SendMessage(h.ctx, s.id, sdk.CreateChatMessageRequest{Content: sdk.Text("queued one"), BusyBehavior: sdk.BusyBehaviorQueue})
-		require.NoError(t, err)
-		require.True(t, res.Queued)
-		s.queued = append(s.queued, res.QueuedMessage.ID)
-	}
-	interrupt := func() {
-		_, err := h.alice.Interrupt(h.ctx, s.id)
-		require.NoError(t, err)
-	}
-	archive := func() {
-		require.NoError(t, h.alice.UpdateChat(h.ctx, s.id, sdk.UpdateChatRequest{Archived: ptr(true)}))
-	}
-	idle := func(fn func(testing.TB, uuid.UUID)) {
-		fn(t, s.id)
-		h.abandon(t, s.id) // the worker lets go of a finished chat
-	}
-
-	switch st {
-	case chatstate.StateW, chatstate.StateXW:
-		running()
-		idle(h.finishTurn)
-	case chatstate.StateE0, chatstate.StateXE0:
-		running()
-		idle(h.finishError)
-	case chatstate.StateE1, chatstate.StateXE1:
-		running()
-		queue()
-		idle(h.finishError)
-	case chatstate.StateR0:
-		running()
-	case chatstate.StateR1:
-		running()
-		queue()
-	case chatstate.StateI0:
-		running()
-		interrupt()
-	case chatstate.StateI1:
-		running()
-		queue()
-		interrupt()
-	case chatstate.StateA0:
-		running()
-		s.call = h.enterRequiresAction(t, s.id)
-	case chatstate.StateA1:
-		running()
-		s.call = h.enterRequiresAction(t, s.id)
-		queue()
-	case chatstate.StateInvalid:
-		running()
-		require.NoError(t, h.app.Store().InTx(h.ctx, func(tx store.Tx) error {
-			_, err := tx.ChatUpdate(h.ctx, s.id, store.ChatPatch{Archived: store.Some(true)})
-			return err
-		}))
-	default:
-		t.Fatalf("seed: unknown state %s", st)
-	}
-	if st.Archived() {
-		archive()
-	}
-	if o.unowned && st.Runnable() {
-		h.abandon(t, s.id)
-	}
+	idle := !st.Runnable() && st != chatstate.StateInvalid
+	c := chatstatetest.Seed(t, h.app.Machine(), h.app.Store(), chatstatetest.Spec{
+		State: st, Owner: h.aliceID, Worker: h.worker, Labels: map[string]string{"case": s.label},
+		Turns: turns, Unowned: idle || o.unowned && st.Runnable(),
+	})
+	s.id, s.queued, s.call = c.ID, c.Queued, c.Call
 	v := h.requireState(t, s.id, st)
 	for _, m := range v.Messages.Messages {
 		if m.Role == store.RoleUser {

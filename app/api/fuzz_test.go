@@ -21,24 +21,24 @@ type fuzzRoute struct {
 	method, path string
 	// chat makes the chat the route acts on, returning the values for
 	// {message} and {call} in path and body.
-	chat func(t *testing.T, h *harness) seeded
+	chat func(t *testing.T, h *fixture) seeded
 }
 
 func fuzzRoutes() []fuzzRoute {
-	none := func(*testing.T, *harness) seeded { return seeded{} }
-	empty := func(t *testing.T, h *harness) seeded {
+	none := func(*testing.T, *fixture) seeded { return seeded{} }
+	empty := func(t *testing.T, h *fixture) seeded {
 		c, err := h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{})
 		require.NoError(t, err)
 		return seeded{id: c.ID}
 	}
-	withMessage := func(t *testing.T, h *harness) seeded {
+	withMessage := func(t *testing.T, h *fixture) seeded {
 		c, err := h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{Content: sdk.Text("first")})
 		require.NoError(t, err)
 		msgs, err := h.alice.ChatMessages(h.ctx, c.ID, sdk.MessagesOptions{})
 		require.NoError(t, err)
 		return seeded{id: c.ID, userMsg: msgs.Messages[0].ID}
 	}
-	action := func(t *testing.T, h *harness) seeded { return h.seed(t, A0) }
+	action := func(t *testing.T, h *fixture) seeded { return h.seed(t, A0) }
 	return []fuzzRoute{
 		{"POST", "/chats", none},
 		{"POST", "/chats/{chat}/messages", empty},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -39,7 +40,7 @@ const (
 
 // checkFunc inspects an accepted call: the seeded chat, the chat before and
 // after (GET /chats/{chat} and GET /chats/{chat}/messages) and the body.
-type checkFunc func(t *testing.T, h *harness, s seeded, before, after view, body []byte)
+type checkFunc func(t *testing.T, h *fixture, s seeded, before, after view, body []byte)
 
 // rejection is the expected answer of a refused call.
 type rejection struct {
@@ -69,7 +70,7 @@ type scenario struct {
 	// bumps: an accepted call advances the chat's snapshot_version.
 	bumps       bool
 	check       checkFunc
-	afterReject func(t *testing.T, h *harness, s seeded)
+	afterReject func(t *testing.T, h *fixture, s seeded)
 }
 
 // defaultRejection is API.md's error table: an absent chat is 404, an
@@ -309,7 +310,7 @@ func viewsEqual(a, b view) bool {
 	return string(ra) == string(rb)
 }
 
-func (h *harness) runScenario(t *testing.T, sc scenario, s seeded) {
+func (h *fixture) runScenario(t *testing.T, sc scenario, s seeded) {
 	t.Helper()
 	before := h.view(t, s.id)
 	var body any
@@ -360,7 +361,7 @@ func decode[T any](t *testing.T, body []byte) T {
 
 // --- checks of accepted calls ---
 
-func checkCreateChild(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkCreateChild(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	child := decode[sdk.Chat](t, body)
 	require.NotNil(t, child.ParentChatID)
 	require.Equal(t, s.id, *child.ParentChatID)
@@ -373,14 +374,14 @@ func checkCreateChild(t *testing.T, h *harness, s seeded, before, after view, bo
 	require.Equal(t, before.Messages, after.Messages, "creating a child leaves the parent's history alone")
 }
 
-func requireNoChild(t *testing.T, h *harness, s seeded) {
+func requireNoChild(t *testing.T, h *fixture, s seeded) {
 	list, err := h.admin.ListChats(h.ctx, sdk.ListChatsOptions{Archived: "all", Labels: map[string]string{"child": s.label}})
 	require.NoError(t, err)
 	require.Empty(t, list, "a refused POST /chats created a chat")
 }
 
 func checkListed(all bool) checkFunc {
-	return func(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+	return func(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 		list := decode[[]sdk.Chat](t, body)
 		listed := s.state != N && (all || !after.Chat.Archived)
 		if !listed {
@@ -396,7 +397,7 @@ func checkListed(all bool) checkFunc {
 	}
 }
 
-func checkGetChat(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkGetChat(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	got := decode[sdk.Chat](t, body)
 	require.Equal(t, after.Chat, got)
 	require.Equal(t, s.id, got.ID)
@@ -405,7 +406,7 @@ func checkGetChat(t *testing.T, h *harness, s seeded, before, after view, body [
 	require.NotNil(t, got.Children)
 	if s.state == E0 || s.state == E1 || s.state == XE0 || s.state == XE1 {
 		require.NotNil(t, got.LastError)
-		require.Equal(t, "provider exploded", got.LastError.Message)
+		require.Equal(t, chatstatetest.ErrorMessage, got.LastError.Message)
 	}
 	if s.state == A0 || s.state == A1 {
 		require.NotNil(t, got.RequiresActionDeadlineAt)
@@ -420,7 +421,7 @@ func checkGetChat(t *testing.T, h *harness, s seeded, before, after view, body [
 	}
 }
 
-func checkMessages(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkMessages(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	got := decode[sdk.ChatMessagesResponse](t, body)
 	require.Equal(t, after.Messages, got)
 	require.NotNil(t, got.Messages)
@@ -432,20 +433,20 @@ func checkMessages(t *testing.T, h *harness, s seeded, before, after view, body 
 }
 
 func checkArchived(archived bool) checkFunc {
-	return func(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+	return func(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 		require.Equal(t, archived, after.Chat.Archived)
 		require.Equal(t, before.Messages, after.Messages)
 	}
 }
 
-func checkRenamed(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkRenamed(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	require.Equal(t, "Renamed by user", after.Chat.Title)
 	require.Equal(t, "user", after.Chat.TitleSource)
 	require.Equal(t, before.Chat.Status, after.Chat.Status)
 	require.Equal(t, before.Messages, after.Messages)
 }
 
-func checkPinned(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkPinned(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	require.Equal(t, int64(3), after.Chat.PinOrder)
 	require.Equal(t, map[string]string{"case": s.label, "team": "blue"}, after.Chat.Labels)
 	require.Equal(t, before.Messages, after.Messages)
@@ -455,7 +456,7 @@ func checkPinned(t *testing.T, h *harness, s seeded, before, after view, body []
 // message into history; E1 queues it at the tail and promotes the old head;
 // a busy chat queues it.
 func checkSend(interrupt bool) checkFunc {
-	return func(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+	return func(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 		res := decode[sdk.CreateChatMessageResponse](t, body)
 		switch s.state {
 		case W, E0:
@@ -474,7 +475,7 @@ func checkSend(interrupt bool) checkFunc {
 			require.Equal(t, "next", textOf(res.QueuedMessage.Content))
 			require.Len(t, res.Messages, 1, "the promoted old head")
 			head := res.Messages[0]
-			require.Equal(t, "queued one", textOf(head.Content))
+			require.Equal(t, "queued 1", textOf(head.Content))
 			require.NotNil(t, head.QueuedMessageID)
 			require.Equal(t, s.queued[0], *head.QueuedMessageID)
 			require.NotEqual(t, res.QueuedMessage.ID, *head.QueuedMessageID)
@@ -512,7 +513,7 @@ func requireInHistory(t *testing.T, v view, m sdk.ChatMessage) {
 	require.Equal(t, v.Messages.Messages[i], m)
 }
 
-func checkEdit(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkEdit(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	res := decode[sdk.EditChatMessageResponse](t, body)
 	require.Equal(t, store.RoleUser, res.Message.Role)
 	require.Equal(t, "edited", textOf(res.Message.Content))
@@ -530,12 +531,12 @@ func checkEdit(t *testing.T, h *harness, s seeded, before, after view, body []by
 	require.Nil(t, after.Chat.RequiresActionDeadlineAt)
 }
 
-func checkDeletedQueued(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkDeletedQueued(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	require.NotContains(t, after.queueIDs(), s.queued[0])
 	require.Equal(t, before.Messages.Messages, after.Messages.Messages, "deleting a queued message leaves history alone")
 }
 
-func checkPromoted(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkPromoted(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	qid := s.queued[0]
 	switch s.state {
 	case E1, A1:
@@ -559,7 +560,7 @@ func checkPromoted(t *testing.T, h *harness, s seeded, before, after view, body 
 	}
 }
 
-func checkInterrupted(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkInterrupted(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	got := decode[sdk.Chat](t, body)
 	require.Equal(t, after.Chat, got)
 	require.Equal(t, s.queued, nonNil(after.queueIDs()), "interrupting preserves the queue")
@@ -571,7 +572,7 @@ func checkInterrupted(t *testing.T, h *harness, s seeded, before, after view, bo
 	}
 }
 
-func checkToolResults(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkToolResults(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	result, answered := after.toolResult(s.call)
 	require.True(t, answered)
 	require.False(t, result.IsError)
@@ -581,7 +582,7 @@ func checkToolResults(t *testing.T, h *harness, s seeded, before, after view, bo
 	require.Equal(t, s.queued, nonNil(after.queueIDs()), "tool results preserve the queue")
 }
 
-func checkCompacted(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkCompacted(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	got := decode[sdk.Chat](t, body)
 	require.Equal(t, after.Chat, got)
 	require.Equal(t, sdk.ChatStatusRunning, got.Status)
@@ -589,7 +590,7 @@ func checkCompacted(t *testing.T, h *harness, s seeded, before, after view, body
 	require.Equal(t, before.Messages.Messages, after.Messages.Messages, "requesting compaction inserts no message")
 }
 
-func checkCleared(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkCleared(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	got := decode[sdk.Chat](t, body)
 	require.Equal(t, after.Chat, got)
 	require.Equal(t, sdk.ChatStatusWaiting, got.Status)
@@ -604,7 +605,7 @@ func checkCleared(t *testing.T, h *harness, s seeded, before, after view, body [
 	}
 }
 
-func checkReconciled(t *testing.T, h *harness, s seeded, before, after view, body []byte) {
+func checkReconciled(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
 	got := decode[sdk.Chat](t, body)
 	require.Equal(t, after.Chat, got)
 	require.False(t, got.Archived)
@@ -1029,7 +1030,7 @@ func TestArchiveFamily(t *testing.T) {
 	})
 }
 
-func requireNoChildOf(t *testing.T, h *harness, root uuid.UUID) {
+func requireNoChildOf(t *testing.T, h *fixture, root uuid.UUID) {
 	t.Helper()
 	v := h.view(t, root)
 	require.Len(t, v.Chat.Children, 1, "only the child made before archiving")

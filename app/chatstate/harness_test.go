@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -129,92 +130,20 @@ func assistantStep(s string) chatstate.Step {
 	return chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}}
 }
 
-// seed brings a new chat into st through real transitions (Invalid, which
-// no transition produces, is made with a direct store write). Running,
-// interrupting and requires_action chats are owned by f.worker.
+// seed brings a new chat into st with chatstatetest.Seed; W and XW are
+// created without any message. Running, interrupting and requires_action
+// chats are owned by f.worker.
 func (f *fixture) seed(t testing.TB, st chatstate.State) uuid.UUID {
 	t.Helper()
-	send := func(id uuid.UUID, msg string, busy chatstate.BusyBehavior) {
-		f.do(t, func(tx *chatstate.Tx) error {
-			_, err := tx.SendMessage(id, f.input(msg), busy)
-			return err
-		})
-	}
-	run := func(fn func(tx *chatstate.Tx, id uuid.UUID) error) func(uuid.UUID) uuid.UUID {
-		return func(id uuid.UUID) uuid.UUID {
-			f.do(t, func(tx *chatstate.Tx) error { return fn(tx, id) })
-			return id
-		}
-	}
-	finishError := run(func(tx *chatstate.Tx, id uuid.UUID) error {
-		_, err := tx.FinishError(id, sdk.ChatError{Message: "boom", Kind: sdk.ChatErrorGeneric})
-		return err
-	})
-	archive := run(func(tx *chatstate.Tx, id uuid.UUID) error {
-		_, err := tx.SetArchived(id, true)
-		return err
-	})
-	interrupt := run(func(tx *chatstate.Tx, id uuid.UUID) error {
-		_, err := tx.Interrupt(id)
-		return err
-	})
-	enterAction := run(func(tx *chatstate.Tx, id uuid.UUID) error {
-		if _, err := tx.CommitStep(id, toolCallStep("call-"+uuid.NewString(), "ask_user")); err != nil {
-			return err
-		}
-		_, err := tx.EnterRequiresAction(id)
-		return err
-	})
-	r0 := func() uuid.UUID {
-		id := f.create(t, "hello")
-		f.acquire(t, id)
-		return id
-	}
-	r1 := func() uuid.UUID {
-		id := r0()
-		send(id, "queued", chatstate.BusyQueue)
-		return id
-	}
-	switch st {
-	case chatstate.StateN:
-		return uuid.New()
-	case chatstate.StateW:
-		return f.create(t, "")
-	case chatstate.StateR0:
-		return r0()
-	case chatstate.StateR1:
-		return r1()
-	case chatstate.StateI0:
-		return interrupt(r0())
-	case chatstate.StateI1:
-		return interrupt(r1())
-	case chatstate.StateA0:
-		return enterAction(r0())
-	case chatstate.StateA1:
-		id := enterAction(r0())
-		send(id, "queued", chatstate.BusyQueue)
-		return id
-	case chatstate.StateE0:
-		return finishError(r0())
-	case chatstate.StateE1:
-		return finishError(r1())
-	case chatstate.StateXW:
-		return archive(f.create(t, ""))
-	case chatstate.StateXE0:
-		return archive(finishError(r0()))
-	case chatstate.StateXE1:
-		return archive(finishError(r1()))
-	case chatstate.StateInvalid:
-		// Archived while running: what a pre-state-machine row can look like.
-		id := r0()
-		require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
-			_, err := tx.ChatUpdate(f.ctx, id, store.ChatPatch{Archived: store.Some(true)})
-			return err
-		}))
-		return id
-	}
-	t.Fatalf("seed: unknown state %s", st)
-	return uuid.Nil
+	empty := st == chatstate.StateW || st == chatstate.StateXW
+	return f.build(t, chatstatetest.Spec{State: st, Empty: empty}).ID
+}
+
+// build seeds a chat of f.user's as sp says (acquired by f.worker).
+func (f *fixture) build(t testing.TB, sp chatstatetest.Spec) chatstatetest.Chat {
+	t.Helper()
+	sp.Owner, sp.Worker = f.user.ID, f.worker
+	return chatstatetest.Seed(t, f.m, f.s, sp)
 }
 
 // snapshot is everything a transition may change, for "changed nothing" checks.

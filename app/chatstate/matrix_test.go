@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -874,15 +875,7 @@ func (r *mxRun) sentQueued(t *testing.T) {
 // --- seeds beyond f.seed ---
 
 // mxSpec describes a chat to build through real transitions.
-type mxSpec struct {
-	State   chatstate.State
-	Base    chatstate.State // Invalid only: the state archived behind the machine's back
-	Queued  int             // queued messages ("queued 1", "queued 2", ...)
-	Turns   int             // assistant replies; each turn but the first starts with a user message "turn N"
-	Pending bool            // an unanswered tool call in the current turn
-	Unowned bool            // abandoned at the end
-	Compact bool            // R0/R1 only: reached from E0/E1 by RequestCompaction
-}
+type mxSpec = chatstatetest.Spec
 
 // mxCompacting is the spec of a running chat like the case's seed (f.seed's
 // when nil) whose turn was started by RequestCompaction from error.
@@ -916,104 +909,13 @@ func (r *mxRun) compactionMarker(t *testing.T) {
 	}
 }
 
-// mxBuild returns a seed for sp. Chats start with the user message "hello"
-// and are acquired; Unowned ones are abandoned at the end.
+// mxBuild returns a seed for sp (chatstatetest.Seed: chats start with
+// the user message "hello" and are acquired; Unowned ones are abandoned
+// at the end).
 func mxBuild(sp mxSpec) mxSeedFn {
 	return func(t *testing.T, f *fixture) uuid.UUID {
 		t.Helper()
-		if sp.State == chatstate.StateInvalid {
-			base := sp
-			base.State = sp.Base
-			id := mxBuild(base)(t, f)
-			require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
-				_, err := tx.ChatUpdate(f.ctx, id, store.ChatPatch{Archived: store.Some(true)})
-				return err
-			}))
-			require.Equal(t, chatstate.StateInvalid, f.snap(t, id).State, "mxBuild(%+v)", sp)
-			return id
-		}
-		if sp.Compact {
-			base := sp
-			base.Compact, base.Unowned = false, false
-			base.State = chatstate.StateE0
-			if sp.State == chatstate.StateR1 {
-				base.State = chatstate.StateE1
-			}
-			id := mxBuild(base)(t, f)
-			f.do(t, func(tx *chatstate.Tx) error {
-				_, err := tx.RequestCompaction(id)
-				return err
-			})
-			if sp.Unowned {
-				f.do(t, func(tx *chatstate.Tx) error {
-					_, err := tx.Abandon(id)
-					return err
-				})
-			}
-			require.Equal(t, sp.State, f.snap(t, id).State, "mxBuild(%+v)", sp)
-			return id
-		}
-		id := f.create(t, "hello")
-		f.acquire(t, id)
-		do := func(fn func(tx *chatstate.Tx) error) { f.do(t, fn) }
-		send := func(msg string) {
-			do(func(tx *chatstate.Tx) error {
-				_, err := tx.SendMessage(id, f.input(msg), chatstate.BusyQueue)
-				return err
-			})
-		}
-		commit := func(st chatstate.Step) {
-			do(func(tx *chatstate.Tx) error {
-				_, err := tx.CommitStep(id, st)
-				return err
-			})
-		}
-		finishTurn := func() {
-			do(func(tx *chatstate.Tx) error {
-				_, err := tx.FinishTurn(id)
-				return err
-			})
-		}
-		for i := range sp.Turns {
-			if i > 0 {
-				finishTurn()
-				send(fmt.Sprintf("turn %d", i+1))
-			}
-			commit(assistantStep(fmt.Sprintf("reply %d", i+1)))
-		}
-		for i := range sp.Queued {
-			send(fmt.Sprintf("queued %d", i+1))
-		}
-		if sp.Pending || mxAction(sp.State) {
-			commit(toolCallStep("call-"+uuid.NewString(), "ask_user"))
-		}
-		switch sp.State {
-		case chatstate.StateW:
-			finishTurn()
-		case chatstate.StateI0, chatstate.StateI1:
-			do(func(tx *chatstate.Tx) error {
-				_, err := tx.Interrupt(id)
-				return err
-			})
-		case chatstate.StateA0, chatstate.StateA1:
-			do(func(tx *chatstate.Tx) error {
-				_, err := tx.EnterRequiresAction(id)
-				return err
-			})
-		case chatstate.StateE0, chatstate.StateE1:
-			do(func(tx *chatstate.Tx) error {
-				_, err := tx.FinishError(id, sdk.ChatError{Message: "boom", Kind: sdk.ChatErrorGeneric})
-				return err
-			})
-		}
-		if sp.Unowned {
-			do(func(tx *chatstate.Tx) error {
-				_, err := tx.Abandon(id)
-				return err
-			})
-		}
-		require.Equal(t, sp.State, f.snap(t, id).State, "mxBuild(%+v)", sp)
-		return id
+		return f.build(t, sp).ID
 	}
 }
 

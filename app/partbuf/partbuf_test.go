@@ -20,7 +20,8 @@ import (
 // waitLimit bounds every wait of these tests; reaching it is a failure.
 const waitLimit = 10 * time.Second
 
-type bundle struct {
+// fixture is what a test needs: a Buffer, its fake clock and an episode key.
+type fixture struct {
 	buf   *Buffer
 	clock *clock.Fake
 	ep    Episode
@@ -28,7 +29,7 @@ type bundle struct {
 
 // setup returns a Buffer on a controlled clock, stopped at the end of the
 // test, and a fresh episode key. mutate, if given, adjusts the config.
-func setup(t *testing.T, mutate ...func(*Config)) bundle {
+func setup(t *testing.T, mutate ...func(*Config)) fixture {
 	t.Helper()
 	c := clock.NewFake(time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC))
 	cfg := Config{Clock: c}
@@ -37,7 +38,7 @@ func setup(t *testing.T, mutate ...func(*Config)) bundle {
 	}
 	b := New(cfg)
 	t.Cleanup(b.Stop)
-	return bundle{buf: b, clock: c, ep: newKey()}
+	return fixture{buf: b, clock: c, ep: newKey()}
 }
 
 func newKey() Episode {

@@ -44,7 +44,7 @@ func TestTurns(t *testing.T) {
 				newServer: llmtest.NewOpenAI, // unused: nothing points at it
 				configure: func(cfg *app.Config, _ string) { cfg.DemoTokenDelay = demo.NoDelay },
 			}
-			e := newEnv(t, newStore(t), noProvider, nil)
+			e := setup(t, newStore(t), noProvider, nil)
 			chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("Tell me about chatd.")})
 			done := e.waitStatus(chat.ID, sdk.ChatStatusWaiting)
 			require.Nil(t, done.LastError)
@@ -61,7 +61,7 @@ func TestTurns(t *testing.T) {
 func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provider) {
 	t.Run("plain text", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{llmtest.TextChunks("Hi", " there!")})
+		e := setup(t, newStore(t), prov, []llmtest.Reply{llmtest.TextChunks("Hi", " there!")})
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello"), SystemPrompt: "Be brief."})
 		require.Equal(t, sdk.ChatStatusRunning, chat.Status)
 
@@ -85,7 +85,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 
 	t.Run("dynamic tool call", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{
+		e := setup(t, newStore(t), prov, []llmtest.Reply{
 			llmtest.Join(llmtest.TextChunks("Let me check."), llmtest.ToolCall("call_1", "get_weather", `{"city":"Paris"}`)),
 			llmtest.TextChunks("It is sunny in Paris."),
 		})
@@ -134,7 +134,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 
 	t.Run("retries then success", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{
+		e := setup(t, newStore(t), prov, []llmtest.Reply{
 			llmtest.HTTPError(429, "slow down"), llmtest.HTTPError(429, "slow down"), llmtest.TextChunks("Made it."),
 		}, func(cfg *app.Config) {
 			// Long enough backoffs to watch the retry state between attempts.
@@ -163,7 +163,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 
 	t.Run("retry limit then error", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, newStore(t), prov, nil, func(cfg *app.Config) { cfg.Worker.MaxRetries = 2 })
+		e := setup(t, newStore(t), prov, nil, func(cfg *app.Config) { cfg.Worker.MaxRetries = 2 })
 		e.llm.SetDefault(llmtest.HTTPError(503, "overloaded, try later"))
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello")})
 		done := e.waitStatus(chat.ID, sdk.ChatStatusError)
@@ -178,7 +178,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 
 	t.Run("non-retryable error", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{llmtest.HTTPError(401, "invalid api key")})
+		e := setup(t, newStore(t), prov, []llmtest.Reply{llmtest.HTTPError(401, "invalid api key")})
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello")})
 		done := e.waitStatus(chat.ID, sdk.ChatStatusError)
 		require.NotNil(t, done.LastError)
@@ -191,7 +191,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 	t.Run("interrupt keeps the partial text", func(t *testing.T) {
 		t.Parallel()
 		reply := llmtest.Join(llmtest.TextChunks("Partial ", "answer"), llmtest.Hang())
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{reply})
+		e := setup(t, newStore(t), prov, []llmtest.Reply{reply})
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello")})
 		waitClosed(t, reply.Started(), "the stream to hang")
 		e.waitBuffered(chat.ID, "Partial answer")
@@ -207,7 +207,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 	t.Run("edit mid-stream restarts on the new history", func(t *testing.T) {
 		t.Parallel()
 		hang := llmtest.Join(llmtest.TextChunks("About the orig"), llmtest.Hang())
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{hang, llmtest.TextChunks("Answer to the edit.")})
+		e := setup(t, newStore(t), prov, []llmtest.Reply{hang, llmtest.TextChunks("Answer to the edit.")})
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("original question")})
 		waitClosed(t, hang.Started(), "the stream to hang")
 		ms := e.messages(chat.ID)
@@ -226,7 +226,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 
 	t.Run("manual compaction summarizes and prunes the prompt", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{
+		e := setup(t, newStore(t), prov, []llmtest.Reply{
 			llmtest.TextChunks("First answer."), llmtest.TextChunks("The user said hello."), llmtest.TextChunks("Second answer."),
 		})
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello")})
@@ -271,7 +271,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 	t.Run("send with busy_behavior interrupt", func(t *testing.T) {
 		t.Parallel()
 		reply := llmtest.Join(llmtest.TextChunks("Partial"), llmtest.Hang())
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{reply, llmtest.TextChunks("Answer to the second.")})
+		e := setup(t, newStore(t), prov, []llmtest.Reply{reply, llmtest.TextChunks("Answer to the second.")})
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("first")})
 		waitClosed(t, reply.Started(), "the stream to hang")
 		e.waitBuffered(chat.ID, "Partial")
@@ -293,7 +293,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 
 	t.Run("deleting a running chat stops its generation", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, newStore(t), prov, nil)
+		e := setup(t, newStore(t), prov, nil)
 		held := e.router.Hold()
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello")})
 		waitClosed(t, held.Arrived(), "the provider request")
@@ -305,7 +305,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 
 	t.Run("queue drains in order", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, newStore(t), prov, []llmtest.Reply{
+		e := setup(t, newStore(t), prov, []llmtest.Reply{
 			llmtest.TextChunks("a1"), llmtest.TextChunks("a2"), llmtest.TextChunks("a3"), llmtest.TextChunks("a4"),
 		})
 		held := e.router.Hold()
@@ -355,7 +355,7 @@ func roles(ms []sdk.ChatMessage) []string {
 // waitBuffered waits until the chat's current episode in the part buffer
 // holds want: an interrupt commits what the buffer holds, so tests wait for
 // the streamed deltas to be read off the wire before interrupting.
-func (e *env) waitBuffered(id uuid.UUID, want string) {
+func (e *fixture) waitBuffered(id uuid.UUID, want string) {
 	e.t.Helper()
 	require.Eventually(e.t, func() bool {
 		c, ok := peekChat(e.app.Store(), id)
@@ -376,7 +376,7 @@ func (e *env) waitBuffered(id uuid.UUID, want string) {
 // the first has finished.
 func TestRootLimitOverHTTP(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		e := newEnv(t, newStore(t), providers[0], nil, func(cfg *app.Config) { cfg.Worker.RootLimit = 1 })
+		e := setup(t, newStore(t), providers[0], nil, func(cfg *app.Config) { cfg.Worker.RootLimit = 1 })
 		first, second := e.router.Hold(), e.router.Hold()
 		a := e.create(sdk.CreateChatRequest{Content: sdk.Text("chat a")})
 		waitClosed(t, first.Arrived(), "the first chat's provider request")

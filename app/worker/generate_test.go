@@ -25,7 +25,7 @@ func TestGenerationToolCalls(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		t.Run("an unknown tool gets an error result and the model goes on", func(t *testing.T) {
 			t.Parallel()
-			g := newRig(t, newStore(t), Config{})
+			g := setupOn(t, newStore(t), Config{})
 			id := g.create("use a tool")
 			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 			g.provider.next(t)
@@ -45,7 +45,7 @@ func TestGenerationToolCalls(t *testing.T) {
 
 		t.Run("the step limit finishes the turn after the tool results", func(t *testing.T) {
 			t.Parallel()
-			g := newRig(t, newStore(t), Config{MaxSteps: 1})
+			g := setupOn(t, newStore(t), Config{MaxSteps: 1})
 			id := g.create("use a tool")
 			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 			g.provider.next(t)
@@ -60,7 +60,7 @@ func TestGenerationToolCalls(t *testing.T) {
 
 		t.Run("dynamic tool calls wait for the client", func(t *testing.T) {
 			t.Parallel()
-			g := newRig(t, newStore(t), Config{})
+			g := setupOn(t, newStore(t), Config{})
 			id := g.create("use a tool", sdk.DynamicTool{Name: "lookup"})
 			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 			call := g.provider.next(t)
@@ -93,7 +93,7 @@ func roleList(ms []store.Message) []string {
 // prompt (spec: "Manual compaction", automatic triggers).
 func TestAutomaticCompaction(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newRig(t, newStore(t), Config{CompactThresholdPercent: 50})
+		g := setupOn(t, newStore(t), Config{CompactThresholdPercent: 50})
 		g.w.deps.Models = oneModel{Model{ID: uuid.New(), Provider: g.provider, Name: "fake-model", ContextLimit: 100}}
 		id := g.create("first")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
@@ -147,7 +147,7 @@ func TestAutomaticCompaction(t *testing.T) {
 
 func TestGenerationPassesReasoningEffort(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, dbtest.NewSQLite(t), Config{})
+	g := setupOn(t, dbtest.NewSQLite(t), Config{})
 	var id uuid.UUID
 	g.do(func(t *chatstate.Tx) error {
 		res, err := t.Create(chatstate.CreateParams{OwnerID: g.owner, Title: "t", TitleSource: store.TitleSourceUser,

@@ -61,10 +61,10 @@ var providers = []provider{
 	},
 }
 
-// env is one running chatd over an isolated store, with the chat model's
+// fixture is one running chatd over an isolated store, with the chat model's
 // fake server (llm) and a separate fake server for title generation
 // (titles), so background title calls never consume the chat's script.
-type env struct {
+type fixture struct {
 	t      testing.TB
 	ctx    context.Context
 	prov   provider
@@ -76,11 +76,11 @@ type env struct {
 	router *router
 }
 
-// newEnv starts chatd on s with the provider's fake servers scripted with
+// setup starts chatd on s with the provider's fake servers scripted with
 // replies. configure adjusts the config before the app is built.
-func newEnv(t testing.TB, s store.Store, prov provider, replies []llmtest.Reply, configure ...func(*app.Config)) *env {
+func setup(t testing.TB, s store.Store, prov provider, replies []llmtest.Reply, configure ...func(*app.Config)) *fixture {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), prov: prov}
+	e := &fixture{t: t, ctx: context.Background(), prov: prov}
 	e.llm = prov.newServer(t, replies...)
 	e.titles = prov.newServer(t)
 	e.router = newRouter(t, e.llm, e.titles)
@@ -97,7 +97,7 @@ func newEnv(t testing.TB, s store.Store, prov provider, replies []llmtest.Reply,
 
 // start builds and starts the app; cleanups stop the server, then the
 // worker, then close the app.
-func (e *env) start(t testing.TB, s store.Store, cfg app.Config) {
+func (e *fixture) start(t testing.TB, s store.Store, cfg app.Config) {
 	t.Helper()
 	a, err := app.NewWithStore(e.ctx, cfg, s, io.Discard)
 	require.NoError(t, err)
@@ -111,7 +111,7 @@ func (e *env) start(t testing.TB, s store.Store, cfg app.Config) {
 
 // create starts a chat with one user message and a title (so no title is
 // generated unless a test asks for it).
-func (e *env) create(req sdk.CreateChatRequest) sdk.Chat {
+func (e *fixture) create(req sdk.CreateChatRequest) sdk.Chat {
 	e.t.Helper()
 	if req.Title == "" {
 		req.Title = "e2e"
@@ -121,7 +121,7 @@ func (e *env) create(req sdk.CreateChatRequest) sdk.Chat {
 	return c
 }
 
-func (e *env) chat(id uuid.UUID) sdk.Chat {
+func (e *fixture) chat(id uuid.UUID) sdk.Chat {
 	e.t.Helper()
 	c, err := e.c.Chat(e.ctx, id)
 	require.NoError(e.t, err)
@@ -129,7 +129,7 @@ func (e *env) chat(id uuid.UUID) sdk.Chat {
 }
 
 // waitStatus polls the chat until it has status.
-func (e *env) waitStatus(id uuid.UUID, status sdk.ChatStatus) sdk.Chat {
+func (e *fixture) waitStatus(id uuid.UUID, status sdk.ChatStatus) sdk.Chat {
 	e.t.Helper()
 	var last sdk.Chat
 	require.Eventually(e.t, func() bool {
@@ -144,13 +144,13 @@ func (e *env) waitStatus(id uuid.UUID, status sdk.ChatStatus) sdk.Chat {
 }
 
 // waitUnowned waits until no worker owns the chat (the runner abandoned it).
-func (e *env) waitUnowned(id uuid.UUID) {
+func (e *fixture) waitUnowned(id uuid.UUID) {
 	e.t.Helper()
 	require.Eventually(e.t, func() bool { c, ok := peekChat(e.app.Store(), id); return ok && !c.WorkerID.Valid },
 		15*time.Second, 5*time.Millisecond, "chat %s stays owned", id)
 }
 
-func (e *env) messages(id uuid.UUID) []sdk.ChatMessage {
+func (e *fixture) messages(id uuid.UUID) []sdk.ChatMessage {
 	e.t.Helper()
 	resp, err := e.c.ChatMessages(e.ctx, id, sdk.MessagesOptions{Limit: 200})
 	require.NoError(e.t, err)
@@ -170,7 +170,7 @@ func peekChat(s store.Store, id uuid.UUID) (store.Chat, bool) {
 }
 
 // peek reads a chat over HTTP for a polled condition.
-func (e *env) peek(id uuid.UUID) sdk.Chat {
+func (e *fixture) peek(id uuid.UUID) sdk.Chat {
 	c, _ := e.c.Chat(e.ctx, id)
 	return c
 }

@@ -20,7 +20,7 @@ func TestAcquisitionWritesHeartbeatRowsOnlyWithLeases(t *testing.T) {
 			cfg  Config
 		}{{"in-memory", Config{}}, {"leases", Config{Leases: true}}} {
 			t.Run(c.name, func(t *testing.T) {
-				g := newRig(t, newStore(t), c.cfg)
+				g := setupOn(t, newStore(t), c.cfg)
 				id := g.create("hello")
 				require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 				g.provider.next(t) // the runner is generating

@@ -19,15 +19,16 @@ import (
 // test advances it; chats run the way the app runs them (leases on
 // Postgres, in-memory ownership on SQLite).
 
-func newLimiterRig(t *testing.T, s store.Store, cfg Config) *rig {
+// setupLimiter is setupOn with leases as the app sets them for s.
+func setupLimiter(t *testing.T, s store.Store, cfg Config) *fixture {
 	t.Helper()
 	cfg.Leases = s.Dialect() == "postgres"
 	cfg.LeaseTimeout = 30 * time.Second
-	return newRig(t, s, cfg)
+	return setupOn(t, s, cfg)
 }
 
 // createChild makes a subagent chat of parent with a running first message.
-func (g *rig) createChild(parent uuid.UUID, text string) uuid.UUID {
+func (g *fixture) createChild(parent uuid.UUID, text string) uuid.UUID {
 	g.t.Helper()
 	var id uuid.UUID
 	g.do(func(t *chatstate.Tx) error {
@@ -41,8 +42,8 @@ func (g *rig) createChild(parent uuid.UUID, text string) uuid.UUID {
 	return id
 }
 
-// owned reports which of ids the rig's worker owns.
-func (g *rig) owned(ids ...uuid.UUID) (owned, unowned []uuid.UUID) {
+// owned reports which of ids the fixture's worker owns.
+func (g *fixture) owned(ids ...uuid.UUID) (owned, unowned []uuid.UUID) {
 	g.t.Helper()
 	for _, id := range ids {
 		c := g.chat(id)
@@ -60,7 +61,7 @@ func (g *rig) owned(ids ...uuid.UUID) (owned, unowned []uuid.UUID) {
 
 func TestLimiterRootLimit(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newLimiterRig(t, newStore(t), Config{RootLimit: 1})
+		g := setupLimiter(t, newStore(t), Config{RootLimit: 1})
 		a, b := g.create("chat a"), g.create("chat b")
 
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx), "one slot, one admission")
@@ -92,7 +93,7 @@ func TestLimiterRootLimit(t *testing.T) {
 
 func TestLimiterSubagentPoolIsSeparate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newLimiterRig(t, newStore(t), Config{RootLimit: 1, SubagentLimit: 1})
+		g := setupLimiter(t, newStore(t), Config{RootLimit: 1, SubagentLimit: 1})
 		parent := g.create("") // waiting: holds no slot
 		r1, r2 := g.create("root 1"), g.create("root 2")
 		c1, c2 := g.createChild(parent, "child 1"), g.createChild(parent, "child 2")
@@ -118,7 +119,7 @@ func TestLimiterSubagentPoolIsSeparate(t *testing.T) {
 
 func TestLimiterInterruptUnownedChatNeedsNoSlot(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newLimiterRig(t, newStore(t), Config{RootLimit: 1})
+		g := setupLimiter(t, newStore(t), Config{RootLimit: 1})
 		a, b := g.create("chat a"), g.create("chat b")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 		owned, unowned := g.owned(a, b)
@@ -149,7 +150,7 @@ func TestLimiterInterruptUnownedChatNeedsNoSlot(t *testing.T) {
 // the slot free, and the takeover rechecks the lease under the lock.
 func TestLimiterStaleLeaseFreesItsSlot(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newRig(t, newStore(t), Config{RootLimit: 1, Leases: true, LeaseTimeout: 30 * time.Second})
+		g := setupOn(t, newStore(t), Config{RootLimit: 1, Leases: true, LeaseTimeout: 30 * time.Second})
 		a, b := g.create("chat a"), g.create("chat b")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 		g.provider.next(t)
@@ -171,7 +172,7 @@ func TestLimiterStaleLeaseFreesItsSlot(t *testing.T) {
 	})
 }
 
-func heartbeatOf(g *rig, c store.Chat) (time.Time, error) {
+func heartbeatOf(g *fixture, c store.Chat) (time.Time, error) {
 	var at time.Time
 	err := g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error

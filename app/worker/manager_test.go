@@ -16,7 +16,7 @@ import (
 	"github.com/chatd/chatd/store/dbtest"
 )
 
-func (g *rig) heartbeatAt(id, rid uuid.UUID) time.Time {
+func (g *fixture) heartbeatAt(id, rid uuid.UUID) time.Time {
 	g.t.Helper()
 	var at time.Time
 	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Reader) error {
@@ -33,7 +33,7 @@ func (g *rig) heartbeatAt(id, rid uuid.UUID) time.Time {
 // takes it over (spec: "Heartbeat loop").
 func TestHeartbeatRenewsFreshLeasesAndDropsStaleOnes(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newRig(t, newStore(t), Config{Leases: true, LeaseTimeout: 30 * time.Second, HeartbeatInterval: 10 * time.Second})
+		g := setupOn(t, newStore(t), Config{Leases: true, LeaseTimeout: 30 * time.Second, HeartbeatInterval: 10 * time.Second})
 		id := g.create("hello")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 		call := g.provider.next(t)
@@ -69,7 +69,7 @@ func TestHeartbeatRenewsFreshLeasesAndDropsStaleOnes(t *testing.T) {
 // the database sync finds it gone and cleans its runner up.
 func TestSyncStopsRunnersOfDeletedChats(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newRig(t, newStore(t), Config{})
+		g := setupOn(t, newStore(t), Config{})
 		id := g.create("hello")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 		call := g.provider.next(t)
@@ -85,7 +85,7 @@ func TestSyncStopsRunnersOfDeletedChats(t *testing.T) {
 // converge through versions and the periodic sync).
 func TestSyncLoopDeliversMissedUpdates(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newRig(t, newStore(t), Config{SyncInterval: 5 * time.Second, AcquireInterval: time.Minute})
+		g := setupOn(t, newStore(t), Config{SyncInterval: 5 * time.Second, AcquireInterval: time.Minute})
 		g.w.deps.Pubsub = deafSubscriber{Subscriber: g.pubsub}
 		id := g.create("hello")
 		require.NoError(t, g.w.Start(g.ctx))
@@ -122,16 +122,16 @@ func (d deafSubscriber) Subscribe(ctx context.Context, channel string, fn func([
 func TestGenerationRetryAccounting(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		overloaded := &llm.Error{Kind: sdk.ChatErrorOverloaded, Retryable: true, StatusCode: 503, Provider: "fake", Message: "busy"}
-		setup := func(t *testing.T) (*rig, uuid.UUID) {
+		setup := func(t *testing.T) (*fixture, uuid.UUID) {
 			t.Parallel()
-			g := newRig(t, newStore(t), Config{MaxRetries: 2, BackoffBase: time.Second, BackoffMax: 4 * time.Second})
+			g := setupOn(t, newStore(t), Config{MaxRetries: 2, BackoffBase: time.Second, BackoffMax: 4 * time.Second})
 			id := g.create("hello")
 			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 			return g, id
 		}
 		// failAndBackOff fails the current attempt and checks the retry
 		// state clients see while the worker waits on the clock.
-		failAndBackOff := func(t *testing.T, g *rig, id uuid.UUID, attempt int64, delay time.Duration) {
+		failAndBackOff := func(t *testing.T, g *fixture, id uuid.UUID, attempt int64, delay time.Duration) {
 			g.provider.next(t)
 			g.provider.fail(overloaded)
 			ctx, cancel := context.WithTimeout(g.ctx, 10*time.Second)
@@ -244,7 +244,7 @@ func TestKeyedLock(t *testing.T) {
 
 func TestStartTwice(t *testing.T) {
 	t.Parallel()
-	g := newRig(t, dbtest.NewSQLite(t), Config{})
+	g := setupOn(t, dbtest.NewSQLite(t), Config{})
 	require.NoError(t, g.w.Start(g.ctx))
 	t.Cleanup(g.w.Stop)
 	require.Error(t, g.w.Start(g.ctx))

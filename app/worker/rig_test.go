@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
@@ -91,8 +92,8 @@ type oneModel struct{ m Model }
 
 func (o oneModel) Resolve(uuid.NullUUID) (Model, error) { return o.m, nil }
 
-// rig is a worker over a store that a test steps by hand.
-type rig struct {
+// fixture is a worker over a store that a test steps by hand.
+type fixture struct {
 	t        testing.TB
 	ctx      context.Context
 	store    store.Store
@@ -106,10 +107,11 @@ type rig struct {
 
 const rigActionTimeout = time.Minute
 
-func newRig(t testing.TB, s store.Store, cfg Config) *rig {
+// setupOn builds a fixture over s; nothing runs until the test steps it.
+func setupOn(t testing.TB, s store.Store, cfg Config) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	g := &rig{
+	g := &fixture{
 		t: t, ctx: ctx, store: s, pubsub: pubsub.NewMemory(),
 		clock:    clock.NewFake(time.Now().UTC().Truncate(time.Millisecond)),
 		provider: newFakeProvider(),
@@ -141,13 +143,13 @@ func leaseTimeoutIf(cfg Config) time.Duration {
 }
 
 // do applies fn as one transition bundle.
-func (g *rig) do(fn func(t *chatstate.Tx) error) {
+func (g *fixture) do(fn func(t *chatstate.Tx) error) {
 	g.t.Helper()
 	require.NoError(g.t, g.machine.Do(g.ctx, fn))
 }
 
 // create makes a chat; a non-empty text starts it running.
-func (g *rig) create(text string, tools ...sdk.DynamicTool) uuid.UUID {
+func (g *fixture) create(text string, tools ...sdk.DynamicTool) uuid.UUID {
 	g.t.Helper()
 	p := chatstate.CreateParams{OwnerID: g.owner, Title: "t", TitleSource: store.TitleSourceUser}
 	if text != "" {
@@ -167,8 +169,8 @@ func (g *rig) create(text string, tools ...sdk.DynamicTool) uuid.UUID {
 	return id
 }
 
-// acquire gives the chat to the rig's worker under a new runner id.
-func (g *rig) acquire(id uuid.UUID) (uuid.UUID, store.Chat) {
+// acquire gives the chat to the fixture's worker under a new runner id.
+func (g *fixture) acquire(id uuid.UUID) (uuid.UUID, store.Chat) {
 	g.t.Helper()
 	rid := uuid.New()
 	var c store.Chat
@@ -180,7 +182,18 @@ func (g *rig) acquire(id uuid.UUID) (uuid.UUID, store.Chat) {
 	return rid, c
 }
 
-func (g *rig) chat(id uuid.UUID) store.Chat {
+// seed brings a new chat into st with chatstatetest.Seed, acquired by the
+// rig's worker; it returns the chat and the runner id of the acquisition.
+func (g *fixture) seed(sp chatstatetest.Spec) (chatstatetest.Chat, uuid.UUID) {
+	g.t.Helper()
+	sp.Owner, sp.Worker = g.owner, g.w.id
+	if sp.Runner == uuid.Nil {
+		sp.Runner = uuid.New()
+	}
+	return chatstatetest.Seed(g.t, g.machine, g.store, sp), sp.Runner
+}
+
+func (g *fixture) chat(id uuid.UUID) store.Chat {
 	g.t.Helper()
 	var c store.Chat
 	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Reader) error {
@@ -193,7 +206,7 @@ func (g *rig) chat(id uuid.UUID) store.Chat {
 
 // peek reads a chat for a polled condition: it never fails the test (a
 // condition runs on another goroutine and may outlive the test).
-func (g *rig) peek(id uuid.UUID) store.Chat {
+func (g *fixture) peek(id uuid.UUID) store.Chat {
 	var c store.Chat
 	_ = g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error
@@ -203,9 +216,9 @@ func (g *rig) peek(id uuid.UUID) store.Chat {
 	return c
 }
 
-func (g *rig) event(id uuid.UUID) event { return eventFromChat(g.chat(id)) }
+func (g *fixture) event(id uuid.UUID) event { return eventFromChat(g.chat(id)) }
 
-func (g *rig) messages(id uuid.UUID) []store.Message {
+func (g *fixture) messages(id uuid.UUID) []store.Message {
 	g.t.Helper()
 	var ms []store.Message
 	require.NoError(g.t, g.store.ReadTx(g.ctx, func(tx store.Reader) error {
@@ -217,7 +230,7 @@ func (g *rig) messages(id uuid.UUID) []store.Message {
 }
 
 // peekMessages reads a chat's messages for a polled condition.
-func (g *rig) peekMessages(id uuid.UUID) []store.Message {
+func (g *fixture) peekMessages(id uuid.UUID) []store.Message {
 	var ms []store.Message
 	_ = g.store.ReadTx(g.ctx, func(tx store.Reader) error {
 		var err error
@@ -229,7 +242,7 @@ func (g *rig) peekMessages(id uuid.UUID) []store.Message {
 
 // runner returns a runner that the test drives by calling process; its
 // stop (a cleanup request) cancels the returned context.
-func (g *rig) runner(chatID, runnerID uuid.UUID) (*runner, context.Context) {
+func (g *fixture) runner(chatID, runnerID uuid.UUID) (*runner, context.Context) {
 	g.t.Helper()
 	r := newRunner(g.w, chatID, runnerID)
 	ctx, cancel := context.WithCancel(g.ctx)

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -20,14 +20,14 @@ import (
 // runner loop would and inspects the goroutines it keeps.
 func TestRunnerEventProcessing(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		setup := func(t *testing.T) *rig {
+		setup := func(t *testing.T) *fixture {
 			t.Parallel()
-			return newRig(t, newStore(t), Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
+			return setupOn(t, newStore(t), Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
 		}
 
 		// start acquires a running chat and processes its first event: the
 		// generation goroutine calls the provider, which blocks.
-		start := func(t *testing.T, g *rig, text string) (id uuid.UUID, r *runner, ctx context.Context, first event, call providerCall) {
+		start := func(t *testing.T, g *fixture, text string) (id uuid.UUID, r *runner, ctx context.Context, first event, call providerCall) {
 			id = g.create(text)
 			rid, c := g.acquire(id)
 			r, ctx = g.runner(id, rid)
@@ -58,12 +58,12 @@ func TestRunnerEventProcessing(t *testing.T) {
 		})
 
 		t.Run("2 ownership change asks for cleanup", func(t *testing.T) {
-			cases := map[string]func(g *rig, id uuid.UUID){
-				"another runner": func(g *rig, id uuid.UUID) { g.acquire(id) },
-				"abandoned": func(g *rig, id uuid.UUID) {
+			cases := map[string]func(g *fixture, id uuid.UUID){
+				"another runner": func(g *fixture, id uuid.UUID) { g.acquire(id) },
+				"abandoned": func(g *fixture, id uuid.UUID) {
 					g.do(func(t *chatstate.Tx) error { _, err := t.Abandon(id); return err })
 				},
-				"another worker": func(g *rig, id uuid.UUID) {
+				"another worker": func(g *fixture, id uuid.UUID) {
 					g.do(func(t *chatstate.Tx) error { _, err := t.Acquire(id, uuid.New(), uuid.New()); return err })
 				},
 			}
@@ -192,19 +192,10 @@ func TestRunnerEventProcessing(t *testing.T) {
 
 		t.Run("9 requires_action cancels the action after the deadline", func(t *testing.T) {
 			g := setup(t)
-			id := g.create("use the tool", sdk.DynamicTool{Name: "lookup"})
-			rid, _ := g.acquire(id)
-			call, err := chatstate.EncodeParts([]sdk.ChatMessagePart{{
-				Type: sdk.PartToolCall, ToolCallID: "call_1", ToolName: "lookup", Args: json.RawMessage(`{}`),
-			}})
-			require.NoError(t, err)
-			g.do(func(t *chatstate.Tx) error {
-				if _, err := t.CommitStep(id, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: call}}}); err != nil {
-					return err
-				}
-				_, err := t.EnterRequiresAction(id)
-				return err
+			seeded, rid := g.seed(chatstatetest.Spec{
+				State: chatstate.StateA0, DynamicTools: []sdk.DynamicTool{{Name: chatstatetest.ActionTool}},
 			})
+			id := seeded.ID
 			c := g.chat(id)
 			require.Equal(t, store.ChatStatusRequiresAction, c.Status)
 			require.NotNil(t, c.RequiresActionDeadlineAt)
@@ -227,24 +218,17 @@ func TestRunnerEventProcessing(t *testing.T) {
 			last := partsOf(t, ms[len(ms)-1])
 			require.Len(t, last, 1)
 			require.Equal(t, sdk.PartToolResult, last[0].Type)
-			require.Equal(t, "call_1", last[0].ToolCallID)
+			require.Equal(t, seeded.Call, last[0].ToolCallID)
 			require.True(t, last[0].IsError, "the call gets a synthetic cancellation")
 		})
 
 		t.Run("10 waiting or error abandons", func(t *testing.T) {
-			finish := map[string]func(t *chatstate.Tx, id uuid.UUID) error{
-				"waiting": func(t *chatstate.Tx, id uuid.UUID) error { _, err := t.FinishTurn(id); return err },
-				"error": func(t *chatstate.Tx, id uuid.UUID) error {
-					_, err := t.FinishError(id, sdk.ChatError{Message: "boom", Kind: sdk.ChatErrorGeneric})
-					return err
-				},
-			}
-			for name, fn := range finish {
+			finished := map[string]chatstate.State{"waiting": chatstate.StateW, "error": chatstate.StateE0}
+			for name, st := range finished {
 				t.Run(name, func(t *testing.T) {
 					g := setup(t)
-					id := g.create("hello")
-					rid, _ := g.acquire(id)
-					g.do(func(t *chatstate.Tx) error { return fn(t, id) })
+					seeded, rid := g.seed(chatstatetest.Spec{State: st})
+					id := seeded.ID
 					r, ctx := g.runner(id, rid)
 					r.process(ctx, g.event(id))
 					eventually(t, func() bool { return !g.peek(id).WorkerID.Valid }, "the %s chat is abandoned", name)
@@ -264,7 +248,7 @@ func TestRunnerEventProcessing(t *testing.T) {
 // can deliver the interrupt.
 func TestRunnerBootstrapMissesNoUpdate(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := newRig(t, newStore(t), Config{})
+		g := setupOn(t, newStore(t), Config{})
 		id := g.create("hello")
 		interrupted := make(chan error, 1)
 		g.w.deps.Pubsub = hookSubscriber{Subscriber: g.pubsub, before: func(channel string) {

@@ -26,7 +26,7 @@ func TestGeneratedTitleNeverOverridesAConcurrentUserTitle(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		s := newStore(t)
 		hooked := &titleRaceStore{Store: s}
-		g := newRig(t, hooked, Config{})
+		g := setupOn(t, hooked, Config{})
 		var id uuid.UUID
 		g.do(func(t *chatstate.Tx) error {
 			res, err := t.Create(chatstate.CreateParams{

@@ -20,7 +20,7 @@ func TestTitles(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		t.Run("fallback at once, generated in the background", func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, newStore(t), providers[0], nil)
+			e := setup(t, newStore(t), providers[0], nil)
 			e.titles.Enqueue(llmtest.TextChunks(`"Capital of`, ` France"`))
 			prompt := "What is the capital of France?\nAnswer in one word."
 			chat, err := e.c.CreateChat(e.ctx, sdk.CreateChatRequest{Content: sdk.Text(prompt)})
@@ -42,7 +42,7 @@ func TestTitles(t *testing.T) {
 
 		t.Run("a user title set meanwhile is never overridden", func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, newStore(t), providers[0], nil, func(cfg *app.Config) { cfg.Worker.TitleConcurrency = 1 })
+			e := setup(t, newStore(t), providers[0], nil, func(cfg *app.Config) { cfg.Worker.TitleConcurrency = 1 })
 			e.titles.Enqueue(llmtest.TextChunks("Generated one"), llmtest.TextChunks("Generated two"))
 			held := e.router.HoldTitle()
 			first, err := e.c.CreateChat(e.ctx, sdk.CreateChatRequest{Content: sdk.Text("first chat")})
