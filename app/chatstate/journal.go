@@ -37,11 +37,7 @@ var journalTransitions = map[store.JournalState][]store.JournalState{
 // JournalTransitions returns a copy of the journal table: from-state (with
 // JournalNone for "no entry yet") -> the states it may change to.
 func JournalTransitions() map[store.JournalState][]store.JournalState {
-	out := make(map[store.JournalState][]store.JournalState, len(journalTransitions))
-	for from, tos := range journalTransitions {
-		out[from] = slices.Clone(tos)
-	}
-	return out
+	return copyTable(journalTransitions)
 }
 
 // JournalAllowed reports whether a journal entry may change from one state

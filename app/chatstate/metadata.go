@@ -15,9 +15,9 @@ import (
 func MetadataAllowed(st State, mutates bool) error {
 	switch {
 	case st == StateInvalid:
-		return fmt.Errorf("change a chat in %s: %w", st, ErrInvalidState)
+		return fmt.Errorf("metadata change not allowed from %s: %w", st, ErrInvalidState)
 	case st.Archived() && mutates:
-		return fmt.Errorf("change a chat in %s: %w", st, ErrChatArchived)
+		return fmt.Errorf("metadata change not allowed from %s: %w", st, ErrChatArchived)
 	}
 	return nil
 }

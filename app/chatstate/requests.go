@@ -41,11 +41,7 @@ var requestTransitions = map[store.InvocationState][]store.InvocationState{
 // RequestTransitions returns a copy of the request table: from-state (with
 // RequestNone for "not claimed yet") -> the states it may change to.
 func RequestTransitions() map[store.InvocationState][]store.InvocationState {
-	out := make(map[store.InvocationState][]store.InvocationState, len(requestTransitions))
-	for from, tos := range requestTransitions {
-		out[from] = slices.Clone(tos)
-	}
-	return out
+	return copyTable(requestTransitions)
 }
 
 // RequestAllowed reports whether a request may change from one state to another.

@@ -288,10 +288,16 @@ func OwnershipTransitions() map[Ownership]map[Transition][]Ownership {
 func copyDiagram[S comparable](d map[S]map[Transition][]S) map[S]map[Transition][]S {
 	out := make(map[S]map[Transition][]S, len(d))
 	for from, trs := range d {
-		out[from] = make(map[Transition][]S, len(trs))
-		for tr, outs := range trs {
-			out[from][tr] = slices.Clone(outs)
-		}
+		out[from] = copyTable(trs)
+	}
+	return out
+}
+
+// copyTable deep-copies a from -> allowed-outputs table.
+func copyTable[K comparable, V any](t map[K][]V) map[K][]V {
+	out := make(map[K][]V, len(t))
+	for k, vs := range t {
+		out[k] = slices.Clone(vs)
 	}
 	return out
 }
