@@ -176,9 +176,10 @@ func (t *Tools) Reconcile(ctx context.Context, requestID uuid.UUID, review Revie
 	defer closePub()
 	m := chatstate.New(t.store, pub, machineConfig(t.cfg, sharedByReplicas(t.store), t.log, clock.Real{}))
 	return m.Do(ctx, func(tx *chatstate.Tx) error {
-		return tx.ReconcileRequest(requestID, chatstate.Reconciliation{
+		_, err := tx.ReconcileRequest(requestID, chatstate.Reconciliation{
 			Review: reviewJSON, Result: result, IsError: review.IsError,
 		})
+		return err
 	})
 }
 

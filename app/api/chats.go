@@ -341,7 +341,10 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 		title := strings.TrimSpace(*req.Title)
 		change.Title = &title
 	}
-	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error { return t.UpdateMetadata(id, change) })
+	_, err = s.transition(r, c, id, func(t *chatstate.Tx) error {
+		_, err := t.UpdateMetadata(id, change)
+		return err
+	})
 	if err != nil {
 		return err
 	}

@@ -103,9 +103,10 @@ func (f *fixture) markUnresolved(d *durable, calls ...string) error {
 
 func (f *fixture) reconcile(d *durable) error {
 	return f.m.Do(f.ctx, func(tx *chatstate.Tx) error {
-		return tx.ReconcileRequest(d.request, chatstate.Reconciliation{
+		_, err := tx.ReconcileRequest(d.request, chatstate.Reconciliation{
 			Review: json.RawMessage(`{"assessment":"ok"}`), Result: json.RawMessage(`{"reviewed":true}`),
 		})
+		return err
 	})
 }
 

@@ -44,26 +44,26 @@ func (c MetadataChange) mutates() bool {
 // archived chat accepts other changes only together with its unarchiving.
 // Only a change of archived is a transition; title, labels and pin are
 // written without one (and without touching updated_at).
-func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) error {
+func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) (Result, error) {
 	chat, st, err := t.Peek(chatID)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	if st == StateN {
-		return &notFoundError{what: "chat " + chatID.String()}
+		return Result{}, &notFoundError{what: "chat " + chatID.String()}
 	}
 	unarchive := c.Archived != nil && !*c.Archived
 	if err := MetadataAllowed(st, c.mutates() && !unarchive); err != nil {
-		return err
+		return Result{}, err
 	}
 	if c.Archived != nil && *c.Archived != chat.Archived {
 		if _, err := t.SetArchivedFamily(chatID, *c.Archived); err != nil {
-			return err
+			return Result{}, err
 		}
 	}
 	if c.Title != nil {
 		if _, err := t.WriteTitle(chatID, *c.Title, store.TitleSourceUser); err != nil {
-			return err
+			return Result{}, err
 		}
 	}
 	var p store.ChatPatch
@@ -73,11 +73,14 @@ func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) error {
 	if c.PinOrder != nil {
 		p.PinOrder = store.Some(*c.PinOrder)
 	}
-	if !p.Labels.Set && !p.PinOrder.Set {
-		return nil
+	if p.Labels.Set || p.PinOrder.Set {
+		if _, err := t.tx.ChatUpdate(t.ctx, chatID, p); err != nil {
+			return Result{}, fmt.Errorf("update metadata of chat %s: %w", chatID, err)
+		}
 	}
-	if _, err := t.tx.ChatUpdate(t.ctx, chatID, p); err != nil {
-		return fmt.Errorf("update metadata of chat %s: %w", chatID, err)
+	after, st, err := t.Peek(chatID)
+	if err != nil {
+		return Result{}, err
 	}
-	return nil
+	return Result{Chat: after, State: st}, nil
 }

@@ -51,7 +51,12 @@ func TestUpdateMetadata(t *testing.T) {
 				before := f.snap(t, id)
 				f.pub.take()
 				f.advance(time.Second)
-				err := f.m.Do(f.ctx, func(tx *chatstate.Tx) error { return tx.UpdateMetadata(id, change) })
+				var res chatstate.Result
+				err := f.m.Do(f.ctx, func(tx *chatstate.Tx) error {
+					var err error
+					res, err = tx.UpdateMetadata(id, change)
+					return err
+				})
 				after := f.snap(t, id)
 				switch {
 				case st == chatstate.StateN:
@@ -70,6 +75,8 @@ func TestUpdateMetadata(t *testing.T) {
 					require.Equal(t, before.Chat.SnapshotVersion, after.Chat.SnapshotVersion, "metadata is not a transition")
 					require.Equal(t, before.Chat.UpdatedAt, after.Chat.UpdatedAt, "metadata leaves updated_at")
 					require.Equal(t, before.State, after.State)
+					require.Equal(t, after.Chat, res.Chat, "the result is the committed row")
+					require.Equal(t, after.State, res.State)
 					require.Empty(t, f.pub.take(), "metadata publishes nothing")
 					return
 				}
@@ -83,7 +90,10 @@ func TestUpdateMetadata(t *testing.T) {
 			unarchive := false
 			c := change
 			c.Archived = &unarchive
-			f.do(t, func(tx *chatstate.Tx) error { return tx.UpdateMetadata(id, c) })
+			f.do(t, func(tx *chatstate.Tx) error {
+				_, err := tx.UpdateMetadata(id, c)
+				return err
+			})
 			after := f.snap(t, id)
 			require.Equal(t, chatstate.StateW, after.State)
 			require.Equal(t, title, after.Chat.Title)

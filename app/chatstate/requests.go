@@ -173,27 +173,27 @@ type Reconciliation struct {
 // its unresolved tool calls gets the reviewed result, and a chat still in
 // review resumes (the reviewed results complete the action; calls of the
 // turn that were never reviewed are answered as not run).
-func (t *Tx) ReconcileRequest(requestID uuid.UUID, r Reconciliation) error {
+func (t *Tx) ReconcileRequest(requestID uuid.UUID, r Reconciliation) (Result, error) {
 	inv, err := t.tx.InvocationGet(t.ctx, requestID)
 	if err != nil {
-		return fmt.Errorf("request %s: %w", requestID, err)
+		return Result{}, fmt.Errorf("request %s: %w", requestID, err)
 	}
 	// Lock the chat before touching the claim and the journal, in the
 	// order runners use, then re-read the claim under the lock.
 	_, st, err := t.LockState(inv.ChatID)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	if inv, err = t.tx.InvocationGet(t.ctx, requestID); err != nil {
-		return fmt.Errorf("request %s: %w", requestID, err)
+		return Result{}, fmt.Errorf("request %s: %w", requestID, err)
 	}
 	if !RequestAllowed(inv.State, store.InvocationReconciled) {
-		return &RequestTransitionError{RequestID: requestID, From: inv.State, To: store.InvocationReconciled,
+		return Result{}, &RequestTransitionError{RequestID: requestID, From: inv.State, To: store.InvocationReconciled,
 			Reason: "only unresolved requests are reconciled"}
 	}
 	entries, err := t.tx.JournalList(t.ctx, inv.ChatID, uuid.NullUUID{UUID: requestID, Valid: true})
 	if err != nil {
-		return fmt.Errorf("list journal of request %s: %w", requestID, err)
+		return Result{}, fmt.Errorf("list journal of request %s: %w", requestID, err)
 	}
 	reviewed := map[string]bool{}
 	now := t.now
@@ -205,20 +205,25 @@ func (t *Tx) ReconcileRequest(requestID uuid.UUID, r Reconciliation) error {
 		if _, err := t.changeJournal(e, store.JournalReconciled, store.JournalPatch{
 			Result: store.Some(r.Result), IsError: store.Some(r.IsError), CompletedAt: store.Some(&now),
 		}); err != nil {
-			return err
+			return Result{}, err
 		}
 	}
 	if _, err := t.changeRequest(requestID, inv.State, store.InvocationReconciled, store.InvocationPatch{
 		Review: store.Some(r.Review), CompletedAt: store.Some(&now),
 	}); err != nil {
-		return err
+		return Result{}, err
 	}
 	if st != StateA0 && st != StateA1 {
-		return nil // the chat moved on (or is gone): the review is recorded
+		// The chat moved on (or is gone): the review is recorded.
+		c, st, err := t.Peek(inv.ChatID)
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Chat: c, State: st}, nil
 	}
 	pending, err := t.OutstandingToolCalls(inv.ChatID)
 	if err != nil {
-		return err
+		return Result{}, err
 	}
 	var results []sdk.ToolResult
 	for _, c := range pending {
@@ -229,6 +234,5 @@ func (t *Tx) ReconcileRequest(requestID uuid.UUID, r Reconciliation) error {
 		out, _ := json.Marshal(map[string]string{"error": "not run: the request was reconciled by an operator"})
 		results = append(results, sdk.ToolResult{ToolCallID: c.ID, Output: out, IsError: true})
 	}
-	_, err = t.CompleteRequiresAction(inv.ChatID, results, uuid.NullUUID{})
-	return err
+	return t.CompleteRequiresAction(inv.ChatID, results, uuid.NullUUID{})
 }
