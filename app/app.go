@@ -53,6 +53,11 @@ type App struct {
 	replicaTok string
 	handler    http.Handler
 	firstToken string // printed once on a first start without a bootstrap token
+
+	// metrics is the registry, served to admins on the main address and,
+	// on MetricsAddr when set, to anyone (metricsAddr once listening).
+	metrics     *api.Metrics
+	metricsAddr net.Addr
 }
 
 // migrator is what both stores offer for schema migrations.
@@ -204,8 +209,13 @@ func (a *App) init(ctx context.Context) error {
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
-	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}, api.Deps{
-		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: api.NewMetrics(),
+	acfg := api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}
+	if err := a.webConfig(&acfg); err != nil {
+		return err
+	}
+	a.metrics = api.NewMetrics()
+	srv := api.New(acfg, api.Deps{
+		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
 		Clock: a.clock,
 	})
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
@@ -345,6 +355,12 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 			"login_url", "http://"+ln.Addr().String()+"/login#token="+a.firstToken, "api_token", a.firstToken)
 		a.firstToken = ""
 	}
+	stopMetrics, err := a.serveMetrics()
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	defer stopMetrics()
 	if ready != nil {
 		ready(ln.Addr())
 	}

@@ -69,6 +69,16 @@ type Config struct {
 	WebhookURL string
 	// Tools adds server-side tools (tests register their own).
 	Tools []tools.Tool
+
+	// CookieSecure is when the session cookie is Secure: auto (default:
+	// behind HTTPS), true or false.
+	CookieSecure string
+	// TrustedProxies lists the proxies (CIDRs or addresses, comma-separated)
+	// whose X-Forwarded-Proto is believed; none by default.
+	TrustedProxies string
+	// MetricsAddr, when set, serves /metrics there without auth (for
+	// scrapers); the main address serves it to admins only.
+	MetricsAddr string
 }
 
 // FromEnv returns a Config filled from the environment.
@@ -88,6 +98,9 @@ func FromEnv() Config {
 	c.RequiresActionTimeout, _ = time.ParseDuration(os.Getenv("CHATD_REQUIRES_ACTION_TIMEOUT"))
 	c.AdvertiseURL = os.Getenv("CHATD_ADVERTISE_URL")
 	c.WebhookURL = os.Getenv("CHATD_WEBHOOK_URL")
+	c.CookieSecure = os.Getenv("CHATD_COOKIE_SECURE")
+	c.TrustedProxies = os.Getenv("CHATD_TRUSTED_PROXIES")
+	c.MetricsAddr = os.Getenv("CHATD_METRICS_ADDR")
 	c.BuiltinTools, _ = strconv.ParseBool(os.Getenv("CHATD_BUILTIN_TOOLS"))
 	c.OpenAIAPIKey, c.OpenAIBaseURL = os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
 	c.AnthropicAPIKey, c.AnthropicBaseURL = os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")

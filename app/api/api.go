@@ -13,6 +13,8 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -38,8 +40,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxTextBytes caps the text of one message (413 TOO_LARGE beyond).
 	MaxTextBytes int
-	// SecureCookies marks the session cookie Secure (behind TLS).
-	SecureCookies bool
+	// CookieSecure says when the session cookie is marked Secure
+	// (CookieSecureAuto when empty: behind HTTPS).
+	CookieSecure CookieSecureMode
+	// TrustedProxies are the peers whose X-Forwarded-Proto is believed
+	// (for the Secure cookie and the forgery check's own origin).
+	TrustedProxies []netip.Prefix
 }
 
 // Models is the configured model list; the API validates model ids with it.
@@ -81,6 +87,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if cfg.MaxTextBytes == 0 {
 		cfg.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if cfg.CookieSecure == "" {
+		cfg.CookieSecure = CookieSecureAuto
 	}
 	if deps.Log == nil {
 		deps.Log = slog.Default()
@@ -132,13 +141,76 @@ func (s *Server) routes() {
 	}
 	s.mux.Handle("GET /healthz", s.instrument("GET /healthz", s.handle(s.healthz)))
 	if s.deps.Metrics != nil {
-		s.mux.Handle("GET /metrics", s.deps.Metrics.Handler())
+		// On the main address only admins read metrics; scrapers get their
+		// own address without auth (app's MetricsAddr, MetricsHandler).
+		metrics := s.deps.Metrics.Handler()
+		s.mux.Handle("GET /metrics", s.handle(s.authed(func(w http.ResponseWriter, r *http.Request, c *caller) error {
+			if !c.user.Admin {
+				return errAdminOnly
+			}
+			metrics.ServeHTTP(w, r)
+			return nil
+		})))
 	}
 }
 
-// ServeHTTP serves the API.
+// ServeHTTP serves the API. Before routing it sets the headers every
+// answer carries, refuses forged cross-site state changes (csrf.go) and
+// answers a known path with the wrong method 405 in JSON.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	secureHeaders(w, r)
+	if err := s.checkForgery(r); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if allow := s.allowedMethods(r); allow != nil {
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		s.writeError(w, r, errMethodNotAllowed(r.Method, allow))
+		return
+	}
 	s.mux.ServeHTTP(w, r)
+}
+
+// secureHeaders sets what every answer carries: no content sniffing, and
+// Connection: close after a request with a Transfer-Encoding. net/http
+// drops the Content-Length of a request that has both (RFC 9112 6.1:
+// a possible smuggling attempt, after which the server must close the
+// connection), and a handler cannot tell that it had one, so every such
+// connection closes; the few clients that stream request bodies only lose
+// keep-alive.
+func secureHeaders(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("X-Content-Type-Options", "nosniff")
+	if len(r.TransferEncoding) > 0 {
+		h.Set("Connection", "close")
+	}
+}
+
+// fallbacks are the catch-all patterns: the UI's and the API's JSON 404.
+var fallbacks = map[string]bool{"/": true, "/api/v2/": true, "/api/experimental/": true}
+
+// routeMethods are the methods tried to tell a 405 from a 404.
+var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowedMethods returns the methods r's path has a route for when r's own
+// method has none (nil otherwise). The catch-all patterns hide the mux's
+// own 405 (a plain-text one), so it is decided here.
+func (s *Server) allowedMethods(r *http.Request) []string {
+	if _, pattern := s.mux.Handler(r); !fallbacks[pattern] {
+		return nil
+	}
+	var allow []string
+	for _, m := range routeMethods {
+		if m == r.Method {
+			continue
+		}
+		probe := r.Clone(r.Context())
+		probe.Method = m
+		if _, pattern := s.mux.Handler(probe); !fallbacks[pattern] {
+			allow = append(allow, m)
+		}
+	}
+	return allow
 }
 
 // healthz answers 503 with its own body when the database does not answer.

@@ -24,25 +24,27 @@ func (c *caller) owns(chat store.Chat) bool {
 }
 
 // requestToken finds the token: Authorization: Bearer, then
-// Coder-Session-Token, then the session cookie.
-func requestToken(r *http.Request) string {
+// Coder-Session-Token, then the session cookie. fromCookie reports that it
+// is the cookie's, which the forgery check (csrf.go) guards.
+func requestToken(r *http.Request) (token string, fromCookie bool) {
 	if h := r.Header.Get("Authorization"); h != "" {
 		if scheme, tok, ok := strings.Cut(h, " "); ok && strings.EqualFold(scheme, "Bearer") {
-			return strings.TrimSpace(tok)
+			return strings.TrimSpace(tok), false
 		}
 	}
 	if tok := r.Header.Get("Coder-Session-Token"); tok != "" {
-		return tok
+		return tok, false
 	}
 	if c, err := r.Cookie(SessionCookie); err == nil {
-		return c.Value
+		return c.Value, true
 	}
-	return ""
+	return "", false
 }
 
 // Authenticate resolves the request's user (exported for the stream and UI).
 func (s *Server) Authenticate(r *http.Request) (store.User, error) {
-	return auth.Authenticate(r.Context(), s.deps.Store, requestToken(r))
+	tok, _ := requestToken(r)
+	return auth.Authenticate(r.Context(), s.deps.Store, tok)
 }
 
 // authed wraps a handler that needs a user; it also caps the body.
@@ -75,7 +77,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: session, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: s.cfg.SecureCookies, MaxAge: 30 * 24 * 3600,
+		SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r), MaxAge: 30 * 24 * 3600,
 	})
 	writeJSON(w, http.StatusOK, toUser(u))
 	return nil
@@ -90,7 +92,7 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	}
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: "", Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: s.cfg.SecureCookies, MaxAge: -1,
+		SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r), MaxAge: -1,
 	})
 	w.WriteHeader(http.StatusNoContent)
 	return nil

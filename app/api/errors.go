@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
@@ -33,7 +34,13 @@ func validation(field, detail string) *apiError {
 var (
 	errNotFoundRoute = newError(http.StatusNotFound, sdk.CodeNotFound, "No such API route.", "")
 	errChatNotFound  = newError(http.StatusNotFound, sdk.CodeNotFound, "Chat not found.", "")
+	errAdminOnly     = newError(http.StatusForbidden, sdk.CodeForbidden, "Only an admin may do this.", "")
 )
+
+func errMethodNotAllowed(method string, allow []string) *apiError {
+	return newError(http.StatusMethodNotAllowed, sdk.CodeMethodNotAllowed, "Method not allowed.",
+		method+" is not allowed here; allowed: "+strings.Join(allow, ", "))
+}
 
 // handlerFunc is an API handler. It writes its own successful answer and
 // returns any failure, which handle writes; after an error it has written

@@ -341,7 +341,10 @@ func TestHealthMetricsModels(t *testing.T) {
 		_, err = h.alice.Chat(h.ctx, uuid.New())
 		requireAPIError(t, err, http.StatusNotFound, sdk.CodeNotFound)
 
-		r = h.raw(t, "GET", "/metrics", nil)
+		// /metrics is for admins on the main address.
+		requireJSONError(t, h.raw(t, "GET", "/metrics", nil), http.StatusUnauthorized, sdk.CodeUnauthorized)
+		requireJSONError(t, h.raw(t, "GET", "/metrics", nil, "Authorization", "Bearer "+h.aliceToken), http.StatusForbidden, sdk.CodeForbidden)
+		r = h.raw(t, "GET", "/metrics", nil, "Authorization", "Bearer "+h.adminToken)
 		require.Equal(t, http.StatusOK, r.status)
 		metrics := string(r.body)
 		require.Contains(t, metrics, "chatd_http_requests_total")

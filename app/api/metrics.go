@@ -40,6 +40,25 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{})
 }
 
+// ScrapeHandler serves the metrics without auth, for a separate address
+// that only scrapers reach: GET /metrics, and JSON errors for the rest.
+func (m *Metrics) ScrapeHandler() http.Handler {
+	metrics := m.Handler()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		secureHeaders(w, r)
+		switch {
+		case r.URL.Path != "/metrics":
+			writeJSON(w, http.StatusNotFound, errNotFoundRoute.resp)
+		case r.Method != http.MethodGet && r.Method != http.MethodHead:
+			w.Header().Set("Allow", "GET, HEAD")
+			e := errMethodNotAllowed(r.Method, []string{http.MethodGet, http.MethodHead})
+			writeJSON(w, e.status, e.resp)
+		default:
+			metrics.ServeHTTP(w, r)
+		}
+	})
+}
+
 type statusRecorder struct {
 	http.ResponseWriter
 	status int

@@ -315,9 +315,11 @@ func (w *writer) write(ctx context.Context, events []sdk.ChatStreamEvent) error 
 // HandleStream is GET /chats/{chat}/stream after authentication: allowed
 // reports whether the caller may see the chat (404 otherwise).
 func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uuid.UUID) {
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	rw := &refusal{ResponseWriter: w}
+	conn, err := websocket.Accept(rw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
-		return // Accept already answered (e.g. a bad Origin)
+		rw.answer() // the library's refusal (e.g. a bad Origin), as JSON
+		return
 	}
 	defer conn.CloseNow()
 	s.serveTracked(r.Context(), func(ctx context.Context) {
@@ -338,8 +340,10 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 // HandleParts is GET /chats/{chat}/stream/parts for replicas: the peer
 // must present this replica's token.
 func (s *Server) HandleParts(w http.ResponseWriter, r *http.Request, chatID uuid.UUID) {
-	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
+	rw := &refusal{ResponseWriter: w}
+	conn, err := websocket.Accept(rw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
+		rw.answer() // the library's refusal (e.g. a bad Origin), as JSON
 		return
 	}
 	defer conn.CloseNow()

@@ -14,6 +14,9 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg := app.FromEnv()
 	fs.StringVar(&cfg.Addr, "addr", envDefault("CHATD_ADDR", app.DefaultAddr), "listen address (CHATD_ADDR)")
 	fs.StringVar(&cfg.DB, "db", envDefault("CHATD_DB", app.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
+	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve /metrics without auth on this address; off when empty (CHATD_METRICS_ADDR)")
+	fs.StringVar(&cfg.CookieSecure, "cookie-secure", envDefault("CHATD_COOKIE_SECURE", "auto"), "session cookie Secure: auto (behind HTTPS), true or false (CHATD_COOKIE_SECURE)")
+	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", cfg.TrustedProxies, "comma-separated CIDRs of proxies whose X-Forwarded-Proto is trusted (CHATD_TRUSTED_PROXIES)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
