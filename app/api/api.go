@@ -196,7 +196,8 @@ var routeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 // method has none (nil otherwise). The catch-all patterns hide the mux's
 // own 405 (a plain-text one), so it is decided here.
 func (s *Server) allowedMethods(r *http.Request) []string {
-	if _, pattern := s.mux.Handler(r); !fallbacks[pattern] {
+	_, pattern := s.mux.Handler(r)
+	if !fallbacks[pattern] {
 		return nil
 	}
 	var allow []string
@@ -209,6 +210,12 @@ func (s *Server) allowedMethods(r *http.Request) []string {
 		if _, pattern := s.mux.Handler(probe); !fallbacks[pattern] {
 			allow = append(allow, m)
 		}
+	}
+	if allow == nil && pattern == "/" && r.Method != http.MethodGet && r.Method != http.MethodHead &&
+		r.URL.Path != "/api" && !strings.HasPrefix(r.URL.Path, "/api/") {
+		// The UI (the app's "/") answers its pages and files to GET and
+		// HEAD only.
+		allow = []string{http.MethodGet, http.MethodHead}
 	}
 	return allow
 }

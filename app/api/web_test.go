@@ -302,6 +302,9 @@ func TestEveryErrorIsJSON(t *testing.T) {
 		{"GET", chat + "/interrupt", "POST"},
 		{"GET", "/api/v2/auth/login", "POST"},
 		{"OPTIONS", "/api/v2/chats", "GET, HEAD, POST"},
+		{"POST", "/", "GET, HEAD"},
+		{"DELETE", "/login", "GET, HEAD"},
+		{"PUT", "/js/app.js", "GET, HEAD"},
 	}
 	for _, m := range methods {
 		r := h.raw(t, m.method, m.path, nil, bearer...)
@@ -310,6 +313,8 @@ func TestEveryErrorIsJSON(t *testing.T) {
 	}
 	requireJSONError(t, h.raw(t, "GET", "/api/v2/nowhere", nil, bearer...), http.StatusNotFound, sdk.CodeNotFound)
 	requireJSONError(t, h.raw(t, "POST", "/api/v2/nowhere", nil, bearer...), http.StatusNotFound, sdk.CodeNotFound)
+	requireJSONError(t, h.raw(t, "POST", "/api/nowhere", nil, bearer...), http.StatusNotFound, sdk.CodeNotFound)
+	requireJSONError(t, h.raw(t, "POST", "/api", nil, bearer...), http.StatusNotFound, sdk.CodeNotFound)
 
 	upgrade := []string{"Connection", "Upgrade", "Upgrade", "websocket", "Sec-WebSocket-Version", "13",
 		"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}
