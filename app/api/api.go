@@ -7,7 +7,8 @@
 // Files by resource: chats.go (create, list, get, update, delete),
 // messages.go (list, send, edit), queue.go (queued messages), actions.go
 // (interrupt, tool results, compaction, clear, reconcile), models.go,
-// requests.go (durable request claims and lookup), auth.go (users, login).
+// requests.go (durable request claims and lookup), auth.go (users, login),
+// csrf.go (the cross-site check, the Secure cookie, trusted proxies).
 package api
 
 import (
