@@ -154,7 +154,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 // with isolated stores). Close closes the store.
 func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer) (*App, error) {
 	cfg = cfg.withDefaults()
-	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), clock: clock.Real{}, store: s}
+	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), clock: cfg.Clock, store: s}
+	if a.clock == nil {
+		a.clock = clock.Real{}
+	}
 	if err := a.init(ctx); err != nil {
 		if a.closePub != nil {
 			a.closePub()
@@ -204,7 +207,7 @@ func (a *App) init(ctx context.Context) error {
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
-	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}, api.Deps{
+	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes, Limits: a.cfg.Limits}, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: api.NewMetrics(),
 		Clock: a.clock,
 	})

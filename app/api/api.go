@@ -13,6 +13,7 @@ package api
 import (
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -30,6 +31,8 @@ const (
 	MaxListLimit          = 500
 	DefaultMessagesLimit  = 100
 	DefaultFallbackLength = 60
+	// MaxQueryLen caps the chat list's q search, in characters.
+	MaxQueryLen = 1000
 )
 
 // Config holds the API's limits. Zero values take the Defaults.
@@ -40,6 +43,9 @@ type Config struct {
 	MaxTextBytes int
 	// SecureCookies marks the session cookie Secure (behind TLS).
 	SecureCookies bool
+	// Limits are the per-user rates and quotas (limits.go); zero fields
+	// are unlimited.
+	Limits Limits
 }
 
 // Models is the configured model list; the API validates model ids with it.
@@ -69,9 +75,10 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg  Config
-	deps Deps
-	mux  *http.ServeMux
+	cfg    Config
+	deps   Deps
+	mux    *http.ServeMux
+	guards *guards
 }
 
 // New builds the API handler.
@@ -88,7 +95,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Clock == nil {
 		deps.Clock = clock.Real{}
 	}
-	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), guards: newGuards(cfg.Limits, deps.Clock)}
 	s.routes()
 	return s
 }
@@ -99,7 +106,7 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 func (s *Server) routes() {
 	chat := func(method, path string, h func(http.ResponseWriter, *http.Request, *caller) error) {
 		for _, prefix := range []string{"/api/v2", "/api/experimental"} {
-			s.mux.Handle(method+" "+prefix+path, s.instrument(method+" /api/*"+path, s.handle(s.authed(h))))
+			s.mux.Handle(method+" "+prefix+path, s.instrument(method+" /api/*"+path, s.handle(s.authed(s.limitWrites(h)))))
 		}
 	}
 	chat("POST", "/chats", s.createChat)
@@ -123,7 +130,7 @@ func (s *Server) routes() {
 	chat("GET", "/requests/{request_id}", s.lookupRequest)
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
-		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.login)))
+		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.limitLogins(s.login))))
 		s.mux.Handle("POST "+prefix+"/auth/logout", s.instrument("POST /api/*/auth/logout", s.handle(s.logout)))
 		// Unknown API paths answer JSON, not the UI's index page.
 		s.mux.Handle(prefix+"/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
@@ -141,7 +148,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
-// healthz answers 503 with its own body when the database does not answer.
+// healthz answers 503 with its own body when the database does not answer,
+// and while a write refused for a full disk is recent (healthStorageWindow).
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	err := s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		_, err := tx.UserCount(r.Context())
@@ -150,6 +158,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		s.deps.Log.Warn("health check failed", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "message": "the database does not answer; see the server log"})
+		return nil
+	}
+	if at, full := s.guards.storageFullSince(); full {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "storage_full", "database": s.deps.Store.Dialect(),
+			"message": "a write failed at " + at.UTC().Format(time.RFC3339) + " because the storage is full; free space"})
 		return nil
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": s.deps.Store.Dialect()})
@@ -170,6 +183,11 @@ func (s *Server) HandleChatStream(path string, h func(w http.ResponseWriter, r *
 			if err != nil {
 				return err
 			}
+			release, err := s.acquireStream(u.ID)
+			if err != nil {
+				return err
+			}
+			defer release()
 			err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 				_, err := s.readChat(r.Context(), &caller{user: u}, tx, id)
 				return err
