@@ -74,7 +74,7 @@ type sharedPubsub = interface {
 // (Postgres LISTEN/NOTIFY). A store without it gets the in-process pubsub,
 // which is enough because only one process may open it.
 type pubsubProvider interface {
-	OpenPubsub(ctx context.Context) (sharedPubsub, error)
+	OpenPubsub(ctx context.Context, log *slog.Logger) (sharedPubsub, error)
 }
 
 // replicated is a store that several replicas may share. They then hold
@@ -92,12 +92,12 @@ func sharedByReplicas(s store.Store) bool {
 
 // openPubsub returns the pubsub for s: the store's own when it reaches
 // other processes, the in-process one otherwise. stop stops it.
-func openPubsub(ctx context.Context, s store.Store) (ps pubsub.Pubsub, stop func(), err error) {
+func openPubsub(ctx context.Context, s store.Store, log *slog.Logger) (ps pubsub.Pubsub, stop func(), err error) {
 	p, ok := s.(pubsubProvider)
 	if !ok {
 		return pubsub.NewMemory(), func() {}, nil
 	}
-	shared, err := p.OpenPubsub(ctx)
+	shared, err := p.OpenPubsub(ctx, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the store's pubsub: %w", err)
 	}
@@ -179,7 +179,7 @@ func (a *App) init(ctx context.Context) error {
 			return fmt.Errorf("model %s/%s: provider %q is not configured (set its API key or base URL)", m.Provider, m.Model, m.Provider)
 		}
 	}
-	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store); err != nil {
+	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store, a.log); err != nil {
 		return err
 	}
 	leases := sharedByReplicas(a.store)
