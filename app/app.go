@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -218,10 +219,7 @@ func (a *App) init(ctx context.Context) error {
 		Locator: locator{a}, Log: a.log, Clock: a.clock,
 	})
 	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
-	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, func(r *http.Request) bool {
-		tok := r.Header.Get(stream.ReplicaTokenHeader)
-		return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.replicaTok)) == 1
-	})
+	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, a.isReplica)
 	webUI, err := ui.New(web.Files())
 	if err != nil {
 		return err
@@ -229,6 +227,29 @@ func (a *App) init(ctx context.Context) error {
 	srv.Handle("/", webUI) // API routes are more specific and keep precedence
 	a.handler = srv
 	return nil
+}
+
+// replicaTokenHash is the stored form of a replica token.
+func replicaTokenHash(token string) string { return hex.EncodeToString(auth.Hash(token)) }
+
+// isReplica reports whether r comes from a registered replica: it names its
+// worker and presents the token whose hash that worker published.
+func (a *App) isReplica(r *http.Request) bool {
+	worker, err := uuid.Parse(r.Header.Get(stream.ReplicaWorkerHeader))
+	tok := r.Header.Get(stream.ReplicaTokenHeader)
+	if err != nil || tok == "" || len(tok) > 512 || !sharedByReplicas(a.store) {
+		return false
+	}
+	var rep store.Replica
+	err = a.store.ReadTx(r.Context(), func(tx store.Reader) error {
+		var err error
+		rep, err = tx.ReplicaGet(r.Context(), worker)
+		return err
+	})
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(replicaTokenHash(tok)), []byte(rep.TokenHash)) == 1
 }
 
 // titles is the title generator, none without a worker.
@@ -243,6 +264,8 @@ func (a *App) titles() api.TitleGenerator {
 type locator struct{ a *App }
 
 func (l locator) Local() uuid.UUID { return l.a.worker.ID() }
+
+func (l locator) Token() string { return l.a.replicaTok }
 
 func (l locator) Replica(ctx context.Context, workerID uuid.UUID) (store.Replica, error) {
 	var r store.Replica
@@ -286,7 +309,7 @@ func (a *App) Start(ctx context.Context) error {
 	if sharedByReplicas(a.store) {
 		err := a.store.InTx(ctx, func(tx store.Tx) error {
 			return tx.ReplicaUpsert(ctx, store.Replica{
-				WorkerID: a.worker.ID(), Address: a.cfg.AdvertiseURL, Token: a.replicaTok, UpdatedAt: a.clock.Now(),
+				WorkerID: a.worker.ID(), Address: a.cfg.AdvertiseURL, TokenHash: replicaTokenHash(a.replicaTok), UpdatedAt: a.clock.Now(),
 			})
 		})
 		if err != nil {

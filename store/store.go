@@ -649,7 +649,9 @@ type JournalPatch struct {
 type Replica struct {
 	WorkerID  uuid.UUID
 	Address   string // base URL, e.g. http://10.0.0.5:8080
-	Token     string // presented by other replicas on the parts endpoint
+	// TokenHash is the hex SHA-256 of the token this replica presents on
+	// the others' parts endpoints; the token itself is never stored.
+	TokenHash string
 	UpdatedAt time.Time
 }
 
