@@ -647,8 +647,8 @@ type JournalPatch struct {
 
 // Replica is where a worker's parts endpoint can be reached.
 type Replica struct {
-	WorkerID  uuid.UUID
-	Address   string // base URL, e.g. http://10.0.0.5:8080
+	WorkerID uuid.UUID
+	Address  string // base URL, e.g. http://10.0.0.5:8080
 	// TokenHash is the hex SHA-256 of the token this replica presents on
 	// the others' parts endpoints; the token itself is never stored.
 	TokenHash string
