@@ -238,13 +238,14 @@ func TestInProgressNamesTheChat(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		d := setup(t, newStore)
+		// A title keeps the title generator from taking the hanging reply.
 		hang := llmtest.Hang()
 		d.llm.Enqueue(hang)
 		id := uuid.New()
-		created, err := d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Content: sdk.Text("slow"), RequestID: &id})
+		created, err := d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "slow", Content: sdk.Text("slow"), RequestID: &id})
 		require.NoError(t, err)
 		<-hang.Started()
-		_, err = d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Content: sdk.Text("slow"), RequestID: &id})
+		_, err = d.alice.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "slow", Content: sdk.Text("slow"), RequestID: &id})
 		e := requireCode(t, err, http.StatusConflict, sdk.CodeInvocationInProgress)
 		require.NotNil(t, e.ChatID)
 		require.Equal(t, created.ID, *e.ChatID)
@@ -252,7 +253,7 @@ func TestInProgressNamesTheChat(t *testing.T) {
 		require.NoError(t, err)
 
 		// Another caller learns nothing.
-		_, err = d.bob.CreateChat(d.ctx, sdk.CreateChatRequest{Content: sdk.Text("slow"), RequestID: &id})
+		_, err = d.bob.CreateChat(d.ctx, sdk.CreateChatRequest{Title: "slow", Content: sdk.Text("slow"), RequestID: &id})
 		e = requireCode(t, err, http.StatusConflict, sdk.CodeInvocationConflict)
 		require.Nil(t, e.ChatID)
 	})

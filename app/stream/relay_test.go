@@ -312,7 +312,7 @@ func TestServeParts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), relayWait)
 	defer cancel()
 	url := "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/api/v2/chats/" + chatID.String() + "/stream/parts"
-	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{ReplicaTokenHeader: {"peer-token"}}})
+	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{ReplicaWorkerHeader: {uuid.NewString()}, ReplicaTokenHeader: {localToken}}})
 	require.NoError(t, err)
 	defer conn.CloseNow()
 	read := func(n int) string {
