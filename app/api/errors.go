@@ -90,7 +90,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// The client went away; nobody reads this answer.
 		ae = newError(499, sdk.CodeInternal, "Request cancelled.", "")
 	case errors.Is(err, store.ErrStorageFull):
-		s.guards.noteStorageFull()
+		if s.guards.noteStorageFull() {
+			s.deps.Log.Error("storage full: writes fail until space is freed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
 		ae = newError(http.StatusServiceUnavailable, sdk.CodeStorageFull,
 			"The server's storage is full; nothing was saved. Retry once an operator has freed space.", err.Error())
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):

@@ -1,12 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 func TestStorageFull(t *testing.T) {
 	t.Parallel()
 	fake := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	s := New(Config{}, Deps{Store: dbtest.NewSQLite(t), Clock: fake, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	var logs bytes.Buffer
+	s := New(Config{}, Deps{Store: dbtest.NewSQLite(t), Clock: fake, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	health := func() (int, map[string]string) {
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
@@ -38,12 +40,15 @@ func TestStorageFull(t *testing.T) {
 	h := s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		return fmt.Errorf("commit: %w", fmt.Errorf("%w: database or disk is full", store.ErrStorageFull))
 	})
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v2/chats", nil))
-	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
-	var resp sdk.Response
-	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
-	require.Equal(t, sdk.CodeStorageFull, resp.Code)
+	for range 2 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v2/chats", nil))
+		require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+		var resp sdk.Response
+		require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &resp))
+		require.Equal(t, sdk.CodeStorageFull, resp.Code)
+	}
+	require.Equal(t, 1, strings.Count(logs.String(), "msg=\"storage full"), "told once: %s", logs.String())
 
 	code, body = health()
 	require.Equal(t, http.StatusServiceUnavailable, code)

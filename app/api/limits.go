@@ -171,11 +171,16 @@ func newGuards(l Limits, c clock.Clock) *guards {
 	}
 }
 
-// noteStorageFull records a write refused because the disk is full.
-func (g *guards) noteStorageFull() {
+// noteStorageFull records a write refused because the disk is full. It
+// reports whether this starts a new report (none within the window), so
+// the operator is told once, not on every refused write.
+func (g *guards) noteStorageFull() (first bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.storageFull = g.clock.Now()
+	now := g.clock.Now()
+	first = g.storageFull.IsZero() || now.Sub(g.storageFull) >= healthStorageWindow
+	g.storageFull = now
+	return first
 }
 
 // storageFullSince reports the last storage-full failure when it is recent
