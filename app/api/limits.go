@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"net"
@@ -217,7 +218,8 @@ func errLimitReached(detail string) error {
 
 // setRetryAfter adds Retry-After to a rate-limited answer.
 func setRetryAfter(w http.ResponseWriter, err error) {
-	if rl, ok := err.(*rateLimited); ok {
+	var rl *rateLimited
+	if errors.As(err, &rl) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(rl.retryAfter/time.Second)))
 	}
 }
