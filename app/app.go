@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -79,7 +80,7 @@ type sharedPubsub = interface {
 // (Postgres LISTEN/NOTIFY). A store without it gets the in-process pubsub,
 // which is enough because only one process may open it.
 type pubsubProvider interface {
-	OpenPubsub(ctx context.Context) (sharedPubsub, error)
+	OpenPubsub(ctx context.Context, log *slog.Logger) (sharedPubsub, error)
 }
 
 // replicated is a store that several replicas may share. They then hold
@@ -97,12 +98,12 @@ func sharedByReplicas(s store.Store) bool {
 
 // openPubsub returns the pubsub for s: the store's own when it reaches
 // other processes, the in-process one otherwise. stop stops it.
-func openPubsub(ctx context.Context, s store.Store) (ps pubsub.Pubsub, stop func(), err error) {
+func openPubsub(ctx context.Context, s store.Store, log *slog.Logger) (ps pubsub.Pubsub, stop func(), err error) {
 	p, ok := s.(pubsubProvider)
 	if !ok {
 		return pubsub.NewMemory(), func() {}, nil
 	}
-	shared, err := p.OpenPubsub(ctx)
+	shared, err := p.OpenPubsub(ctx, log)
 	if err != nil {
 		return nil, nil, fmt.Errorf("start the store's pubsub: %w", err)
 	}
@@ -159,7 +160,10 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 // with isolated stores). Close closes the store.
 func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer) (*App, error) {
 	cfg = cfg.withDefaults()
-	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), clock: clock.Real{}, store: s}
+	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), clock: cfg.Clock, store: s}
+	if a.clock == nil {
+		a.clock = clock.Real{}
+	}
 	if err := a.init(ctx); err != nil {
 		if a.closePub != nil {
 			a.closePub()
@@ -181,7 +185,7 @@ func (a *App) init(ctx context.Context) error {
 			return fmt.Errorf("model %s/%s: provider %q is not configured (set its API key or base URL)", m.Provider, m.Model, m.Provider)
 		}
 	}
-	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store); err != nil {
+	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store, a.log); err != nil {
 		return err
 	}
 	leases := sharedByReplicas(a.store)
@@ -209,7 +213,7 @@ func (a *App) init(ctx context.Context) error {
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
-	acfg := api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}
+	acfg := api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes, Limits: a.cfg.Limits}
 	if err := a.webConfig(&acfg); err != nil {
 		return err
 	}
@@ -225,10 +229,7 @@ func (a *App) init(ctx context.Context) error {
 		Locator: locator{a}, Log: a.log, Clock: a.clock,
 	})
 	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
-	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, func(r *http.Request) bool {
-		tok := r.Header.Get(stream.ReplicaTokenHeader)
-		return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.replicaTok)) == 1
-	})
+	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, a.isReplica)
 	webUI, err := ui.New(web.Files())
 	if err != nil {
 		return err
@@ -236,6 +237,29 @@ func (a *App) init(ctx context.Context) error {
 	srv.Handle("/", webUI) // API routes are more specific and keep precedence
 	a.handler = srv
 	return nil
+}
+
+// replicaTokenHash is the stored form of a replica token.
+func replicaTokenHash(token string) string { return hex.EncodeToString(auth.Hash(token)) }
+
+// isReplica reports whether r comes from a registered replica: it names its
+// worker and presents the token whose hash that worker published.
+func (a *App) isReplica(r *http.Request) bool {
+	worker, err := uuid.Parse(r.Header.Get(stream.ReplicaWorkerHeader))
+	tok := r.Header.Get(stream.ReplicaTokenHeader)
+	if err != nil || tok == "" || len(tok) > 512 || !sharedByReplicas(a.store) {
+		return false
+	}
+	var rep store.Replica
+	err = a.store.ReadTx(r.Context(), func(tx store.Reader) error {
+		var err error
+		rep, err = tx.ReplicaGet(r.Context(), worker)
+		return err
+	})
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(replicaTokenHash(tok)), []byte(rep.TokenHash)) == 1
 }
 
 // titles is the title generator, none without a worker.
@@ -250,6 +274,8 @@ func (a *App) titles() api.TitleGenerator {
 type locator struct{ a *App }
 
 func (l locator) Local() uuid.UUID { return l.a.worker.ID() }
+
+func (l locator) Token() string { return l.a.replicaTok }
 
 func (l locator) Replica(ctx context.Context, workerID uuid.UUID) (store.Replica, error) {
 	var r store.Replica
@@ -293,7 +319,7 @@ func (a *App) Start(ctx context.Context) error {
 	if sharedByReplicas(a.store) {
 		err := a.store.InTx(ctx, func(tx store.Tx) error {
 			return tx.ReplicaUpsert(ctx, store.Replica{
-				WorkerID: a.worker.ID(), Address: a.cfg.AdvertiseURL, Token: a.replicaTok, UpdatedAt: a.clock.Now(),
+				WorkerID: a.worker.ID(), Address: a.cfg.AdvertiseURL, TokenHash: replicaTokenHash(a.replicaTok), UpdatedAt: a.clock.Now(),
 			})
 		})
 		if err != nil {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/chatd/chatd/app/api"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 )
@@ -44,6 +46,13 @@ type Config struct {
 	MaxTextBytes int
 	// RequiresActionTimeout is how long dynamic tool calls wait (default 5m).
 	RequiresActionTimeout time.Duration
+	// Limits are the per-user rates and quotas. Unlike the other fields,
+	// zero means unlimited here (tests, benchmarks); FromEnv fills in the
+	// api.Default... values for variables that are unset.
+	Limits api.Limits
+	// Clock is the app's one time source; clock.Real when nil (tests pass
+	// a clock.Fake).
+	Clock clock.Clock
 
 	// Providers. OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM
 	// Studio) take OpenAIBaseURL.
@@ -109,7 +118,25 @@ func FromEnv() Config {
 	c.Worker.MaxRetries, _ = strconv.Atoi(os.Getenv("CHATD_MAX_GENERATION_RETRIES"))
 	c.Worker.MaxSteps, _ = strconv.Atoi(os.Getenv("CHATD_MAX_STEPS_PER_TURN"))
 	c.Worker.CompactThresholdPercent, _ = strconv.Atoi(os.Getenv("CHATD_COMPACT_THRESHOLD_PERCENT"))
+	c.Limits = api.Limits{
+		WritesPerMinute:      envLimit("CHATD_WRITES_PER_MINUTE", api.DefaultWritesPerMinute),
+		LoginsPerMinute:      envLimit("CHATD_LOGINS_PER_MINUTE", api.DefaultLoginsPerMinute),
+		MaxChatsPerUser:      envLimit("CHATD_MAX_CHATS_PER_USER", api.DefaultMaxChatsPerUser),
+		MaxStreamsPerUser:    envLimit("CHATD_MAX_STREAMS_PER_USER", api.DefaultMaxStreamsPerUser),
+		MaxDynamicTools:      envLimit("CHATD_MAX_DYNAMIC_TOOLS", api.DefaultMaxDynamicTools),
+		MaxSystemPromptBytes: envLimit("CHATD_MAX_SYSTEM_PROMPT_BYTES", api.DefaultMaxSystemPromptBytes),
+	}
 	return c
+}
+
+// envLimit reads a limit: def when the variable is unset (or not a
+// non-negative number), and 0, unlimited, when it says so.
+func envLimit(name string, def int) int {
+	n, err := strconv.Atoi(os.Getenv(name))
+	if err != nil || n < 0 {
+		return def
+	}
+	return n
 }
 
 func (c Config) withDefaults() Config {

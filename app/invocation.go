@@ -169,7 +169,7 @@ func (t *Tools) Reconcile(ctx context.Context, requestID uuid.UUID, review Revie
 	}
 	// The store's own pubsub (Postgres NOTIFY) lets serving replicas pick
 	// the change up at once; on SQLite nobody else is listening.
-	pub, closePub, err := openPubsub(ctx, t.store)
+	pub, closePub, err := openPubsub(ctx, t.store, t.log)
 	if err != nil {
 		return err
 	}

@@ -50,7 +50,7 @@ func TestReplicaAddressOnlyOnSharedStores(t *testing.T) {
 		if s.Dialect() == "postgres" {
 			require.NoError(t, err)
 			require.Equal(t, "http://replica.test:8080", r.Address)
-			require.NotEmpty(t, r.Token)
+			require.Len(t, r.TokenHash, 64, "a hex SHA-256, not the token")
 		} else {
 			require.ErrorIs(t, err, store.ErrNotFound)
 		}

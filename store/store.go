@@ -35,6 +35,9 @@ var (
 	ErrLocked = errors.New("store: database is in use by another process")
 	// ErrUnavailable: the database could not be reached or timed out.
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrStorageFull: the database could not write because its disk (or
+	// quota) is full; nothing of the failed write was kept.
+	ErrStorageFull = errors.New("store: storage full")
 )
 
 // ReadStore is the read-only half of a Store: what the packages that never
@@ -77,6 +80,10 @@ type Reader interface {
 
 	// ChatList lists chats for the listing endpoint, newest first.
 	ChatList(ctx context.Context, p ChatListParams) ([]Chat, error)
+
+	// ChatCountByOwner counts the chats a user owns, archived and
+	// subagent chats included (the per-user chat quota).
+	ChatCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error)
 
 	// MessageGet reads one message of a chat.
 	MessageGet(ctx context.Context, chatID uuid.UUID, id int64) (Message, error)
@@ -640,9 +647,11 @@ type JournalPatch struct {
 
 // Replica is where a worker's parts endpoint can be reached.
 type Replica struct {
-	WorkerID  uuid.UUID
-	Address   string // base URL, e.g. http://10.0.0.5:8080
-	Token     string // presented by other replicas on the parts endpoint
+	WorkerID uuid.UUID
+	Address  string // base URL, e.g. http://10.0.0.5:8080
+	// TokenHash is the hex SHA-256 of the token this replica presents on
+	// the others' parts endpoints; the token itself is never stored.
+	TokenHash string
 	UpdatedAt time.Time
 }
 

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -33,6 +34,8 @@ const (
 	MaxListLimit          = 500
 	DefaultMessagesLimit  = 100
 	DefaultFallbackLength = 60
+	// MaxQueryLen caps the chat list's q search, in characters.
+	MaxQueryLen = 1000
 )
 
 // Config holds the API's limits. Zero values take the Defaults.
@@ -47,6 +50,9 @@ type Config struct {
 	// TrustedProxies are the peers whose X-Forwarded-Proto is believed
 	// (for the Secure cookie and the forgery check's own origin).
 	TrustedProxies []netip.Prefix
+	// Limits are the per-user rates and quotas (limits.go); zero fields
+	// are unlimited.
+	Limits Limits
 }
 
 // Models is the configured model list; the API validates model ids with it.
@@ -76,9 +82,10 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg  Config
-	deps Deps
-	mux  *http.ServeMux
+	cfg    Config
+	deps   Deps
+	mux    *http.ServeMux
+	guards *guards
 }
 
 // New builds the API handler.
@@ -98,7 +105,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Clock == nil {
 		deps.Clock = clock.Real{}
 	}
-	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux()}
+	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), guards: newGuards(cfg.Limits, deps.Clock)}
 	s.routes()
 	return s
 }
@@ -109,7 +116,7 @@ func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, 
 func (s *Server) routes() {
 	chat := func(method, path string, h func(http.ResponseWriter, *http.Request, *caller) error) {
 		for _, prefix := range []string{"/api/v2", "/api/experimental"} {
-			s.mux.Handle(method+" "+prefix+path, s.instrument(method+" /api/*"+path, s.handle(s.authed(h))))
+			s.mux.Handle(method+" "+prefix+path, s.instrument(method+" /api/*"+path, s.handle(s.authed(s.limitWrites(h)))))
 		}
 	}
 	chat("POST", "/chats", s.createChat)
@@ -133,7 +140,7 @@ func (s *Server) routes() {
 	chat("GET", "/requests/{request_id}", s.lookupRequest)
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
-		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.login)))
+		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.limitLogins(s.login))))
 		s.mux.Handle("POST "+prefix+"/auth/logout", s.instrument("POST /api/*/auth/logout", s.handle(s.logout)))
 		// Unknown API paths answer JSON, not the UI's index page.
 		s.mux.Handle(prefix+"/", s.handle(func(w http.ResponseWriter, r *http.Request) error {
@@ -221,7 +228,8 @@ func (s *Server) allowedMethods(r *http.Request) []string {
 	return allow
 }
 
-// healthz answers 503 with its own body when the database does not answer.
+// healthz answers 503 with its own body when the database does not answer,
+// and while a write refused for a full disk is recent (healthStorageWindow).
 func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	err := s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		_, err := tx.UserCount(r.Context())
@@ -230,6 +238,11 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		s.deps.Log.Warn("health check failed", "err", err)
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "message": "the database does not answer; see the server log"})
+		return nil
+	}
+	if at, full := s.guards.storageFullSince(); full {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "storage_full", "database": s.deps.Store.Dialect(),
+			"message": "a write failed at " + at.UTC().Format(time.RFC3339) + " because the storage is full; free space"})
 		return nil
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "database": s.deps.Store.Dialect()})
@@ -250,6 +263,11 @@ func (s *Server) HandleChatStream(path string, h func(w http.ResponseWriter, r *
 			if err != nil {
 				return err
 			}
+			release, err := s.acquireStream(u.ID)
+			if err != nil {
+				return err
+			}
+			defer release()
 			err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 				_, err := s.readChat(r.Context(), &caller{user: u}, tx, id)
 				return err

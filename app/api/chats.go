@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -77,6 +78,9 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) e
 		checkLabels(req.Labels), checkTitle(req.Title, true)); err != nil {
 		return firstError(err)
 	}
+	if err := s.checkCreateLimits(req.SystemPrompt, len(req.UnsafeDynamicTools)); err != nil {
+		return err
+	}
 	tools, err := dynamicTools(req.UnsafeDynamicTools)
 	if err != nil {
 		return err
@@ -95,6 +99,9 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) e
 	p.Input.RequestID = requestID
 	var res chatstate.Result
 	create := func(t *chatstate.Tx) error {
+		if err := s.checkChatQuota(r, t.Reader(), c.user.ID); err != nil {
+			return err
+		}
 		if p.ParentChatID.Valid {
 			if _, err := s.readChat(r.Context(), c, t.Reader(), p.ParentChatID.UUID); err != nil {
 				return validation("parent_chat_id", "the parent chat does not exist")
@@ -207,6 +214,9 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) er
 		if slices.ContainsFunc(vals, func(v string) bool { return strings.ContainsRune(v, 0) }) {
 			return validation(key, "must not contain the NUL character")
 		}
+	}
+	if n := utf8.RuneCountInString(q.Get("q")); n > MaxQueryLen {
+		return validation("q", fmt.Sprintf("q is %d characters; at most %d", n, MaxQueryLen))
 	}
 	text, archived, mine := parseChatQuery(q.Get("q"))
 	p := store.ChatListParams{Query: text}

@@ -96,6 +96,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, context.Canceled):
 		// The client went away; nobody reads this answer.
 		ae = newError(499, sdk.CodeInternal, "Request cancelled.", "")
+	case errors.Is(err, store.ErrStorageFull):
+		if s.guards.noteStorageFull() {
+			s.deps.Log.Error("storage full: writes fail until space is freed", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		ae = newError(http.StatusServiceUnavailable, sdk.CodeStorageFull,
+			"The server's storage is full; nothing was saved. Retry once an operator has freed space.", err.Error())
 	case errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
 		ae = newError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
 			"The database is unavailable; the request's effects are unknown. Retry later.", err.Error())
@@ -103,6 +109,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.deps.Log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = newError(http.StatusInternalServerError, sdk.CodeInternal, "Internal error.", "The server logged the cause.")
 	}
+	setRetryAfter(w, err)
 	writeJSON(w, ae.status, ae.resp)
 }
 

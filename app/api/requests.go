@@ -76,8 +76,15 @@ func claimConflict(inv store.Invocation, caller uuid.UUID, hash string, chat uui
 		return invocationError(http.StatusConflict, sdk.CodeInvocationConflict,
 			"This request_id was used for a different caller or different content; use a new UUID for new work.", id, uuid.Nil)
 	case inv.State == store.InvocationAdmitted:
-		return invocationError(http.StatusConflict, sdk.CodeInvocationInProgress,
+		e := invocationError(http.StatusConflict, sdk.CodeInvocationInProgress,
 			"This request is admitted and still running (or queued); check again later.", id, inv.AuditID)
+		// The caller may have lost the create answer: the chat id lets it
+		// follow the turn and submit tool results meanwhile.
+		if inv.ChatID != uuid.Nil {
+			chatID := inv.ChatID
+			e.resp.ChatID = &chatID
+		}
+		return e
 	case inv.State == store.InvocationUnresolved:
 		return invocationError(http.StatusConflict, sdk.CodeInvocationUnresolved,
 			"This request's effects are unknown after a failure; an operator must inspect and reconcile it (chatd invocation inspect).", id, inv.AuditID)

@@ -332,6 +332,9 @@ type Response struct {
 	// RequestID and AuditID accompany durable-request errors.
 	RequestID *uuid.UUID `json:"request_id,omitempty"`
 	AuditID   *uuid.UUID `json:"audit_id,omitempty"`
+	// ChatID accompanies INVOCATION_IN_PROGRESS for the request's caller,
+	// so a client that lost a create answer can still act on the chat.
+	ChatID *uuid.UUID `json:"chat_id,omitempty"`
 }
 
 // Error codes of API.md.
@@ -357,6 +360,9 @@ const (
 	CodeInvocationConflict   = "INVOCATION_CONFLICT"
 	CodeInvocationNotFound   = "INVOCATION_NOT_FOUND"
 	CodeInvalidInvocationID  = "INVALID_INVOCATION_ID"
+	CodeRateLimited          = "RATE_LIMITED"
+	CodeStorageFull          = "STORAGE_FULL"
+	CodeLimitReached         = "LIMIT_REACHED"
 )
 
 // Stream event types of GET /chats/{chat}/stream.

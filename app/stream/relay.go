@@ -20,8 +20,13 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-// ReplicaTokenHeader authenticates one replica to another's parts endpoint.
-const ReplicaTokenHeader = "Chatd-Replica-Token"
+// A replica dialing another's parts endpoint names itself and presents its
+// own token; the endpoint compares the token's hash with the one the
+// caller published in its replica row.
+const (
+	ReplicaWorkerHeader = "Chatd-Replica-Worker"
+	ReplicaTokenHeader  = "Chatd-Replica-Token"
+)
 
 // relayPart is one part on its way from the forwarder to the loop.
 type relayPart struct {
@@ -33,7 +38,9 @@ type relayPart struct {
 type Locator interface {
 	// Local is this replica's worker id.
 	Local() uuid.UUID
-	// Replica resolves another worker's address and token.
+	// Token is this replica's own token, presented to the others.
+	Token() string
+	// Replica resolves another worker's address.
 	Replica(ctx context.Context, workerID uuid.UUID) (store.Replica, error)
 }
 
@@ -192,7 +199,7 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 	url := strings.TrimRight(rep.Address, "/") + "/api/v2/chats/" + r.chatID.String() + "/stream/parts"
 	url = "ws" + strings.TrimPrefix(url, "http")
 	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{
-		HTTPHeader: http.Header{ReplicaTokenHeader: {rep.Token}},
+		HTTPHeader: http.Header{ReplicaWorkerHeader: {r.locator.Local().String()}, ReplicaTokenHeader: {r.locator.Token()}},
 	})
 	if err != nil {
 		return fmt.Errorf("dial %s: %w", rep.Address, err)

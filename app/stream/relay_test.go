@@ -42,7 +42,7 @@ type peer struct {
 func newPeer(t *testing.T, chatID uuid.UUID) *peer {
 	p := &peer{t: t, buffer: partbuf.New(partbuf.Config{}), chatID: chatID, open: map[int]context.CancelFunc{}, ended: make(chan int, 16)}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(ReplicaTokenHeader) != "peer-token" || r.URL.Path != "/api/v2/chats/"+chatID.String()+"/stream/parts" {
+		if r.Header.Get(ReplicaTokenHeader) != localToken || r.Header.Get(ReplicaWorkerHeader) == "" || r.URL.Path != "/api/v2/chats/"+chatID.String()+"/stream/parts" {
 			http.Error(w, "no", http.StatusUnauthorized)
 			return
 		}
@@ -71,7 +71,10 @@ func newPeer(t *testing.T, chatID uuid.UUID) *peer {
 	return p
 }
 
-func (p *peer) replica() store.Replica { return store.Replica{Address: p.srv.URL, Token: "peer-token"} }
+func (p *peer) replica() store.Replica { return store.Replica{Address: p.srv.URL} }
+
+// localToken is the relaying replica's own token, which peers check.
+const localToken = "local-token"
 
 func (p *peer) connections() int {
 	p.mu.Lock()
@@ -109,6 +112,8 @@ type locator struct {
 }
 
 func (l locator) Local() uuid.UUID { return l.local }
+
+func (l locator) Token() string { return localToken }
 
 func (l locator) Replica(_ context.Context, worker uuid.UUID) (store.Replica, error) {
 	p, ok := l.peers[worker]
@@ -307,7 +312,7 @@ func TestServeParts(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), relayWait)
 	defer cancel()
 	url := "ws" + strings.TrimPrefix(b.srv.URL, "http") + "/api/v2/chats/" + chatID.String() + "/stream/parts"
-	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{ReplicaTokenHeader: {"peer-token"}}})
+	conn, _, err := websocket.Dial(ctx, url, &websocket.DialOptions{HTTPHeader: http.Header{ReplicaWorkerHeader: {uuid.NewString()}, ReplicaTokenHeader: {localToken}}})
 	require.NoError(t, err)
 	defer conn.CloseNow()
 	read := func(n int) string {

@@ -34,6 +34,8 @@ type soloLocator struct{ id uuid.UUID }
 
 func (l soloLocator) Local() uuid.UUID { return l.id }
 
+func (soloLocator) Token() string { return "" }
+
 func (soloLocator) Replica(context.Context, uuid.UUID) (store.Replica, error) {
 	return store.Replica{}, store.ErrNotFound
 }

@@ -1,6 +1,9 @@
 package postgres
 
-import "context"
+import (
+	"context"
+	"log/slog"
+)
 
 // This file holds the optional capabilities the app asks a store for. They
 // are what makes Postgres the multi-replica store: the app checks for them
@@ -16,10 +19,11 @@ type Notifier = interface {
 }
 
 // OpenPubsub starts a LISTEN/NOTIFY Pubsub on the store's pool: what one
-// process publishes reaches every process on the same database. Close it
-// before the store.
-func (s *Store) OpenPubsub(ctx context.Context) (Notifier, error) {
-	ps, err := NewPubsub(ctx, s.pool)
+// process publishes reaches every process on the same database. It logs to
+// log once when the database becomes unreachable and once when it is back.
+// Close it before the store.
+func (s *Store) OpenPubsub(ctx context.Context, log *slog.Logger) (Notifier, error) {
+	ps, err := newPubsub(ctx, s.pool, log)
 	if err != nil {
 		return nil, err // not a typed nil inside the interface
 	}

@@ -54,6 +54,8 @@ func sentinelFor(code string) error {
 		"23514", // check_violation
 		"23502": // not_null_violation
 		return store.ErrInvariant
+	case "53100": // disk_full
+		return store.ErrStorageFull
 	case "25006": // read_only_sql_transaction
 		return store.ErrReadOnly
 	case "55P03", // lock_not_available (lock_timeout)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"math/rand/v2"
 	"strings"
 	"sync"
@@ -46,6 +48,9 @@ var ErrPubsubClosed = errors.New("postgres pubsub: closed")
 type Pubsub struct {
 	pool       *pgxpool.Pool
 	connConfig *pgx.ConnConfig
+	// log hears once that the database became unreachable (the listener
+	// lost its connection) and once that it is reachable again.
+	log *slog.Logger
 
 	ctx  context.Context // lives until Close
 	stop context.CancelFunc
@@ -94,6 +99,14 @@ type listenWaiter struct {
 // (so a bad configuration fails here) and starts the listener and delivery
 // goroutines. ctx bounds only that first connection; Close stops everything.
 func NewPubsub(ctx context.Context, pool *pgxpool.Pool) (*Pubsub, error) {
+	return newPubsub(ctx, pool, nil)
+}
+
+// newPubsub is NewPubsub reporting outages to log (nil: nowhere).
+func newPubsub(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*Pubsub, error) {
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
 	cfg := pool.Config().ConnConfig.Copy()
 	if cfg.RuntimeParams["application_name"] == "" {
 		cfg.RuntimeParams["application_name"] = listenerAppName
@@ -106,6 +119,7 @@ func NewPubsub(ctx context.Context, pool *pgxpool.Pool) (*Pubsub, error) {
 	p := &Pubsub{
 		pool:       pool,
 		connConfig: cfg,
+		log:        log,
 		ctx:        lifetime,
 		stop:       stop,
 		subs:       make(map[string]map[uint64]*subscription),
@@ -261,9 +275,9 @@ func (p *Pubsub) listen(conn *pgx.Conn) {
 	backoff := minReconnectBackoff
 	for {
 		connectedAt := time.Now()
-		// Why the connection ended does not matter: reconnecting is the
-		// only useful reaction.
-		_ = p.serve(conn)
+		// Why the connection ended does not matter to the reconnect, only
+		// to the operator, who hears of it once per outage.
+		err := p.serve(conn)
 		p.connectionLost()
 		closeCtx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_ = conn.Close(closeCtx)
@@ -271,6 +285,9 @@ func (p *Pubsub) listen(conn *pgx.Conn) {
 		if p.ctx.Err() != nil {
 			return
 		}
+		lostAt := time.Now()
+		p.log.Warn("postgres unreachable: the notification listener lost its connection; reconnecting (notifications are missed until then)",
+			"err", translate(err))
 		// A connection that stayed up a while earns a fast reconnect; one
 		// that keeps dropping right away backs off.
 		if time.Since(connectedAt) > maxReconnectBackoff {
@@ -287,6 +304,7 @@ func (p *Pubsub) listen(conn *pgx.Conn) {
 			}
 		}
 		// serve re-LISTENs every channel: connectionLost emptied listening.
+		p.log.Info("postgres reachable again: the notification listener reconnected", "down_for", time.Since(lostAt).Round(time.Millisecond))
 		p.setPID(conn.PgConn().PID())
 	}
 }

@@ -124,9 +124,9 @@ func (t *tx) TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error) 
 
 // ReplicaUpsert publishes a replica's relay address.
 func (t *tx) ReplicaUpsert(ctx context.Context, r store.Replica) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token, updated_at) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (worker_id) DO UPDATE SET address = EXCLUDED.address, token = EXCLUDED.token, updated_at = EXCLUDED.updated_at`,
-		r.WorkerID, r.Address, r.Token, r.UpdatedAt)
+	_, err := t.tx.Exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token_hash, updated_at) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (worker_id) DO UPDATE SET address = EXCLUDED.address, token_hash = EXCLUDED.token_hash, updated_at = EXCLUDED.updated_at`,
+		r.WorkerID, r.Address, r.TokenHash, r.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("upsert replica %s: %w", r.WorkerID, translate(err))
 	}
@@ -136,8 +136,8 @@ func (t *tx) ReplicaUpsert(ctx context.Context, r store.Replica) error {
 // ReplicaGet reads a replica.
 func (t *tx) ReplicaGet(ctx context.Context, workerID uuid.UUID) (store.Replica, error) {
 	var r store.Replica
-	err := t.tx.QueryRow(ctx, `SELECT worker_id, address, token, updated_at FROM chat_replicas WHERE worker_id = $1`,
-		workerID).Scan(&r.WorkerID, &r.Address, &r.Token, &r.UpdatedAt)
+	err := t.tx.QueryRow(ctx, `SELECT worker_id, address, token_hash, updated_at FROM chat_replicas WHERE worker_id = $1`,
+		workerID).Scan(&r.WorkerID, &r.Address, &r.TokenHash, &r.UpdatedAt)
 	if err != nil {
 		return store.Replica{}, fmt.Errorf("get replica %s: %w", workerID, translate(err))
 	}

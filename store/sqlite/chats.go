@@ -308,3 +308,13 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 	}
 	return chats, nil
 }
+
+// ChatCountByOwner counts the chats a user owns.
+func (t *tx) ChatCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
+	var n int64
+	if err := t.tx.QueryRowContext(ctx,
+		`SELECT count(*) FROM chats WHERE owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count chats of owner %s: %w", ownerID, translate(err))
+	}
+	return n, nil
+}

@@ -42,6 +42,8 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %s", store.ErrInvariant, se.Error())
 	case code&0xff == sqlite3.SQLITE_READONLY:
 		return fmt.Errorf("%w: %s", store.ErrReadOnly, se.Error())
+	case code&0xff == sqlite3.SQLITE_FULL:
+		return fmt.Errorf("%w: %s", store.ErrStorageFull, se.Error())
 	case code&0xff == sqlite3.SQLITE_BUSY || code&0xff == sqlite3.SQLITE_LOCKED:
 		return fmt.Errorf("%w: %s", store.ErrUnavailable, se.Error())
 	}

@@ -142,9 +142,9 @@ func (t *tx) TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error) 
 
 // ReplicaUpsert publishes a replica's relay address.
 func (t *tx) ReplicaUpsert(ctx context.Context, r store.Replica) error {
-	_, err := t.exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token, updated_at) VALUES (?, ?, ?, ?)
-		ON CONFLICT (worker_id) DO UPDATE SET address = excluded.address, token = excluded.token, updated_at = excluded.updated_at`,
-		r.WorkerID.String(), r.Address, r.Token, ts(r.UpdatedAt))
+	_, err := t.exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token_hash, updated_at) VALUES (?, ?, ?, ?)
+		ON CONFLICT (worker_id) DO UPDATE SET address = excluded.address, token_hash = excluded.token_hash, updated_at = excluded.updated_at`,
+		r.WorkerID.String(), r.Address, r.TokenHash, ts(r.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("upsert replica %s: %w", r.WorkerID, err)
 	}
@@ -157,8 +157,8 @@ func (t *tx) ReplicaGet(ctx context.Context, workerID uuid.UUID) (store.Replica,
 		r           store.Replica
 		id, updated string
 	)
-	err := t.tx.QueryRowContext(ctx, `SELECT worker_id, address, token, updated_at FROM chat_replicas WHERE worker_id = ?`,
-		workerID.String()).Scan(&id, &r.Address, &r.Token, &updated)
+	err := t.tx.QueryRowContext(ctx, `SELECT worker_id, address, token_hash, updated_at FROM chat_replicas WHERE worker_id = ?`,
+		workerID.String()).Scan(&id, &r.Address, &r.TokenHash, &updated)
 	if err != nil {
 		return store.Replica{}, fmt.Errorf("get replica %s: %w", workerID, translate(err))
 	}

@@ -1137,7 +1137,7 @@ func testMessagesByRevision(t *testing.T, b *bundle) {
 
 func testReplicas(t *testing.T, b *bundle) {
 	w := uuid.New()
-	r := store.Replica{WorkerID: w, Address: "http://10.0.0.1:8080", Token: "tok", UpdatedAt: b.now}
+	r := store.Replica{WorkerID: w, Address: "http://10.0.0.1:8080", TokenHash: "9b1a", UpdatedAt: b.now}
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaUpsert(b.ctx, r) }))
 	r.Address, r.UpdatedAt = "http://10.0.0.2:8080", b.now.Add(time.Second)
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaUpsert(b.ctx, r) }))
