@@ -51,6 +51,7 @@ type App struct {
 	poller     *stream.Poller
 	streams    *stream.Server
 	replicaTok string
+	tokens     *auth.Tokens
 	handler    http.Handler
 	firstToken string // printed once on a first start without a bootstrap token
 }
@@ -204,9 +205,13 @@ func (a *App) init(ctx context.Context) error {
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
+	a.tokens = auth.New(a.store, a.clock, a.log, auth.Config{SessionTTL: a.cfg.SessionTTL})
+	if err := a.tokens.DeleteExpired(ctx); err != nil {
+		return fmt.Errorf("delete expired tokens: %w", err)
+	}
 	srv := api.New(api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes}, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: api.NewMetrics(),
-		Clock: a.clock,
+		Clock: a.clock, Tokens: a.tokens,
 	})
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
 	a.replicaTok = auth.NewToken()
@@ -334,6 +339,8 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer a.Stop()
+	sock := a.startAdmin()
+	defer sock.stop()
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout}
 	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", describeDB(a.cfg.DB))
 	for _, m := range a.models.List() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 )
@@ -30,8 +31,12 @@ type Config struct {
 	DB string
 	// ShutdownTimeout bounds graceful HTTP shutdown.
 	ShutdownTimeout time.Duration
-	// BootstrapToken, when set, is the admin user's token (automation, tests).
+	// BootstrapToken, when set, is the admin user's token (automation,
+	// tests); a start with a different one revokes the previous one.
 	BootstrapToken string
+	// SessionTTL: a web session ends when unused this long (sliding;
+	// default auth.DefaultSessionTTL, 7 days; auth.NoExpiry: never).
+	SessionTTL time.Duration
 	// Models are extra "provider/model" names; the demo model is always there.
 	Models []string
 	// DefaultModel is the default model ("demo" or "provider/model").
@@ -87,6 +92,15 @@ func FromEnv() Config {
 	c.MaxTextBytes, _ = strconv.Atoi(os.Getenv("CHATD_MAX_TEXT_BYTES"))
 	c.RequiresActionTimeout, _ = time.ParseDuration(os.Getenv("CHATD_REQUIRES_ACTION_TIMEOUT"))
 	c.AdvertiseURL = os.Getenv("CHATD_ADVERTISE_URL")
+	if v := os.Getenv("CHATD_SESSION_TTL"); v != "" {
+		// An unparsable value keeps the default rather than disabling expiry.
+		if d, err := time.ParseDuration(v); err == nil {
+			c.SessionTTL = d
+			if d <= 0 {
+				c.SessionTTL = auth.NoExpiry // 0 means unlimited
+			}
+		}
+	}
 	c.WebhookURL = os.Getenv("CHATD_WEBHOOK_URL")
 	c.BuiltinTools, _ = strconv.ParseBool(os.Getenv("CHATD_BUILTIN_TOOLS"))
 	c.OpenAIAPIKey, c.OpenAIBaseURL = os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
