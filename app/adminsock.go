@@ -53,7 +53,10 @@ func listenAdmin(path string) (*net.UnixListener, error) {
 		return nil, fmt.Errorf("admin socket: listen: %w", err)
 	}
 	ln.SetUnlinkOnClose(false) // the path changes; stop removes it
-	fail := func(err error) (*net.UnixListener, error) { ln.Close(); return nil, fmt.Errorf("admin socket %s: %w", path, err) }
+	fail := func(err error) (*net.UnixListener, error) {
+		ln.Close()
+		return nil, fmt.Errorf("admin socket %s: %w", path, err)
+	}
 	if err := os.Chmod(bound, 0o600); err != nil {
 		return fail(err)
 	}
