@@ -107,6 +107,20 @@ func TestTokenCommandsBesideARunningServer(t *testing.T) {
 	require.Equal(t, http.StatusOK, status(t, base, alice))
 	require.Equal(t, http.StatusOK, status(t, base, bob))
 
+	// A web login makes a session that slides with the default TTL.
+	res, err := http.Post(base+"/api/v2/auth/login", "application/json", strings.NewReader(`{"token":"`+alice+`"}`))
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	var sessions []auth.TokenInfo
+	for _, tok := range listTokens(t, db, "--user", "alice") {
+		if tok.Kind == "session" {
+			sessions = append(sessions, tok)
+		}
+	}
+	require.Len(t, sessions, 1)
+	require.Equal(t, sessions[0].CreatedAt.Add(auth.DefaultSessionTTL), *sessions[0].ExpiresAt)
+
 	out, _, err := cli(t, "token", "list", "--db", db)
 	require.NoError(t, err)
 	for _, want := range []string{"ID", "LAST USED", "EXPIRES", "alice", "laptop", "bob", "never"} {
@@ -131,7 +145,7 @@ func TestTokenCommandsBesideARunningServer(t *testing.T) {
 
 	out, _, err = cli(t, "token", "revoke", "--user", "alice", "--all", "--db", db)
 	require.NoError(t, err)
-	require.Contains(t, out, "revoked 1 tokens of alice")
+	require.Contains(t, out, "revoked 2 tokens of alice")
 	require.Equal(t, http.StatusUnauthorized, status(t, base, alice))
 	_, _, err = cli(t, "token", "list", "--db", db, "--user", "nobody")
 	require.ErrorContains(t, err, "not found")
