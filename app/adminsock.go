@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"github.com/pressly/goose/v3"
 
@@ -101,12 +102,17 @@ func (a *App) startAdmin() *adminSocket {
 	return nil
 }
 
-// stop closes the socket, waits for its server and removes the file.
-func (s *adminSocket) stop() {
+// stop closes the socket, waits for the commands in flight (up to
+// timeout, then cuts them off) and removes the file.
+func (s *adminSocket) stop(timeout time.Duration) {
 	if s == nil {
 		return
 	}
-	_ = s.srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := s.srv.Shutdown(ctx); err != nil {
+		_ = s.srv.Close()
+	}
 	<-s.done
 	_ = os.Remove(s.path)
 }

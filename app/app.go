@@ -340,7 +340,7 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	defer a.Stop()
 	sock := a.startAdmin()
-	defer sock.stop()
+	defer sock.stop(a.cfg.ShutdownTimeout)
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout}
 	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", describeDB(a.cfg.DB))
 	for _, m := range a.models.List() {

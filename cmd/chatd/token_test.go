@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/store/dbtest"
 )
 
 // cli runs chatd with args and returns stdout, stderr and the error.
@@ -211,4 +212,23 @@ func TestTokenCommandErrors(t *testing.T) {
 		_, _, err := cli(t, tc.args...)
 		require.ErrorContains(t, err, tc.want, "%v", tc.args)
 	}
+}
+
+// With Postgres the CLI uses the database directly, running servers or not.
+func TestTokenCommandsOnPostgres(t *testing.T) {
+	t.Parallel()
+	dsn, schema := dbtest.PostgresSchema(t)
+	db := dsn + " search_path=" + schema
+	token := createToken(t, db, "--user", "alice", "--expires", "1h")
+	list := listTokens(t, db)
+	require.Len(t, list, 1)
+	require.Equal(t, "alice", list[0].User)
+	require.NotNil(t, list[0].ExpiresAt)
+	out, _, err := cli(t, "token", "list", "--db", db)
+	require.NoError(t, err)
+	require.NotContains(t, out, token)
+	out, _, err = cli(t, "token", "revoke", list[0].ID.String(), "--db", db)
+	require.NoError(t, err)
+	require.Contains(t, out, "revoked token")
+	require.Empty(t, listTokens(t, db))
 }
