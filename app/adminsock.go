@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/pressly/goose/v3"
@@ -43,7 +42,7 @@ type adminSocket struct {
 // (the SQLite lock proves no other server uses this file) is replaced; any
 // other file there is left alone and refused.
 func listenAdmin(path string) (*net.UnixListener, error) {
-	tmp, err := os.MkdirTemp(filepath.Dir(path), ".chatd-admin-")
+	tmp, err := os.MkdirTemp(filepath.Dir(path), ".adm-") // short: socket paths are limited
 	if err != nil {
 		return nil, fmt.Errorf("admin socket: %w", err)
 	}
@@ -134,9 +133,12 @@ func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() 
 		case err == nil:
 			conn.Close()
 			return admin.Dial(path), func() error { return nil }, nil
-		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ECONNREFUSED):
+		case errors.Is(err, fs.ErrPermission):
+			// Someone else's server: do not try its database behind its back.
 			return nil, nil, fmt.Errorf("reach the server at %s: %w", path, err)
 		}
+		// No server answers (no socket, a stale one, a path too long for
+		// a socket): open the file; its lock refuses if a server holds it.
 	}
 	s, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
