@@ -52,6 +52,7 @@ type App struct {
 	poller     *stream.Poller
 	streams    *stream.Server
 	replicaTok string
+	tokens     *auth.Tokens
 	handler    http.Handler
 	firstToken string // printed once on a first start without a bootstrap token
 
@@ -213,6 +214,10 @@ func (a *App) init(ctx context.Context) error {
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
+	a.tokens = auth.New(a.store, a.clock, a.log, auth.Config{SessionTTL: a.cfg.SessionTTL})
+	if err := a.tokens.DeleteExpired(ctx); err != nil {
+		return fmt.Errorf("delete expired tokens: %w", err)
+	}
 	acfg := api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes, Limits: a.cfg.Limits}
 	if err := a.webConfig(&acfg); err != nil {
 		return err
@@ -220,7 +225,7 @@ func (a *App) init(ctx context.Context) error {
 	a.metrics = api.NewMetrics()
 	srv := api.New(acfg, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
-		Clock: a.clock,
+		Clock: a.clock, Tokens: a.tokens,
 	})
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
 	a.replicaTok = auth.NewToken()
@@ -370,6 +375,8 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer a.Stop()
+	sock := a.startAdmin()
+	defer sock.stop(a.cfg.ShutdownTimeout)
 	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout}
 	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", describeDB(a.cfg.DB))
 	for _, m := range a.models.List() {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/chatd/chatd/app/api"
+	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
@@ -32,8 +33,12 @@ type Config struct {
 	DB string
 	// ShutdownTimeout bounds graceful HTTP shutdown.
 	ShutdownTimeout time.Duration
-	// BootstrapToken, when set, is the admin user's token (automation, tests).
+	// BootstrapToken, when set, is the admin user's token (automation,
+	// tests); a start with a different one revokes the previous one.
 	BootstrapToken string
+	// SessionTTL: a web session ends when unused this long (sliding;
+	// default auth.DefaultSessionTTL, 7 days; auth.NoExpiry: never).
+	SessionTTL time.Duration
 	// Models are extra "provider/model" names; the demo model is always there.
 	Models []string
 	// DefaultModel is the default model ("demo" or "provider/model").
@@ -106,6 +111,15 @@ func FromEnv() Config {
 	c.MaxTextBytes, _ = strconv.Atoi(os.Getenv("CHATD_MAX_TEXT_BYTES"))
 	c.RequiresActionTimeout, _ = time.ParseDuration(os.Getenv("CHATD_REQUIRES_ACTION_TIMEOUT"))
 	c.AdvertiseURL = os.Getenv("CHATD_ADVERTISE_URL")
+	if v := os.Getenv("CHATD_SESSION_TTL"); v != "" {
+		// An unparsable value keeps the default rather than disabling expiry.
+		if d, err := time.ParseDuration(v); err == nil {
+			c.SessionTTL = d
+			if d <= 0 {
+				c.SessionTTL = auth.NoExpiry // 0 means unlimited
+			}
+		}
+	}
 	c.WebhookURL = os.Getenv("CHATD_WEBHOOK_URL")
 	c.CookieSecure = os.Getenv("CHATD_COOKIE_SECURE")
 	c.TrustedProxies = os.Getenv("CHATD_TRUSTED_PROXIES")

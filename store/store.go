@@ -126,6 +126,13 @@ type Reader interface {
 	// TokenGetByHash finds a token by its hash.
 	TokenGetByHash(ctx context.Context, hash []byte) (Token, error)
 
+	// TokenGet reads a token by id; its Hash is left nil.
+	TokenGet(ctx context.Context, id uuid.UUID) (Token, error)
+
+	// TokenList lists tokens oldest first (all users', or one user's when
+	// p.UserID is set). Hashes are never read: Hash is nil.
+	TokenList(ctx context.Context, p TokenListParams) ([]Token, error)
+
 	// InvocationGet reads a claim (ErrNotFound when none).
 	InvocationGet(ctx context.Context, requestID uuid.UUID) (Invocation, error)
 
@@ -233,6 +240,18 @@ type Tx interface {
 
 	// TokenDeleteForUser removes all of a user's tokens and reports how many.
 	TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, error)
+
+	// TokenDelete removes one token by id and reports whether it existed.
+	TokenDelete(ctx context.Context, id uuid.UUID) (int64, error)
+
+	// TokenTouch records a use: last_used_at = at, unless a later use is
+	// already recorded. It reports whether the row changed.
+	TokenTouch(ctx context.Context, id uuid.UUID, at time.Time) (bool, error)
+
+	// TokenDeleteExpired removes tokens whose expires_at is at or before
+	// now and, when sessionIdleBefore is not zero, session tokens last used
+	// (or, never used, created) at or before it. It reports how many went.
+	TokenDeleteExpired(ctx context.Context, now, sessionIdleBefore time.Time) (int64, error)
 
 	// InvocationInsert stores a new request claim; ErrConflict when the
 	// request_id is already claimed.
@@ -671,20 +690,47 @@ type UserInsertParams struct {
 	Now   time.Time
 }
 
+// TokenKind says how a token was made, which decides how it expires.
+type TokenKind string
+
+// Token kinds.
+const (
+	// TokenKindAPI is made by `chatd token create` (or the first start);
+	// it expires only at its ExpiresAt, if it has one.
+	TokenKindAPI TokenKind = "api"
+	// TokenKindSession is the web UI's login session; it expires when it
+	// has not been used for the session TTL.
+	TokenKindSession TokenKind = "session"
+	// TokenKindBootstrap is the admin's CHATD_BOOTSTRAP_TOKEN; a start with
+	// a different bootstrap token deletes it.
+	TokenKindBootstrap TokenKind = "bootstrap"
+)
+
 // Token is an API token; only its hash is stored.
 type Token struct {
+	ID         uuid.UUID
+	UserID     uuid.UUID
+	Hash       []byte // nil when read by TokenGet or TokenList
+	Name       string // the label
+	Kind       TokenKind
+	CreatedAt  time.Time
+	ExpiresAt  *time.Time // nil: no fixed expiry
+	LastUsedAt *time.Time // nil: never used (uses are recorded coarsely)
+}
+
+// TokenInsertParams store a token hash. An empty Kind is TokenKindAPI.
+type TokenInsertParams struct {
 	ID        uuid.UUID
 	UserID    uuid.UUID
 	Hash      []byte
 	Name      string
-	CreatedAt time.Time
+	Kind      TokenKind
+	ExpiresAt *time.Time
+	Now       time.Time
 }
 
-// TokenInsertParams store a token hash.
-type TokenInsertParams struct {
-	ID     uuid.UUID
-	UserID uuid.UUID
-	Hash   []byte
-	Name   string
-	Now    time.Time
+// TokenListParams filter TokenList.
+type TokenListParams struct {
+	// UserID, when valid, lists only that user's tokens.
+	UserID uuid.NullUUID
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
@@ -78,6 +79,9 @@ type Deps struct {
 	Metrics *Metrics // optional
 	// Clock is the time source; clock.Real when nil.
 	Clock clock.Clock
+	// Tokens authenticates and mints sessions; auth.New with the default
+	// session TTL when nil.
+	Tokens *auth.Tokens
 }
 
 // Server is the HTTP API.
@@ -104,6 +108,9 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.Real{}
+	}
+	if deps.Tokens == nil {
+		deps.Tokens = auth.New(deps.Store, deps.Clock, deps.Log, auth.Config{})
 	}
 	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), guards: newGuards(cfg.Limits, deps.Clock)}
 	s.routes()

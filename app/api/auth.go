@@ -44,7 +44,7 @@ func requestToken(r *http.Request) (token string, fromCookie bool) {
 // Authenticate resolves the request's user (exported for the stream and UI).
 func (s *Server) Authenticate(r *http.Request) (store.User, error) {
 	tok, _ := requestToken(r)
-	return auth.Authenticate(r.Context(), s.deps.Store, tok)
+	return s.deps.Tokens.Authenticate(r.Context(), tok)
 }
 
 // authed wraps a handler that needs a user; it also caps the body.
@@ -67,17 +67,19 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	u, err := auth.Authenticate(r.Context(), s.deps.Store, req.Token)
+	u, err := s.deps.Tokens.Authenticate(r.Context(), req.Token)
 	if err != nil {
 		return err
 	}
-	session, _, err := auth.CreateToken(r.Context(), s.deps.Store, u.Name, false, "web session", s.deps.Clock.Now())
+	session, err := s.deps.Tokens.CreateSession(r.Context(), u)
 	if err != nil {
 		return err
 	}
+	// The server decides when the session ends (sliding CHATD_SESSION_TTL);
+	// the cookie lives as long as browsers allow so it never ends first.
 	http.SetCookie(w, &http.Cookie{
 		Name: SessionCookie, Value: session, Path: "/", HttpOnly: true,
-		SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r), MaxAge: 30 * 24 * 3600,
+		SameSite: http.SameSiteStrictMode, Secure: s.secureCookie(r), MaxAge: 400 * 24 * 3600,
 	})
 	writeJSON(w, http.StatusOK, toUser(u))
 	return nil

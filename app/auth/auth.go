@@ -39,27 +39,6 @@ func Hash(token string) []byte {
 	return h[:]
 }
 
-// Authenticate returns the user a token belongs to.
-func Authenticate(ctx context.Context, s store.Store, token string) (store.User, error) {
-	token = strings.TrimSpace(token)
-	if token == "" || len(token) > 512 {
-		return store.User{}, ErrUnauthenticated
-	}
-	var u store.User
-	err := s.ReadTx(ctx, func(tx store.Reader) error {
-		tok, err := tx.TokenGetByHash(ctx, Hash(token))
-		if err != nil {
-			return err
-		}
-		u, err = tx.UserGet(ctx, tok.UserID)
-		return err
-	})
-	if errors.Is(err, store.ErrNotFound) {
-		return store.User{}, ErrUnauthenticated
-	}
-	return u, err
-}
-
 // EnsureUser returns the user called name, creating it when absent. An
 // existing user is promoted to admin when admin is set.
 func EnsureUser(ctx context.Context, tx store.Tx, name string, admin bool, now time.Time) (store.User, error) {
@@ -97,6 +76,23 @@ func CreateToken(ctx context.Context, s store.Store, name string, admin bool, la
 	return token, u, err
 }
 
+// revokeOtherBootstrapTokens deletes the admin's bootstrap tokens but keep.
+func revokeOtherBootstrapTokens(ctx context.Context, tx store.Tx, admin, keep uuid.UUID) error {
+	toks, err := tx.TokenList(ctx, store.TokenListParams{UserID: uuid.NullUUID{UUID: admin, Valid: true}})
+	if err != nil {
+		return err
+	}
+	for _, tok := range toks {
+		if tok.Kind != store.TokenKindBootstrap || tok.ID == keep {
+			continue
+		}
+		if _, err := tx.TokenDelete(ctx, tok.ID); err != nil {
+			return fmt.Errorf("revoke the previous bootstrap token: %w", err)
+		}
+	}
+	return nil
+}
+
 // RevokeToken deletes one token by its clear value.
 func RevokeToken(ctx context.Context, s store.Store, token string) error {
 	return s.InTx(ctx, func(tx store.Tx) error {
@@ -106,10 +102,12 @@ func RevokeToken(ctx context.Context, s store.Store, token string) error {
 }
 
 // Bootstrap prepares the admin user at start. With a bootstrap token, the
-// admin exists with exactly that token (idempotent across restarts) and
-// Bootstrap returns "". Without one, the first start (no users at all)
-// creates the admin with a new token and returns it to be printed once.
-// Rows it creates are stamped now.
+// admin exists with exactly that token (idempotent across restarts), every
+// other bootstrap token of the admin (a previous CHATD_BOOTSTRAP_TOKEN) is
+// deleted, and Bootstrap returns "". Without one, the first start (no users
+// at all) creates the admin with a new token and returns it to be printed
+// once; earlier bootstrap tokens stay, so unsetting the variable after the
+// first start does not lock the admin out. Rows it creates are stamped now.
 func Bootstrap(ctx context.Context, s store.Store, bootstrapToken string, now time.Time) (string, error) {
 	if bootstrapToken != "" {
 		return "", s.InTx(ctx, func(tx store.Tx) error {
@@ -119,17 +117,20 @@ func Bootstrap(ctx context.Context, s store.Store, bootstrapToken string, now ti
 			}
 			tok, err := tx.TokenGetByHash(ctx, Hash(bootstrapToken))
 			switch {
-			case err == nil && tok.UserID == u.ID:
-				return nil
-			case err == nil:
+			case err == nil && tok.UserID != u.ID:
 				return fmt.Errorf("CHATD_BOOTSTRAP_TOKEN belongs to another user")
-			case !errors.Is(err, store.ErrNotFound):
+			case errors.Is(err, store.ErrNotFound):
+				tok, err = tx.TokenInsert(ctx, store.TokenInsertParams{
+					ID: uuid.New(), UserID: u.ID, Hash: Hash(bootstrapToken), Name: "bootstrap",
+					Kind: store.TokenKindBootstrap, Now: now,
+				})
+				if err != nil {
+					return err
+				}
+			case err != nil:
 				return err
 			}
-			_, err = tx.TokenInsert(ctx, store.TokenInsertParams{
-				ID: uuid.New(), UserID: u.ID, Hash: Hash(bootstrapToken), Name: "bootstrap", Now: now,
-			})
-			return err
+			return revokeOtherBootstrapTokens(ctx, tx, u.ID, tok.ID)
 		})
 	}
 	var token string

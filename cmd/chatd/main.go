@@ -32,12 +32,16 @@ const usage = `chatd: a durable backend for AI agent chats
 Usage:
   chatd [serve] [--addr ADDR] [--db PATH|URL]   serve the API and web UI (default)
   chatd migrate [--db PATH|URL] up|down|status  manage the database schema
-  chatd token create --user NAME [--admin]     print a new API token for NAME
+  chatd token create --user NAME [--admin] [--label TEXT] [--expires DURATION]
+                                               print a new API token for NAME
+  chatd token list [--user NAME] [--json]      list tokens (never their secrets)
+  chatd token revoke ID | --user NAME --all    revoke tokens at once
   chatd invocation inspect --request-id UUID   show a durable request, its turn and tool journal
   chatd invocation reconcile --request-id UUID --review FILE.json
                                                record an operator's review of an unresolved request
 
 Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
+Beside a running SQLite server, token commands go through its admin socket (PATH.sock).
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {

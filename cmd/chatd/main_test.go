@@ -37,7 +37,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 
 	out, err = run1("migrate", "--db", db, "down")
 	require.NoError(t, err)
-	require.Contains(t, out, "rolled back 5 00005_replica_token_hash.sql")
+	require.Contains(t, out, "rolled back 6 00006_tokens.sql")
 
 	_, err = run1("migrate", "--db", db, "sideways")
 	require.ErrorContains(t, err, `unknown action "sideways"`)

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -50,23 +51,45 @@ func (t *tx) UserGetByName(ctx context.Context, name string) (store.User, error)
 	return u, nil
 }
 
-const tokenColumns = `id, user_id, hash, name, created_at`
+// tokenInfoColumns are everything but the hash, which only TokenInsert and
+// TokenGetByHash read back.
+const (
+	tokenInfoColumns = `id, user_id, name, kind, created_at, expires_at, last_used_at`
+	tokenColumns     = tokenInfoColumns + `, hash`
+)
 
-func scanToken(row pgx.Row) (store.Token, error) {
-	var tok store.Token
-	if err := row.Scan(&tok.ID, &tok.UserID, &tok.Hash, &tok.Name, &tok.CreatedAt); err != nil {
+func scanTokenRow(row pgx.Row, withHash bool) (store.Token, error) {
+	var (
+		tok  store.Token
+		kind string
+	)
+	dst := []any{&tok.ID, &tok.UserID, &tok.Name, &kind, &tok.CreatedAt, &tok.ExpiresAt, &tok.LastUsedAt}
+	if withHash {
+		dst = append(dst, &tok.Hash)
+	}
+	if err := row.Scan(dst...); err != nil {
 		return store.Token{}, translate(err)
 	}
+	tok.Kind = store.TokenKind(kind)
 	tok.CreatedAt = utc(tok.CreatedAt)
+	tok.ExpiresAt = utcPtr(tok.ExpiresAt)
+	tok.LastUsedAt = utcPtr(tok.LastUsedAt)
 	return tok, nil
 }
 
+func scanToken(row pgx.Row) (store.Token, error)     { return scanTokenRow(row, true) }
+func scanTokenInfo(row pgx.Row) (store.Token, error) { return scanTokenRow(row, false) }
+
 // TokenInsert stores a token hash.
 func (t *tx) TokenInsert(ctx context.Context, p store.TokenInsertParams) (store.Token, error) {
+	kind := p.Kind
+	if kind == "" {
+		kind = store.TokenKindAPI
+	}
 	tok, err := scanToken(t.tx.QueryRow(ctx,
-		`INSERT INTO api_tokens (id, user_id, hash, name, created_at) VALUES ($1, $2, $3, $4, $5)
+		`INSERT INTO api_tokens (id, user_id, hash, name, kind, expires_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
 		RETURNING `+tokenColumns,
-		p.ID, p.UserID, p.Hash, p.Name, p.Now))
+		p.ID, p.UserID, p.Hash, p.Name, string(kind), p.ExpiresAt, p.Now))
 	if err != nil {
 		return store.Token{}, fmt.Errorf("insert token for user %s: %w", p.UserID, err)
 	}
@@ -81,6 +104,66 @@ func (t *tx) TokenGetByHash(ctx context.Context, hash []byte) (store.Token, erro
 		return store.Token{}, fmt.Errorf("get token by hash: %w", err)
 	}
 	return tok, nil
+}
+
+// TokenGet reads a token by id, without its hash.
+func (t *tx) TokenGet(ctx context.Context, id uuid.UUID) (store.Token, error) {
+	tok, err := scanTokenInfo(t.tx.QueryRow(ctx, `SELECT `+tokenInfoColumns+` FROM api_tokens WHERE id = $1`, id))
+	if err != nil {
+		return store.Token{}, fmt.Errorf("get token %s: %w", id, err)
+	}
+	return tok, nil
+}
+
+// TokenList lists tokens oldest first, without their hashes.
+func (t *tx) TokenList(ctx context.Context, p store.TokenListParams) ([]store.Token, error) {
+	query, args := `SELECT `+tokenInfoColumns+` FROM api_tokens`, []any{}
+	if p.UserID.Valid {
+		query += ` WHERE user_id = $1`
+		args = append(args, p.UserID.UUID)
+	}
+	rows, err := t.tx.Query(ctx, query+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", translate(err))
+	}
+	toks, err := collect(rows, scanTokenInfo)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	return toks, nil
+}
+
+// TokenDelete removes one token by id.
+func (t *tx) TokenDelete(ctx context.Context, id uuid.UUID) (int64, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM api_tokens WHERE id = $1`, id)
+	if err != nil {
+		return 0, fmt.Errorf("delete token %s: %w", id, translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// TokenTouch records a use unless a later one is recorded.
+func (t *tx) TokenTouch(ctx context.Context, id uuid.UUID, at time.Time) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE api_tokens SET last_used_at = $1 WHERE id = $2 AND (last_used_at IS NULL OR last_used_at < $1)`,
+		at, id)
+	if err != nil {
+		return false, fmt.Errorf("touch token %s: %w", id, translate(err))
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// TokenDeleteExpired removes expired tokens and idle sessions.
+func (t *tx) TokenDeleteExpired(ctx context.Context, now, sessionIdleBefore time.Time) (int64, error) {
+	query, args := `DELETE FROM api_tokens WHERE (expires_at IS NOT NULL AND expires_at <= $1)`, []any{now}
+	if !sessionIdleBefore.IsZero() {
+		query += ` OR (kind = 'session' AND COALESCE(last_used_at, created_at) <= $2)`
+		args = append(args, sessionIdleBefore)
+	}
+	tag, err := t.tx.Exec(ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete expired tokens: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
 }
 
 // TokenDeleteForUser removes all of a user's tokens.

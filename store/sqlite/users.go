@@ -2,7 +2,9 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -59,32 +61,53 @@ func (t *tx) UserGetByName(ctx context.Context, name string) (store.User, error)
 	return u, nil
 }
 
-const tokenColumns = `id, user_id, hash, name, created_at`
+// tokenInfoColumns are everything but the hash, which only TokenInsert and
+// TokenGetByHash read back.
+const (
+	tokenInfoColumns = `id, user_id, name, kind, created_at, expires_at, last_used_at`
+	tokenColumns     = tokenInfoColumns + `, hash`
+)
 
-func scanToken(row rowScanner) (store.Token, error) {
+func scanTokenRow(row rowScanner, withHash bool) (store.Token, error) {
 	var (
 		tok               store.Token
 		id, user, created string
+		kind              string
+		expires, used     sql.NullString
 	)
-	if err := row.Scan(&id, &user, &tok.Hash, &tok.Name, &created); err != nil {
+	dst := []any{&id, &user, &tok.Name, &kind, &created, &expires, &used}
+	if withHash {
+		dst = append(dst, &tok.Hash)
+	}
+	if err := row.Scan(dst...); err != nil {
 		return store.Token{}, translate(err)
 	}
+	tok.Kind = store.TokenKind(kind)
 	var s scanner
 	s.uuid(&tok.ID, id)
 	s.uuid(&tok.UserID, user)
 	s.time(&tok.CreatedAt, created)
+	s.timePtr(&tok.ExpiresAt, expires)
+	s.timePtr(&tok.LastUsedAt, used)
 	if s.err != nil {
 		return store.Token{}, s.err
 	}
 	return tok, nil
 }
 
+func scanToken(row rowScanner) (store.Token, error)     { return scanTokenRow(row, true) }
+func scanTokenInfo(row rowScanner) (store.Token, error) { return scanTokenRow(row, false) }
+
 // TokenInsert stores a token hash.
 func (t *tx) TokenInsert(ctx context.Context, p store.TokenInsertParams) (store.Token, error) {
+	kind := p.Kind
+	if kind == "" {
+		kind = store.TokenKindAPI
+	}
 	tok, err := scanToken(t.tx.QueryRowContext(ctx,
-		`INSERT INTO api_tokens (id, user_id, hash, name, created_at) VALUES (?, ?, ?, ?, ?)
+		`INSERT INTO api_tokens (id, user_id, hash, name, kind, expires_at, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
 		RETURNING `+tokenColumns,
-		p.ID.String(), p.UserID.String(), p.Hash, p.Name, ts(p.Now)))
+		p.ID.String(), p.UserID.String(), p.Hash, p.Name, string(kind), tsPtr(p.ExpiresAt), ts(p.Now)))
 	if err != nil {
 		return store.Token{}, fmt.Errorf("insert token for user %s: %w", p.UserID, err)
 	}
@@ -99,6 +122,66 @@ func (t *tx) TokenGetByHash(ctx context.Context, hash []byte) (store.Token, erro
 		return store.Token{}, fmt.Errorf("get token by hash: %w", err)
 	}
 	return tok, nil
+}
+
+// TokenGet reads a token by id, without its hash.
+func (t *tx) TokenGet(ctx context.Context, id uuid.UUID) (store.Token, error) {
+	tok, err := scanTokenInfo(t.tx.QueryRowContext(ctx, `SELECT `+tokenInfoColumns+` FROM api_tokens WHERE id = ?`, id.String()))
+	if err != nil {
+		return store.Token{}, fmt.Errorf("get token %s: %w", id, err)
+	}
+	return tok, nil
+}
+
+// TokenList lists tokens oldest first, without their hashes.
+func (t *tx) TokenList(ctx context.Context, p store.TokenListParams) ([]store.Token, error) {
+	query, args := `SELECT `+tokenInfoColumns+` FROM api_tokens`, []any{}
+	if p.UserID.Valid {
+		query += ` WHERE user_id = ?`
+		args = append(args, p.UserID.UUID.String())
+	}
+	rows, err := t.tx.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", translate(err))
+	}
+	toks, err := collect(rows, scanTokenInfo)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	return toks, nil
+}
+
+// TokenDelete removes one token by id.
+func (t *tx) TokenDelete(ctx context.Context, id uuid.UUID) (int64, error) {
+	n, err := t.exec(ctx, `DELETE FROM api_tokens WHERE id = ?`, id.String())
+	if err != nil {
+		return 0, fmt.Errorf("delete token %s: %w", id, err)
+	}
+	return n, nil
+}
+
+// TokenTouch records a use unless a later one is recorded.
+func (t *tx) TokenTouch(ctx context.Context, id uuid.UUID, at time.Time) (bool, error) {
+	n, err := t.exec(ctx, `UPDATE api_tokens SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)`,
+		ts(at), id.String(), ts(at))
+	if err != nil {
+		return false, fmt.Errorf("touch token %s: %w", id, err)
+	}
+	return n > 0, nil
+}
+
+// TokenDeleteExpired removes expired tokens and idle sessions.
+func (t *tx) TokenDeleteExpired(ctx context.Context, now, sessionIdleBefore time.Time) (int64, error) {
+	query, args := `DELETE FROM api_tokens WHERE (expires_at IS NOT NULL AND expires_at <= ?)`, []any{ts(now)}
+	if !sessionIdleBefore.IsZero() {
+		query += ` OR (kind = 'session' AND COALESCE(last_used_at, created_at) <= ?)`
+		args = append(args, ts(sessionIdleBefore))
+	}
+	n, err := t.exec(ctx, query, args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete expired tokens: %w", err)
+	}
+	return n, nil
 }
 
 // TokenDeleteForUser removes all of a user's tokens.
