@@ -315,8 +315,12 @@ func (w *writer) write(ctx context.Context, events []sdk.ChatStreamEvent) error 
 
 // HandleStream is GET /chats/{chat}/stream after authentication: allowed
 // reports whether the caller may see the chat (404 otherwise).
+//
+// The HTTP server's read and write timeouts do not reach the stream:
+// net/http clears a connection's deadlines when it is hijacked, which
+// Accept does; pings and per-frame write deadlines bound it instead
+// (app's TestStreamOutlivesRequestTimeouts holds this).
 func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uuid.UUID) {
-	clearDeadlines(w)
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return // Accept already answered (e.g. a bad Origin)
@@ -340,7 +344,6 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 // HandleParts is GET /chats/{chat}/stream/parts for replicas: the peer
 // must present this replica's token.
 func (s *Server) HandleParts(w http.ResponseWriter, r *http.Request, chatID uuid.UUID) {
-	clearDeadlines(w)
 	conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
 		return

@@ -3,7 +3,6 @@ package stream
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/coder/websocket"
@@ -48,14 +47,4 @@ func (k keepalive) run(ctx context.Context, conn *websocket.Conn) error {
 			}
 		}
 	}
-}
-
-// clearDeadlines lifts the HTTP server's read and write timeouts from a
-// stream's connection before it is upgraded: they bound a request, and a
-// stream is bounded by its pings and its per-frame write deadlines instead.
-// A ResponseWriter without deadlines (a test recorder) has none to lift.
-func clearDeadlines(w http.ResponseWriter) {
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{})
-	_ = rc.SetWriteDeadline(time.Time{})
 }
