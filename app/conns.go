@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -152,3 +153,16 @@ func (c *limitedConn) Close() error {
 	c.free()
 	return c.Conn.Close()
 }
+
+// CloseWrite lets net/http half-close before closing after an error
+// answer, as it does on a bare TCP connection, so the client reads the
+// answer instead of a reset.
+func (c *limitedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
+
+// ReadFrom keeps the TCP connection's sendfile path for static files.
+func (c *limitedConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
