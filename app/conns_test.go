@@ -201,7 +201,11 @@ func TestStreamOutlivesRequestTimeouts(t *testing.T) {
 				readErr <- err
 				return
 			}
-			frames <- b
+			select {
+			case frames <- b:
+			case <-ctx.Done():
+				return
+			}
 		}
 	})
 	select {
