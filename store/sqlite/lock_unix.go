@@ -26,6 +26,11 @@ func lockDatabase(path string) (func(), error) {
 	}
 	// SQLite treats an empty file as a new database, so creating it here is
 	// harmless; 0600 because the database holds token hashes and chats.
+	// The .lock file is taken first, so a second Open by the same path (or
+	// a symlink) in this process is refused before it opens the database
+	// file: closing any descriptor of a file drops this process's fcntl
+	// locks on it, SQLite's included. Only a hard link opened twice in one
+	// process gets that far, and another process is unaffected.
 	releaseDB, err := flockFile(path, path)
 	if err != nil {
 		releaseSide()
