@@ -54,7 +54,8 @@ type App struct {
 	replicaTok string
 	tokens     *auth.Tokens
 	handler    http.Handler
-	firstToken string // printed once on a first start without a bootstrap token
+	authed     func(*http.Request) bool // valid credentials, for the connection cap
+	firstToken string                   // printed once on a first start without a bootstrap token
 
 	// metrics is the registry, served to admins on the main address and,
 	// on MetricsAddr when set, to anyone (metricsAddr once listening).
@@ -232,9 +233,17 @@ func (a *App) init(ctx context.Context) error {
 	a.streams = stream.NewServer(stream.Config{
 		Store: a.store, Pubsub: a.pubsub, Poller: a.poller, Buffer: a.buffer,
 		Locator: locator{a}, Log: a.log, Clock: a.clock,
+		PingInterval: a.cfg.StreamPingInterval, PongTimeout: a.cfg.StreamPongTimeout,
 	})
 	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
 	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, a.isReplica)
+	a.authed = func(r *http.Request) bool {
+		if a.isReplica(r) {
+			return true
+		}
+		_, err := srv.Authenticate(r)
+		return err == nil
+	}
 	webUI, err := ui.New(web.Files())
 	if err != nil {
 		return err
@@ -377,7 +386,18 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	defer a.Stop()
 	sock := a.startAdmin()
 	defer sock.stop(a.cfg.ShutdownTimeout)
-	srv := &http.Server{Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout}
+	// Timeouts bound every request; the stream handlers lift them from
+	// their own connections (pings and per-frame deadlines bound those).
+	srv := &http.Server{
+		Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		ReadTimeout: orNone(a.cfg.ReadTimeout), WriteTimeout: orNone(a.cfg.WriteTimeout), IdleTimeout: orNone(a.cfg.IdleTimeout),
+	}
+	if a.cfg.MaxUnauthConnsPerIP > 0 {
+		limits := newConnLimiter(a.cfg.MaxUnauthConnsPerIP)
+		ln = limits.listener(ln)
+		srv.Handler = limits.handler(a.handler, a.authed)
+		srv.ConnContext = connContext
+	}
 	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", describeDB(a.cfg.DB))
 	for _, m := range a.models.List() {
 		a.log.Info("model", "id", m.ID, "provider", m.Provider, "model", m.Model, "default", m.Default)

@@ -22,6 +22,16 @@ const (
 	DefaultDB                = "./chatd.db"
 	DefaultShutdownTimeout   = 10 * time.Second
 	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds reading one request, body included.
+	DefaultReadTimeout = 60 * time.Second
+	// DefaultWriteTimeout bounds handling one request and writing its
+	// answer; the WebSocket streams are exempt.
+	DefaultWriteTimeout = 60 * time.Second
+	// DefaultIdleTimeout closes a keep-alive connection idle this long.
+	DefaultIdleTimeout = 120 * time.Second
+	// DefaultMaxUnauthConnsPerIP caps the connections one client address
+	// may hold open before authenticating.
+	DefaultMaxUnauthConnsPerIP = 32
 )
 
 // Config is everything chatd needs to start. Zero values take the Default
@@ -33,6 +43,20 @@ type Config struct {
 	DB string
 	// ShutdownTimeout bounds graceful HTTP shutdown.
 	ShutdownTimeout time.Duration
+	// ReadTimeout, WriteTimeout and IdleTimeout are the HTTP server's
+	// (defaults DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout;
+	// negative: none). The WebSocket streams are exempt from the first two.
+	ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// MaxUnauthConnsPerIP caps the connections per client IP that have not
+	// yet carried an authenticated request; more are answered 429
+	// TOO_MANY_CONNECTIONS and closed (default DefaultMaxUnauthConnsPerIP;
+	// negative: unlimited). Behind a reverse proxy every client has the
+	// proxy's address: raise it or turn it off there.
+	MaxUnauthConnsPerIP int
+	// StreamPingInterval and StreamPongTimeout pace the pings of every
+	// WebSocket (viewer streams, relay and parts connections); zero takes
+	// stream.PingInterval and stream.WriteTimeout.
+	StreamPingInterval, StreamPongTimeout time.Duration
 	// BootstrapToken, when set, is the admin user's token (automation,
 	// tests); a start with a different one revokes the previous one.
 	BootstrapToken string
@@ -140,6 +164,17 @@ func FromEnv() Config {
 		MaxDynamicTools:      envLimit("CHATD_MAX_DYNAMIC_TOOLS", api.DefaultMaxDynamicTools),
 		MaxSystemPromptBytes: envLimit("CHATD_MAX_SYSTEM_PROMPT_BYTES", api.DefaultMaxSystemPromptBytes),
 	}
+	c.ReadTimeout = envTimeout("CHATD_READ_TIMEOUT")
+	c.WriteTimeout = envTimeout("CHATD_WRITE_TIMEOUT")
+	c.IdleTimeout = envTimeout("CHATD_IDLE_TIMEOUT")
+	c.StreamPingInterval, _ = time.ParseDuration(os.Getenv("CHATD_STREAM_PING_INTERVAL"))
+	c.StreamPongTimeout, _ = time.ParseDuration(os.Getenv("CHATD_STREAM_PONG_TIMEOUT"))
+	if v := os.Getenv("CHATD_MAX_UNAUTH_CONNS_PER_IP"); v != "" {
+		c.MaxUnauthConnsPerIP, _ = strconv.Atoi(v)
+		if c.MaxUnauthConnsPerIP == 0 {
+			c.MaxUnauthConnsPerIP = -1 // 0 in the environment: unlimited
+		}
+	}
 	return c
 }
 
@@ -153,6 +188,22 @@ func envLimit(name string, def int) int {
 	return n
 }
 
+// envTimeout reads a duration variable: unset or unparsable is 0 (the
+// default), and "0" means no timeout (negative in Config).
+func envTimeout(name string) time.Duration {
+	d, err := time.ParseDuration(os.Getenv(name))
+	if err != nil {
+		return 0
+	}
+	if d == 0 {
+		return -1
+	}
+	return d
+}
+
+// orNone is a Config timeout for http.Server, where 0 is none.
+func orNone(d time.Duration) time.Duration { return max(d, 0) }
+
 func (c Config) withDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
@@ -162,6 +213,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ShutdownTimeout == 0 {
 		c.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = DefaultWriteTimeout
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.MaxUnauthConnsPerIP == 0 {
+		c.MaxUnauthConnsPerIP = DefaultMaxUnauthConnsPerIP
 	}
 	return c
 }

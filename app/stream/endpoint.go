@@ -52,6 +52,11 @@ type Config struct {
 	Log *slog.Logger
 	// Clock drives keepalives and retry backoffs; clock.Real when nil.
 	Clock clock.Clock
+	// PingInterval is how often every stream and parts connection pings
+	// its peer (default PingInterval).
+	PingInterval time.Duration
+	// PongTimeout drops a peer whose pong takes longer (default WriteTimeout).
+	PongTimeout time.Duration
 }
 
 // Server serves the stream and parts endpoints. Every goroutine a
@@ -65,6 +70,7 @@ type Server struct {
 	locator Locator
 	log     *slog.Logger
 	clock   clock.Clock
+	ka      keepalive
 
 	mu      sync.Mutex
 	closed  bool
@@ -80,9 +86,16 @@ func NewServer(cfg Config) *Server {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	ka := defaultKeepalive(cfg.Clock)
+	if cfg.PingInterval > 0 {
+		ka.interval = cfg.PingInterval
+	}
+	if cfg.PongTimeout > 0 {
+		ka.timeout = cfg.PongTimeout
+	}
 	return &Server{
 		store: cfg.Store, pubsub: cfg.Pubsub, poller: cfg.Poller, buffer: cfg.Buffer,
-		locator: cfg.Locator, log: cfg.Log, clock: cfg.Clock,
+		locator: cfg.Locator, log: cfg.Log, clock: cfg.Clock, ka: ka,
 	}
 }
 
@@ -186,27 +199,15 @@ func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UU
 	defer s.poller.Register(chatID, box.put)()
 	// 3-4. Null state, then the bootstrap fetch.
 	rel := newRelay(ctx, chatID, s.buffer, s.locator, s.clock, s.log)
+	rel.ka = s.ka
 	defer rel.stop()
 	loop := NewLoop(chatID, rel.configure)
 	src := StoreSource{Store: s.store}
 	w := &writer{conn: conn}
 
-	wg.Go(func() { // keepalive
-		t := s.clock.NewTicker(PingInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C():
-				pctx, pcancel := context.WithTimeout(ctx, WriteTimeout)
-				err := conn.Ping(pctx)
-				pcancel()
-				if err != nil {
-					cancel()
-					return
-				}
-			}
+	wg.Go(func() {
+		if s.ka.run(ctx, conn) != nil {
+			cancel()
 		}
 	})
 
@@ -314,6 +315,11 @@ func (w *writer) write(ctx context.Context, events []sdk.ChatStreamEvent) error 
 
 // HandleStream is GET /chats/{chat}/stream after authentication: allowed
 // reports whether the caller may see the chat (404 otherwise).
+//
+// The HTTP server's read and write timeouts do not reach the stream:
+// net/http clears a connection's deadlines when it is hijacked, which
+// Accept does; pings and per-frame write deadlines bound it instead
+// (app's TestStreamOutlivesRequestTimeouts holds this).
 func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uuid.UUID) {
 	rw := &refusal{ResponseWriter: w}
 	conn, err := websocket.Accept(rw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
@@ -348,7 +354,7 @@ func (s *Server) HandleParts(w http.ResponseWriter, r *http.Request, chatID uuid
 	}
 	defer conn.CloseNow()
 	s.serveTracked(r.Context(), func(ctx context.Context) {
-		err := ServeParts(ctx, conn, s.buffer, chatID)
+		err := serveParts(ctx, conn, s.buffer, chatID, s.ka)
 		if err == nil || errClosed(err) {
 			conn.Close(websocket.StatusNormalClosure, "")
 			return

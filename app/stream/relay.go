@@ -54,6 +54,7 @@ type relay struct {
 	buffer  *partbuf.Buffer
 	locator Locator
 	clock   clock.Clock
+	ka      keepalive // pings the parts connections
 	log     *slog.Logger
 	out     chan relayPart
 	ctx     context.Context
@@ -65,7 +66,13 @@ type relay struct {
 }
 
 func newRelay(ctx context.Context, chatID uuid.UUID, buffer *partbuf.Buffer, locator Locator, clk clock.Clock, log *slog.Logger) *relay {
-	return &relay{ctx: ctx, chatID: chatID, buffer: buffer, locator: locator, clock: clk, log: log, out: make(chan relayPart, 256)}
+	return &relay{
+		ctx: ctx, chatID: chatID, buffer: buffer, locator: locator, clock: clk, log: log,
+		// The server sets its own keepalive (on the same clock); alone, a
+		// relay pings on real time so that clk paces only its reconnects.
+		ka:  defaultKeepalive(clock.Real{}),
+		out: make(chan relayPart, 256),
+	}
 }
 
 // configure points the forwarder at a target; called by the loop only.
@@ -210,10 +217,27 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 	if err := rc.attach(ctx, conn); err != nil {
 		return err
 	}
+	// A peer that stops answering pings is dropped and dialled again.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pingErr := make(chan error, 1)
+	wg.Go(func() {
+		if err := r.ka.run(ctx, conn); err != nil {
+			pingErr <- err
+			cancel()
+		}
+	})
 	for {
 		var frames []sdk.PartFrame
 		if err := wsjson.Read(ctx, conn, &frames); err != nil {
-			return err
+			select {
+			case perr := <-pingErr:
+				return perr
+			default:
+				return err
+			}
 		}
 		for _, f := range frames {
 			if !r.send(ctx, relayPart{f.HistoryVersion, f.GenerationAttempt, f.Seq, f.Part}) {
@@ -225,9 +249,13 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 
 // ServeParts is the parts endpoint (spec: "Parts endpoint"): it serves
 // whichever episode the peer selects, from this replica's buffer, whether
-// or not this replica owns the chat. It returns once its reader goroutine
-// has ended.
+// or not this replica owns the chat. It pings the peer and returns when a
+// pong does not come in time. It returns once its goroutines have ended.
 func ServeParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffer, chatID uuid.UUID) error {
+	return serveParts(ctx, conn, buffer, chatID, defaultKeepalive(clock.Real{}))
+}
+
+func serveParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffer, chatID uuid.UUID, ka keepalive) error {
 	ctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -248,6 +276,12 @@ func ServeParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffe
 			selects <- sel
 		}
 	})
+	pingErr := make(chan error, 1)
+	wg.Go(func() {
+		if err := ka.run(ctx, conn); err != nil {
+			pingErr <- err
+		}
+	})
 	var (
 		parts  <-chan partbuf.Part
 		cancel = func() {}
@@ -259,6 +293,8 @@ func ServeParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffe
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-readErr:
+			return err
+		case err := <-pingErr:
 			return err
 		case sel := <-selects:
 			cancel()

@@ -468,6 +468,58 @@ func TestBrowser(t *testing.T) {
 		require.Empty(t, bad, "markdown inputs that produced unsafe HTML")
 	})
 
+	t.Run("hostile code labels and deep nesting still render", func(t *testing.T) {
+		b.t = t
+		// Through the real thread: the demo model quotes the message, so its
+		// reply carries both fences and must render past them.
+		b.do(chromedp.Navigate(b.base + "/"))
+		b.typeAndSend("```constructor\nx = 1\n```\n\n```__proto__\ny = 2\n```\n\nafter the hostile blocks")
+		b.waitJS("the reply", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 1`)
+		reply := eval[[]string](b, jsAssistantTexts)
+		require.Len(t, reply, 1)
+		require.Contains(t, reply[0], "after the hostile blocks")
+		require.Contains(t, reply[0], "A few facts about your message", "the reply renders past the quoted blocks")
+		require.Equal(t, []string{"constructor", "__proto__"}, eval[[]string](b,
+			`[...document.querySelectorAll('.thread .msg-assistant blockquote .codeblock-lang')].map(e => e.textContent)`))
+		b.shot("06b-hostile-labels")
+
+		// The renderer itself: every label that names an Object.prototype
+		// member, in both fence styles and in any case, and nesting far past
+		// what a stack of recursive calls survives.
+		failed := eval[[]string](b, `import('/js/markdown.js').then(({renderMarkdown}) => {
+			const labels = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'prototype', 'valueOf',
+				'__defineGetter__', '__lookupSetter__', 'isPrototypeOf', 'propertyIsEnumerable', 'toLocaleString',
+				'CONSTRUCTOR', '__PROTO__', 'js', 'go'];
+			const inputs = [];
+			for (const l of labels) {
+				inputs.push('`+"```"+`' + l + '\nlet x = 1;\n`+"```"+`\n\nafter ' + l);
+				inputs.push('~~~' + l + ' more words\nlet x = 1;\n~~~\n\nafter ' + l);
+				inputs.push('> - `+"```"+`' + l + '\n>   code\n>   `+"```"+`\n\nafter ' + l);
+			}
+			const deep = 20000;
+			inputs.push('>'.repeat(deep) + ' deep quote\n\nafter quotes');
+			inputs.push(Array.from({length: 300}, (_, k) => '  '.repeat(k) + '- item ' + k).join('\n') + '\n\nafter lists');
+			inputs.push(Array.from({length: 2000}, (_, k) => '>'.repeat(k + 1) + ' line ' + k).join('\n') + '\n\nafter quote lines');
+			inputs.push('['.repeat(deep) + 'x' + ']'.repeat(deep) + '(https://ok.example)\n\nafter links');
+			inputs.push('*_'.repeat(1500) + 'x' + '_*'.repeat(1500) + '\n\nafter emphasis');
+			inputs.push('~~**'.repeat(1000) + 'x' + '**~~'.repeat(1000) + '\n\nafter strikes');
+			inputs.push(Array.from({length: 200}, (_, k) => '  '.repeat(k) + '> - [x](https://ok.example/' + k + ')').join('\n') + '\n\nafter mixed');
+			const out = [];
+			inputs.forEach((s, i) => {
+				const want = 'after-' + i;
+				try {
+					const d = document.createElement('div');
+					d.innerHTML = renderMarkdown(s + '\n\n' + want);
+					if (!d.textContent.includes(want)) out.push(s.slice(0, 40) + ': nothing after it');
+				} catch (e) {
+					out.push(s.slice(0, 40) + ': ' + e);
+				}
+			});
+			return out;
+		})`)
+		require.Empty(t, failed, "inputs after which text did not render")
+	})
+
 	t.Run("retry countdown, error banner, tool result", func(t *testing.T) {
 		b.t = t
 		// A provider that fails once, then recovers: the retry line counts down.

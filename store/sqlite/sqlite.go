@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -53,7 +54,7 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resolve %s: %w", path, err)
 	}
-	unlock, err := lockFile(abs + ".lock")
+	unlock, err := lockDatabase(abs)
 	if err != nil {
 		return nil, err
 	}
@@ -178,4 +179,23 @@ func (s *Store) run(ctx context.Context, db *sql.DB, fn func(store.Tx) error) (e
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil
+}
+
+// resolvePath follows symlinks in path (absolute), so a lock file named
+// after it is the same for every symlinked route to the database. A file
+// that does not exist yet resolves through its directory.
+func resolvePath(path string) string {
+	if real, err := filepath.EvalSymlinks(path); err == nil {
+		return real
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return path
+	}
+	// A dangling symlink would be created at its target by O_CREATE;
+	// name the lock after the link then, as before.
+	if _, err := os.Lstat(path); err == nil {
+		return path
+	}
+	return filepath.Join(dir, filepath.Base(path))
 }

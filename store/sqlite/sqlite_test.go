@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -58,6 +59,36 @@ func TestSecondOpenRefused(t *testing.T) {
 	s2, err := Open(ctx, path, Options{})
 	require.NoError(t, err, "the lock is released on close")
 	require.NoError(t, s2.Close())
+}
+
+// TestOtherPathsRefused: the lock belongs to the database file, not to the
+// name it was opened by, so a symlink or a hard link to a held database is
+// refused with the same message as the same path.
+func TestOtherPathsRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "chatd.db")
+	s, err := Open(ctx, path, Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+
+	symlink := filepath.Join(dir, "symlink.db")
+	require.NoError(t, os.Symlink(path, symlink))
+	linkedDir := filepath.Join(t.TempDir(), "dir")
+	require.NoError(t, os.Symlink(dir, linkedDir))
+	hardlink := filepath.Join(t.TempDir(), "hardlink.db")
+	require.NoError(t, os.Link(path, hardlink))
+
+	for name, other := range map[string]string{
+		"symlink":             symlink,
+		"symlinked directory": filepath.Join(linkedDir, "chatd.db"),
+		"hard link":           hardlink,
+	} {
+		_, err := Open(ctx, other, Options{})
+		require.ErrorIs(t, err, store.ErrLocked, name)
+		require.Contains(t, err.Error(), "another chatd", name)
+	}
 }
 
 func TestPragmas(t *testing.T) {

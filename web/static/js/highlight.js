@@ -97,9 +97,13 @@ const ALIASES = {
   rb: 'ruby', jsonc: 'json', json5: 'json',
 };
 
+// languageOf maps a fence label to a key of LANGS, or ''. The label is
+// the message author's text, so it is looked up as an own property only:
+// "constructor" or "__proto__" must not reach Object.prototype.
 export function languageOf(name) {
   const n = String(name || '').toLowerCase();
-  return LANGS[n] ? n : ALIASES[n] || '';
+  if (Object.hasOwn(LANGS, n)) return n;
+  return Object.hasOwn(ALIASES, n) ? ALIASES[n] : '';
 }
 
 // highlight returns escaped HTML for code in language lang.

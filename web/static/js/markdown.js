@@ -18,6 +18,11 @@ const HR_RE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const QUOTE_RE = /^ {0,3}>/;
 const DELIM_CELL_RE = /^ *:?-+:? *$/;
 const SEARCH_WINDOW = 4000; // how far an emphasis or link looks for its end
+// How deep quotes, lists, links and emphasis nest before the rest renders as
+// plain text: a hostile reply of thousands of "> " or indented "- " levels
+// would otherwise exhaust the stack (and take quadratic time) and the whole
+// message would not render.
+const MAX_DEPTH = 32;
 
 const COPY_ICON = '<svg class="icon" viewBox="0 0 24 24" aria-hidden="true"><path d="M9 9h10v10H9zM5 15V5h10"/></svg>';
 
@@ -43,7 +48,14 @@ function startsBlock(lines, i) {
     isTableStart(lines, i) || (LIST_RE.test(l) && !blank(LIST_RE.exec(l)[4]));
 }
 
-function blocks(lines, tight) {
+// flat renders lines as one escaped paragraph, past MAX_DEPTH.
+function flat(lines, tight) {
+  const text = lines.map((l) => esc(l.trim())).filter(Boolean).join('<br>');
+  return tight ? text : `<p>${text}</p>`;
+}
+
+function blocks(lines, tight, depth = 0) {
+  if (depth > MAX_DEPTH) return flat(lines, tight);
   let out = '';
   let i = 0;
   while (i < lines.length) {
@@ -85,7 +97,7 @@ function blocks(lines, tight) {
         body.push(lines[i].replace(/^ {0,3}> ?/, ''));
         i++;
       }
-      out += `<blockquote>${blocks(body, false)}</blockquote>`;
+      out += `<blockquote>${blocks(body, false, depth + 1)}</blockquote>`;
       continue;
     }
     if (isTableStart(lines, i)) {
@@ -95,7 +107,7 @@ function blocks(lines, tight) {
       continue;
     }
     if (LIST_RE.test(line)) {
-      const [html, next] = list(lines, i);
+      const [html, next] = list(lines, i, depth);
       out += html;
       i = next;
       continue;
@@ -108,7 +120,7 @@ function blocks(lines, tight) {
   return out;
 }
 
-function list(lines, i) {
+function list(lines, i, depth) {
   const first = LIST_RE.exec(lines[i]);
   const ordered = /\d/.test(first[2]);
   const base = first[1].length;
@@ -146,7 +158,7 @@ function list(lines, i) {
   }
   let html = '';
   for (const it of items) {
-    let content = blocks(it.body, !loose);
+    let content = blocks(it.body, !loose, depth + 1);
     let cls = '';
     const task = /^\[([ xX])\] /.exec(it.body[0] || '');
     if (task) {
@@ -285,8 +297,10 @@ function findClose(src, c, n, from) {
   return -1;
 }
 
-// inline renders a paragraph's text.
-export function inline(src) {
+// inline renders a paragraph's text; depth counts the links and emphasis
+// around it.
+export function inline(src, depth = 0) {
+  if (depth > MAX_DEPTH) return esc(src);
   let out = '';
   let i = 0;
   while (i < src.length) {
@@ -337,7 +351,7 @@ export function inline(src) {
       const l = parseLink(src, i);
       if (l) {
         const href = safeHref(l.url);
-        out += href ? link(href, inline(l.text), l.title) : inline(l.text);
+        out += href ? link(href, inline(l.text, depth + 1), l.title) : inline(l.text, depth + 1);
         i = l.end;
         continue;
       }
@@ -362,7 +376,7 @@ export function inline(src) {
       const canOpen = n <= 3 && !/\s/.test(next) && !(c === '_' && /[\p{L}\p{N}]/u.test(prev)) && (c !== '~' || n === 2);
       const j = canOpen ? findClose(src, c, n, i + n) : -1;
       if (j > i + n) {
-        const inner = inline(src.slice(i + n, j));
+        const inner = inline(src.slice(i + n, j), depth + 1);
         if (c === '~') out += `<del>${inner}</del>`;
         else if (n === 1) out += `<em>${inner}</em>`;
         else if (n === 2) out += `<strong>${inner}</strong>`;
