@@ -97,12 +97,21 @@ type Reader interface {
 	HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error)
 
 	// ChatListAcquirable lists unarchived chats in a runnable status
-	// (running, interrupting, requires_action) that no live worker owns.
+	// (running, interrupting, requires_action) that no live worker owns, in
+	// admission order: requires_action first (it takes no slot), then the
+	// chats of the users holding the fewest slots (ChatCountOwnedByOwner),
+	// then the oldest (updated_at, id).
 	ChatListAcquirable(ctx context.Context, p AcquirableParams) ([]Chat, error)
 
-	// ChatCountOwned counts chats held by a live lease, split into root
-	// chats and subagent (child) chats, for the concurrent agent limiter.
+	// ChatCountOwned counts the chats that hold a slot of the concurrent
+	// agent limiter, split into root chats and subagent (child) chats: a
+	// live owner holds them and they are not in requires_action (a chat
+	// waiting on a person or an operator keeps its owner, not its slot).
 	ChatCountOwned(ctx context.Context, p AcquirableParams) (roots, subagents int64, err error)
+
+	// ChatCountOwnedByOwner counts the same chats as ChatCountOwned, both
+	// pools together, per owning user (users holding none are absent).
+	ChatCountOwnedByOwner(ctx context.Context, p AcquirableParams) (map[uuid.UUID]int64, error)
 
 	// ReplicaGet reads a replica by its worker id.
 	ReplicaGet(ctx context.Context, workerID uuid.UUID) (Replica, error)
