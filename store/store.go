@@ -96,6 +96,12 @@ type Reader interface {
 	// HeartbeatAt reads a lease's last heartbeat (ErrNotFound when none).
 	HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error)
 
+	// HeartbeatOldestForeign reads the oldest fresh heartbeat (newer than
+	// p.LeaseCutoff) of the leases that workers other than p.Self hold on
+	// unarchived runnable chats: when it goes stale, a chat needs taking
+	// over. It reports false when there is none or without p.LeaseCutoff.
+	HeartbeatOldestForeign(ctx context.Context, p AcquirableParams) (time.Time, bool, error)
+
 	// ChatListAcquirable lists unarchived chats in a runnable status
 	// (running, interrupting, requires_action) that no live worker owns, in
 	// admission order: requires_action first (it takes no slot), then the

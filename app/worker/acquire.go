@@ -16,7 +16,10 @@ import (
 var errSkip = errors.New("skip")
 
 // acquireLoop greedily acquires chats on chat:ownership notifications and
-// on a timer, with a pass right away.
+// on a timer, with a pass right away. With leases the timer fires no later
+// than when the oldest lease of another replica goes stale (nextPassIn), so
+// a crashed replica's chats are taken over at lease expiry rather than up
+// to an AcquireInterval later.
 func (w *Worker) acquireLoop(ctx context.Context, wake <-chan struct{}) {
 	for {
 		w.AcquirePass(ctx)
@@ -24,9 +27,38 @@ func (w *Worker) acquireLoop(ctx context.Context, wake <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-wake:
-		case <-w.clock.After(w.cfg.AcquireInterval):
+		case <-w.clock.After(w.nextPassIn(ctx)):
 		}
 	}
+}
+
+// nextPassIn is how long the acquisition loop waits for its next timed
+// pass: AcquireInterval, or less when a lease another replica holds goes
+// stale sooner (a heartbeat exactly LeaseTimeout old is stale).
+func (w *Worker) nextPassIn(ctx context.Context) time.Duration {
+	if !w.cfg.Leases {
+		return w.cfg.AcquireInterval
+	}
+	var (
+		oldest time.Time
+		found  bool
+	)
+	err := w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+		var err error
+		oldest, found, err = tx.HeartbeatOldestForeign(ctx, w.acquireParams())
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("read the oldest foreign lease", "err", err)
+		}
+		return w.cfg.AcquireInterval
+	}
+	if !found {
+		return w.cfg.AcquireInterval
+	}
+	d := oldest.Add(w.cfg.LeaseTimeout).Sub(w.clock.Now())
+	return min(max(d, time.Millisecond), w.cfg.AcquireInterval)
 }
 
 // AcquirePass tries to acquire every acquirable chat once and reports how

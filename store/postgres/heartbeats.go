@@ -77,6 +77,27 @@ func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64,
 	return tag.RowsAffected(), nil
 }
 
+// HeartbeatOldestForeign reads the oldest fresh heartbeat among the
+// leases other workers hold on runnable chats.
+func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParams) (time.Time, bool, error) {
+	if p.LeaseCutoff == nil {
+		return time.Time{}, false, nil
+	}
+	var at *time.Time
+	err := t.tx.QueryRow(ctx, `SELECT MIN(hb.heartbeat_at) FROM chats c
+		JOIN chat_heartbeats hb ON hb.chat_id = c.id AND hb.runner_id = c.runner_id
+		WHERE NOT c.archived AND c.status IN ('running', 'interrupting', 'requires_action')
+		AND c.worker_id IS NOT NULL AND c.worker_id <> $1 AND hb.heartbeat_at > $2`,
+		p.Self, *p.LeaseCutoff).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", translate(err))
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return at.UTC(), true, nil
+}
+
 // ownerAlive is the SQL condition "the chat aliased c has a live owner".
 func ownerAlive(p store.AcquirableParams, a *args, c string) string {
 	if p.LeaseCutoff != nil {

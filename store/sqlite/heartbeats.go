@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -94,6 +95,31 @@ func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64,
 		return 0, fmt.Errorf("delete stale heartbeats: %w", err)
 	}
 	return n, nil
+}
+
+// HeartbeatOldestForeign reads the oldest fresh heartbeat among the
+// leases other workers hold on runnable chats.
+func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParams) (time.Time, bool, error) {
+	if p.LeaseCutoff == nil {
+		return time.Time{}, false, nil
+	}
+	var at sql.NullString
+	err := t.tx.QueryRowContext(ctx, `SELECT MIN(hb.heartbeat_at) FROM chats c
+		JOIN chat_heartbeats hb ON hb.chat_id = c.id AND hb.runner_id = c.runner_id
+		WHERE c.archived = 0 AND c.status IN ('running', 'interrupting', 'requires_action')
+		AND c.worker_id IS NOT NULL AND c.worker_id <> ? AND hb.heartbeat_at > ?`,
+		p.Self.String(), ts(*p.LeaseCutoff)).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", translate(err))
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	parsed, err := parseTS(at.String)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", err)
+	}
+	return parsed, true, nil
 }
 
 // ownerAlive is the SQL condition "the chat aliased c has a live owner".

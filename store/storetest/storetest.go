@@ -1104,6 +1104,32 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedFresh is a root, child a subagent")
 	r, s = count(store.AcquirableParams{Self: self})
 	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedBySelf and child")
+
+	oldest := func(p store.AcquirableParams) (time.Time, bool) {
+		var (
+			at    time.Time
+			found bool
+		)
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			var err error
+			at, found, err = tx.HeartbeatOldestForeign(b.ctx, p)
+			return err
+		}))
+		return at, found
+	}
+	b.own(t, waiting, other, uuid.New(), t0.Add(-10*time.Second)) // not runnable: never taken over
+	at, found := oldest(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff})
+	require.True(t, found)
+	require.True(t, t0.Equal(at), "ownedFresh: the only fresh lease of another worker on a runnable chat, got %v", at)
+	b.own(t, ownedFresh, other, uuid.New(), t0.Add(5*time.Second))
+	at, found = oldest(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff})
+	require.True(t, found)
+	require.True(t, t0.Add(5*time.Second).Equal(at), "a lease's newest heartbeat counts, got %v", at)
+	at, found = oldest(store.AcquirableParams{Self: other, LeaseCutoff: &cutoff})
+	require.True(t, found)
+	require.True(t, t0.Equal(at), "for other, self's fresh child lease (ownedBySelf's is stale), got %v", at)
+	_, found = oldest(store.AcquirableParams{Self: self})
+	require.False(t, found, "no leases without a cutoff")
 }
 
 // testRequiresActionHoldsNoSlot: a chat in requires_action keeps its live
