@@ -227,6 +227,14 @@ type Tx interface {
 	// ReplicaDelete removes a replica's record.
 	ReplicaDelete(ctx context.Context, workerID uuid.UUID) error
 
+	// ReplicaTouch sets a replica's updated_at = now (its worker does on
+	// every heartbeat tick) and reports whether the record exists.
+	ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error)
+
+	// ReplicaDeleteStale removes the records of replicas whose updated_at
+	// is older than cutoff: they are dead, and nobody may dial them.
+	ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error)
+
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)
 

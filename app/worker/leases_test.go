@@ -76,3 +76,37 @@ func TestTakeoverScheduledAtLeaseExpiry(t *testing.T) {
 		require.Equal(t, g.w.id, g.chat(mine).WorkerID.UUID)
 	})
 }
+
+// TestDeadReplicaRecordsAreRemoved: each heartbeat tick refreshes the
+// replica's own record; the cleanup removes the records of replicas that
+// have not refreshed theirs for longer than the lease timeout.
+func TestDeadReplicaRecordsAreRemoved(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := setupOn(t, newStore(t), Config{Leases: true, LeaseTimeout: 30 * time.Second, HeartbeatInterval: 10 * time.Second})
+		dead := uuid.New()
+		require.NoError(t, g.store.InTx(g.ctx, func(tx store.Tx) error {
+			for _, id := range []uuid.UUID{g.w.id, dead} {
+				if err := tx.ReplicaUpsert(g.ctx, store.Replica{WorkerID: id, Address: "http://" + id.String(), Token: "t", UpdatedAt: g.clock.Now()}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+		replica := func(id uuid.UUID) error {
+			return g.store.ReadTx(g.ctx, func(tx store.Reader) error { _, err := tx.ReplicaGet(g.ctx, id); return err })
+		}
+		for range 3 {
+			g.clock.Advance(10 * time.Second)
+			g.w.manager.touchReplica(g.ctx)
+		}
+		g.w.manager.cleanupOnce(g.ctx)
+		require.NoError(t, replica(g.w.id), "a live replica is kept: it refreshes its record")
+		require.NoError(t, replica(dead), "a record exactly a lease timeout old is kept")
+
+		g.clock.Advance(time.Second)
+		g.w.manager.touchReplica(g.ctx)
+		g.w.manager.cleanupOnce(g.ctx)
+		require.ErrorIs(t, replica(dead), store.ErrNotFound, "the dead replica's record is removed")
+		require.NoError(t, replica(g.w.id))
+	})
+}

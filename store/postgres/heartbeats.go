@@ -98,6 +98,25 @@ func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParam
 	return at.UTC(), true, nil
 }
 
+// ReplicaTouch marks a replica's record as refreshed at now.
+func (t *tx) ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE chat_replicas SET updated_at = $2 WHERE worker_id = $1`, workerID, now)
+	if err != nil {
+		return false, fmt.Errorf("touch replica %s: %w", workerID, translate(err))
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// ReplicaDeleteStale removes the records of replicas not refreshed since
+// cutoff.
+func (t *tx) ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_replicas WHERE updated_at < $1`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("delete stale replicas: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
 // ownerAlive is the SQL condition "the chat aliased c has a live owner".
 func ownerAlive(p store.AcquirableParams, a *args, c string) string {
 	if p.LeaseCutoff != nil {

@@ -122,6 +122,25 @@ func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParam
 	return parsed, true, nil
 }
 
+// ReplicaTouch marks a replica's record as refreshed at now.
+func (t *tx) ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error) {
+	n, err := t.exec(ctx, `UPDATE chat_replicas SET updated_at = ? WHERE worker_id = ?`, ts(now), workerID.String())
+	if err != nil {
+		return false, fmt.Errorf("touch replica %s: %w", workerID, err)
+	}
+	return n > 0, nil
+}
+
+// ReplicaDeleteStale removes the records of replicas not refreshed since
+// cutoff.
+func (t *tx) ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
+	n, err := t.exec(ctx, `DELETE FROM chat_replicas WHERE updated_at < ?`, ts(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("delete stale replicas: %w", err)
+	}
+	return n, nil
+}
+
 // ownerAlive is the SQL condition "the chat aliased c has a live owner".
 func ownerAlive(p store.AcquirableParams, a *args, c string) string {
 	if p.LeaseCutoff != nil {

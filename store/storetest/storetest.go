@@ -64,6 +64,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"AcquirableFairOrder", testAcquirableFairOrder},
 		{"MessagesByRevision", testMessagesByRevision},
 		{"Replicas", testReplicas},
+		{"ReplicaTouchAndDeleteStale", testReplicaTouchAndDeleteStale},
 		{"RequestIDRoundTrips", testRequestIDRoundTrips},
 		{"Invocations", testInvocations},
 		{"Journal", testJournal},
@@ -1272,6 +1273,40 @@ func testReplicas(t *testing.T, b *bundle) {
 		return nil
 	}))
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaDelete(b.ctx, w) }))
+}
+
+// testReplicaTouchAndDeleteStale: a replica refreshes its record; the
+// records not refreshed since a cutoff are removed, the others stay.
+func testReplicaTouchAndDeleteStale(t *testing.T, b *bundle) {
+	alive, dead, unknown := uuid.New(), uuid.New(), uuid.New()
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		for _, id := range []uuid.UUID{alive, dead} {
+			if err := tx.ReplicaUpsert(b.ctx, store.Replica{WorkerID: id, Address: "http://x", Token: "t", UpdatedAt: b.now}); err != nil {
+				return err
+			}
+		}
+		found, err := tx.ReplicaTouch(b.ctx, alive, b.now.Add(40*time.Second))
+		require.True(t, found)
+		if err != nil {
+			return err
+		}
+		found, err = tx.ReplicaTouch(b.ctx, unknown, b.now.Add(40*time.Second))
+		require.False(t, found, "no record to refresh")
+		return err
+	}))
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		n, err := tx.ReplicaDeleteStale(b.ctx, b.now.Add(10*time.Second))
+		require.Equal(t, int64(1), n)
+		return err
+	}))
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		r, err := tx.ReplicaGet(b.ctx, alive)
+		require.NoError(t, err)
+		require.True(t, b.now.Add(40*time.Second).Equal(r.UpdatedAt), "refreshed, got %v", r.UpdatedAt)
+		_, err = tx.ReplicaGet(b.ctx, dead)
+		require.ErrorIs(t, err, store.ErrNotFound, "the dead replica's record is gone")
+		return nil
+	}))
 }
 
 func testRequestIDRoundTrips(t *testing.T, b *bundle) {
