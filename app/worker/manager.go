@@ -26,6 +26,8 @@ func newManager(w *Worker) *manager {
 // that Acquire committed.
 func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID) {
 	r := newRunner(m.w, c.ID, runnerID)
+	// Acquisition admits a chat in requires_action without a slot.
+	r.slot = needsSlot(c)
 	m.mu.Lock()
 	if m.runners[c.ID] == nil {
 		m.runners[c.ID] = map[uuid.UUID]*runner{}

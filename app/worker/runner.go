@@ -78,11 +78,14 @@ type runner struct {
 	seen   bool
 	active *task
 	tasks  []*task
+	// slot: the chat was admitted against the concurrent agent limit and
+	// has not waited on a person since (requires_action holds no slot).
+	slot bool
 	wg     sync.WaitGroup
 }
 
 func newRunner(w *Worker, chatID, runnerID uuid.UUID) *runner {
-	return &runner{w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1)}
+	return &runner{w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1), slot: true}
 }
 
 // notify hands the loop an event; an older pending event is superseded, so
@@ -201,15 +204,18 @@ func (r *runner) process(ctx context.Context, ev event) {
 	switch {
 	case ev.Archived:
 		r.spawn(ctx, ev, r.abandon)
-	case ev.Status == store.ChatStatusRunning && seen && prev.Status == store.ChatStatusRequiresAction:
+	case ev.Status == store.ChatStatusRunning && !r.slot:
 		// It took no slot while it waited on a person or an operator; it
-		// counts again now that it runs.
+		// counts again now that it runs. (If resume gives the chat up, this
+		// runner is done with it.)
+		r.slot = true
 		r.spawn(ctx, ev, r.resume)
 	case ev.Status == store.ChatStatusRunning:
 		r.spawn(ctx, ev, r.generate)
 	case ev.Status == store.ChatStatusInterrupting:
 		r.spawn(ctx, ev, r.interrupt)
 	case ev.Status == store.ChatStatusRequiresAction:
+		r.slot = false
 		r.spawn(ctx, ev, r.actionTimeout)
 	default:
 		r.spawn(ctx, ev, r.abandon)
