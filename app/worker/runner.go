@@ -81,7 +81,7 @@ type runner struct {
 	// slot: the chat was admitted against the concurrent agent limit and
 	// has not waited on a person since (requires_action holds no slot).
 	slot bool
-	wg     sync.WaitGroup
+	wg   sync.WaitGroup
 }
 
 func newRunner(w *Worker, chatID, runnerID uuid.UUID) *runner {
