@@ -103,13 +103,28 @@ type Reader interface {
 	// HeartbeatAt reads a lease's last heartbeat (ErrNotFound when none).
 	HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error)
 
+	// HeartbeatOldestForeign reads the oldest fresh heartbeat (newer than
+	// p.LeaseCutoff) of the leases that workers other than p.Self hold on
+	// unarchived runnable chats: when it goes stale, a chat needs taking
+	// over. It reports false when there is none or without p.LeaseCutoff.
+	HeartbeatOldestForeign(ctx context.Context, p AcquirableParams) (time.Time, bool, error)
+
 	// ChatListAcquirable lists unarchived chats in a runnable status
-	// (running, interrupting, requires_action) that no live worker owns.
+	// (running, interrupting, requires_action) that no live worker owns, in
+	// admission order: requires_action first (it takes no slot), then the
+	// chats of the users holding the fewest slots (ChatCountOwnedByOwner),
+	// then the oldest (updated_at, id).
 	ChatListAcquirable(ctx context.Context, p AcquirableParams) ([]Chat, error)
 
-	// ChatCountOwned counts chats held by a live lease, split into root
-	// chats and subagent (child) chats, for the concurrent agent limiter.
+	// ChatCountOwned counts the chats that hold a slot of the concurrent
+	// agent limiter, split into root chats and subagent (child) chats: a
+	// live owner holds them and they are not in requires_action (a chat
+	// waiting on a person or an operator keeps its owner, not its slot).
 	ChatCountOwned(ctx context.Context, p AcquirableParams) (roots, subagents int64, err error)
+
+	// ChatCountOwnedByOwner counts the same chats as ChatCountOwned, both
+	// pools together, per owning user (users holding none are absent).
+	ChatCountOwnedByOwner(ctx context.Context, p AcquirableParams) (map[uuid.UUID]int64, error)
 
 	// ReplicaGet reads a replica by its worker id.
 	ReplicaGet(ctx context.Context, workerID uuid.UUID) (Replica, error)
@@ -225,6 +240,14 @@ type Tx interface {
 
 	// ReplicaDelete removes a replica's record.
 	ReplicaDelete(ctx context.Context, workerID uuid.UUID) error
+
+	// ReplicaTouch sets a replica's updated_at = now (its worker does on
+	// every heartbeat tick) and reports whether the record exists.
+	ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error)
+
+	// ReplicaDeleteStale removes the records of replicas whose updated_at
+	// is older than cutoff: they are dead, and nobody may dial them.
+	ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error)
 
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)

@@ -111,3 +111,36 @@ func (m *Machine) DeleteStaleLeases(ctx context.Context, cutoff time.Time) (int6
 	})
 	return n, err
 }
+
+// TouchReplica marks the replica record of workerID as alive at now (the
+// replica registry is not chat state; it lives here beside the leases it
+// follows). It reports whether the record exists.
+func (m *Machine) TouchReplica(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error) {
+	var found bool
+	err := m.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		found, err = tx.ReplicaTouch(ctx, workerID, now)
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("touch replica %s: %w", workerID, err)
+	}
+	return found, nil
+}
+
+// DeleteStaleReplicas removes the records of replicas that have not been
+// refreshed since cutoff: a live replica refreshes its record on every
+// heartbeat tick, so those replicas are dead (their leases are stale too)
+// and no stream may be relayed to them.
+func (m *Machine) DeleteStaleReplicas(ctx context.Context, cutoff time.Time) (int64, error) {
+	var n int64
+	err := m.store.InTx(ctx, func(tx store.Tx) error {
+		var err error
+		n, err = tx.ReplicaDeleteStale(ctx, cutoff)
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("delete stale replicas: %w", err)
+	}
+	return n, nil
+}

@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"time"
@@ -15,7 +16,10 @@ import (
 var errSkip = errors.New("skip")
 
 // acquireLoop greedily acquires chats on chat:ownership notifications and
-// on a timer, with a pass right away.
+// on a timer, with a pass right away. With leases the timer fires no later
+// than when the oldest lease of another replica goes stale (nextPassIn), so
+// a crashed replica's chats are taken over at lease expiry rather than up
+// to an AcquireInterval later.
 func (w *Worker) acquireLoop(ctx context.Context, wake <-chan struct{}) {
 	for {
 		w.AcquirePass(ctx)
@@ -23,24 +27,61 @@ func (w *Worker) acquireLoop(ctx context.Context, wake <-chan struct{}) {
 		case <-ctx.Done():
 			return
 		case <-wake:
-		case <-w.clock.After(w.cfg.AcquireInterval):
+		case <-w.clock.After(w.nextPassIn(ctx)):
 		}
 	}
 }
 
+// nextPassIn is how long the acquisition loop waits for its next timed
+// pass: AcquireInterval, or less when a lease another replica holds goes
+// stale sooner (a heartbeat exactly LeaseTimeout old is stale).
+func (w *Worker) nextPassIn(ctx context.Context) time.Duration {
+	if !w.cfg.Leases {
+		return w.cfg.AcquireInterval
+	}
+	var (
+		oldest time.Time
+		found  bool
+	)
+	err := w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+		var err error
+		oldest, found, err = tx.HeartbeatOldestForeign(ctx, w.acquireParams())
+		return err
+	})
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("read the oldest foreign lease", "err", err)
+		}
+		return w.cfg.AcquireInterval
+	}
+	if !found {
+		return w.cfg.AcquireInterval
+	}
+	d := oldest.Add(w.cfg.LeaseTimeout).Sub(w.clock.Now())
+	return min(max(d, time.Millisecond), w.cfg.AcquireInterval)
+}
+
 // AcquirePass tries to acquire every acquirable chat once and reports how
-// many it took.
+// many it took. A chat in requires_action takes no slot of the concurrent
+// agent limiter, so it is always taken; the others are admitted fairly
+// between users: the next slot goes to the user holding the fewest slots,
+// the oldest of that user's chats first (see admissionOrder).
 func (w *Worker) AcquirePass(ctx context.Context) int {
 	var (
 		chats            []store.Chat
 		roots, subagents int64
+		byOwner          map[uuid.UUID]int64
 	)
 	err := w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
-		if chats, err = tx.ChatListAcquirable(ctx, w.acquireParams()); err != nil {
+		p := w.acquireParams()
+		if chats, err = tx.ChatListAcquirable(ctx, p); err != nil {
 			return err
 		}
-		roots, subagents, err = tx.ChatCountOwned(ctx, w.acquireParams())
+		if roots, subagents, err = tx.ChatCountOwned(ctx, p); err != nil {
+			return err
+		}
+		byOwner, err = tx.ChatCountOwnedByOwner(ctx, p)
 		return err
 	})
 	if err != nil {
@@ -50,26 +91,85 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 		return 0
 	}
 	n := 0
-	for _, c := range chats {
-		if ctx.Err() != nil {
+	order := admissionOrder{chats: chats, byOwner: byOwner}
+	for ctx.Err() == nil {
+		// A pool that was full when the counts were read is skipped without
+		// a write transaction; tryAcquire's check under the lock decides.
+		c, ok := order.next(func(c store.Chat) bool {
+			return !needsSlot(c) || w.hasRoom(c, roots, subagents)
+		})
+		if !ok {
 			break
 		}
-		// A pool that was full when the list was read is skipped without a
-		// write transaction; tryAcquire's check under the lock decides.
-		if c.ParentChatID.Valid && subagents >= int64(w.cfg.SubagentLimit) ||
-			!c.ParentChatID.Valid && roots >= int64(w.cfg.RootLimit) {
+		if !w.tryAcquire(ctx, c.ID) {
 			continue
 		}
-		if w.tryAcquire(ctx, c.ID) {
+		n++
+		if needsSlot(c) {
+			order.byOwner[c.OwnerID]++
 			if c.ParentChatID.Valid {
 				subagents++
 			} else {
 				roots++
 			}
-			n++
 		}
 	}
 	return n
+}
+
+// needsSlot reports whether running c counts against the concurrent agent
+// limit: a chat waiting on a person or an operator (requires_action, for
+// a client tool, an approval or a review) does not; it counts again once
+// it runs. This departs from the spec's "whatever its execution state"
+// (docs/ARCHITECTURE.md, "Concurrent agent limiter").
+func needsSlot(c store.Chat) bool { return c.Status != store.ChatStatusRequiresAction }
+
+// hasRoom reports whether c's pool has a free slot at these counts.
+func (w *Worker) hasRoom(c store.Chat, roots, subagents int64) bool {
+	if c.ParentChatID.Valid {
+		return subagents < int64(w.cfg.SubagentLimit)
+	}
+	return roots < int64(w.cfg.RootLimit)
+}
+
+// admissionOrder hands out the candidates of one pass fairly: each next
+// is the allowed candidate whose owner holds the fewest slots right now,
+// ties going to the oldest. Counts go up as the pass admits chats, so one user's backlog
+// cannot take every slot that frees while another user waits.
+type admissionOrder struct {
+	chats   []store.Chat
+	byOwner map[uuid.UUID]int64
+}
+
+// before orders a ahead of b: fewer slots held by its owner, then older
+// (updated_at, id: the store's order).
+func (o *admissionOrder) before(a, b store.Chat) bool {
+	if na, nb := o.byOwner[a.OwnerID], o.byOwner[b.OwnerID]; na != nb {
+		return na < nb
+	}
+	if !a.UpdatedAt.Equal(b.UpdatedAt) {
+		return a.UpdatedAt.Before(b.UpdatedAt)
+	}
+	return bytes.Compare(a.ID[:], b.ID[:]) < 0
+}
+
+// next removes and returns the best allowed candidate.
+func (o *admissionOrder) next(allowed func(store.Chat) bool) (store.Chat, bool) {
+	best := -1
+	for i, c := range o.chats {
+		if !allowed(c) {
+			continue
+		}
+		if best < 0 || o.before(c, o.chats[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return store.Chat{}, false
+	}
+	c := o.chats[best]
+	o.chats = append(o.chats[:best], o.chats[best+1:]...)
+	return c, true
 }
 
 // tryAcquire re-checks the chat under its lock, admits it against the
@@ -94,14 +194,15 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 		if err != nil || alive {
 			return errors.Join(err, errSkip)
 		}
-		roots, subagents, err := tx.ChatCountOwned(ctx, w.acquireParams())
-		if err != nil {
-			return err
-		}
-		if c.ParentChatID.Valid && subagents >= int64(w.cfg.SubagentLimit) ||
-			!c.ParentChatID.Valid && roots >= int64(w.cfg.RootLimit) {
-			w.log.Debug("chat waits for capacity", "chat_id", chatID, "roots", roots, "subagents", subagents)
-			return errSkip
+		if needsSlot(c) {
+			roots, subagents, err := tx.ChatCountOwned(ctx, w.acquireParams())
+			if err != nil {
+				return err
+			}
+			if !w.hasRoom(c, roots, subagents) {
+				w.log.Debug("chat waits for capacity", "chat_id", chatID, "roots", roots, "subagents", subagents)
+				return errSkip
+			}
 		}
 		res, err := t.Acquire(chatID, w.id, runnerID)
 		acquired = res.Chat

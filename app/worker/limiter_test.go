@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/chatstate/chatstatetest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -180,4 +181,169 @@ func heartbeatOf(g *fixture, c store.Chat) (time.Time, error) {
 		return err
 	})
 	return at, err
+}
+
+// user adds a user and returns its id.
+func (g *fixture) user(name string) uuid.UUID {
+	g.t.Helper()
+	id := uuid.New()
+	require.NoError(g.t, g.store.InTx(g.ctx, func(tx store.Tx) error {
+		_, err := tx.UserInsert(g.ctx, store.UserInsertParams{ID: id, Name: name + "-" + id.String()[:8], Now: g.clock.Now()})
+		return err
+	}))
+	return id
+}
+
+// createFor makes a running chat owned by owner.
+func (g *fixture) createFor(owner uuid.UUID, text string) uuid.UUID {
+	g.t.Helper()
+	var id uuid.UUID
+	g.do(func(t *chatstate.Tx) error {
+		res, err := t.Create(chatstate.CreateParams{
+			OwnerID: owner, Title: text, TitleSource: store.TitleSourceUser,
+			Input: chatstate.UserInput{Content: sdk.Text(text)},
+		})
+		id = res.Chat.ID
+		return err
+	})
+	return id
+}
+
+// waitingOnPeople seeds n chats in requires_action, each of its own user,
+// owned by the fixture's worker or (unowned) left by a crashed one.
+func (g *fixture) waitingOnPeople(n int, unowned bool) []uuid.UUID {
+	g.t.Helper()
+	ids := make([]uuid.UUID, n)
+	for i := range ids {
+		ids[i] = chatstatetest.Seed(g.t, g.machine, g.store, chatstatetest.Spec{
+			State: chatstate.StateA0, Owner: g.user("waiting"), Worker: g.w.id, Runner: uuid.New(),
+			DynamicTools: []sdk.DynamicTool{{Name: chatstatetest.ActionTool}}, Unowned: unowned,
+		}).ID
+		require.Equal(g.t, store.ChatStatusRequiresAction, g.chat(ids[i]).Status)
+	}
+	return ids
+}
+
+// TestLimiterRequiresActionTakesNoSlot: chats waiting on a person or an
+// operator keep their owner but take no slot, so five of them (the default
+// root limit) do not keep a sixth user's chat from running; after a crash
+// they are taken over without a slot too.
+func TestLimiterRequiresActionTakesNoSlot(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		for _, crashed := range []bool{false, true} {
+			g := setupLimiter(t, newStore(t), Config{})
+			waiting := g.waitingOnPeople(DefaultRootLimit, crashed)
+			other := g.createFor(g.user("other"), "one turn")
+
+			want := 1
+			if crashed {
+				want += len(waiting)
+			}
+			require.Equal(t, want, g.w.AcquirePass(g.ctx), "crashed %v: the sixth chat is admitted", crashed)
+			owned, _ := g.owned(append(waiting, other)...)
+			require.Len(t, owned, len(waiting)+1, "crashed %v: every chat has an owner", crashed)
+			require.Equal(t, "one turn", lastUserText(g.provider.next(t).req))
+			for _, id := range waiting {
+				require.Equal(t, store.ChatStatusRequiresAction, g.chat(id).Status, "crashed %v: still waiting on its person", crashed)
+			}
+			g.provider.answer("done")
+			eventually(t, func() bool { return g.peek(other).Status == store.ChatStatusWaiting }, "the sixth chat finishes its turn")
+		}
+	})
+}
+
+// TestLimiterFairBetweenUsers: a user with a 60-chat backlog does not
+// starve another user's single chat; the user holding fewer slots gets the
+// next free one, ties going to the oldest chat.
+func TestLimiterFairBetweenUsers(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := setupLimiter(t, newStore(t), Config{RootLimit: 2})
+		backlog := make([]uuid.UUID, 60)
+		for i := range backlog {
+			backlog[i] = g.create("backlog")
+			g.clock.Advance(time.Millisecond)
+		}
+		require.Equal(t, 2, g.w.AcquirePass(g.ctx), "the backlog fills both slots")
+		owned, _ := g.owned(backlog...)
+		require.Equal(t, backlog[:2], owned, "oldest first")
+		g.provider.next(t)
+		g.provider.next(t)
+
+		single := g.createFor(g.user("single"), "my one turn")
+		require.Zero(t, g.w.AcquirePass(g.ctx), "no slot is free")
+
+		g.provider.answer("done")
+		eventually(t, func() bool {
+			return g.peek(backlog[0]).Status == store.ChatStatusWaiting || g.peek(backlog[1]).Status == store.ChatStatusWaiting
+		}, "one backlog chat finishes and frees its slot")
+		eventually(t, func() bool {
+			return !g.peek(backlog[0]).WorkerID.Valid || !g.peek(backlog[1]).WorkerID.Valid
+		}, "and releases it")
+
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		owned, _ = g.owned(single)
+		require.Equal(t, []uuid.UUID{single}, owned, "the other user's chat takes the next free slot")
+		require.Equal(t, "my one turn", lastUserText(g.provider.next(t).req))
+		_, unowned := g.owned(backlog[2:]...)
+		require.Len(t, unowned, 58, "the backlog waits")
+	})
+}
+
+// TestLimiterFairWithinOnePass: several free slots in one pass go round
+// the users before a second chat of the same user.
+func TestLimiterFairWithinOnePass(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := setupLimiter(t, newStore(t), Config{RootLimit: 2})
+		a1 := g.create("a1")
+		g.clock.Advance(time.Millisecond)
+		a2 := g.create("a2")
+		g.clock.Advance(time.Millisecond)
+		b1 := g.createFor(g.user("bob"), "b1")
+		require.Equal(t, 2, g.w.AcquirePass(g.ctx))
+		owned, unowned := g.owned(a1, a2, b1)
+		require.Equal(t, []uuid.UUID{a1, b1}, owned)
+		require.Equal(t, []uuid.UUID{a2}, unowned)
+		g.provider.next(t)
+		g.provider.next(t)
+	})
+}
+
+// TestLimiterResumedChatIsReadmitted: a chat counts again once it leaves
+// requires_action; with its pool full it waits unowned for the next free
+// slot instead of taking its user past the limit.
+func TestLimiterResumedChatIsReadmitted(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := setupLimiter(t, newStore(t), Config{RootLimit: 1})
+		waiting := g.waitingOnPeople(1, true)[0]
+		other := g.createFor(g.user("other"), "other turn")
+		require.Equal(t, 2, g.w.AcquirePass(g.ctx), "the waiting chat takes no slot; the other chat takes the one slot")
+		require.Equal(t, "other turn", lastUserText(g.provider.next(t).req))
+
+		call := g.chat(waiting)
+		ms := g.messages(waiting)
+		var callID string
+		for _, p := range partsOf(t, ms[len(ms)-1]) {
+			if p.Type == sdk.PartToolCall {
+				callID = p.ToolCallID
+			}
+		}
+		require.NotEmpty(t, callID)
+		g.do(func(t *chatstate.Tx) error {
+			_, err := t.CompleteRequiresAction(waiting, []sdk.ToolResult{{ToolCallID: callID, Output: []byte(`"yes"`)}}, uuid.NullUUID{})
+			return err
+		})
+		g.w.manager.syncOnce(g.ctx) // deliver the row even if a notification raced the runner's subscription
+		eventually(t, func() bool {
+			c := g.peek(waiting)
+			return c.Status == store.ChatStatusRunning && !c.WorkerID.Valid
+		}, "the resumed chat gives its owner up: the only slot is taken")
+		require.Empty(t, g.provider.calls, "it did not call the model past the limit")
+		require.Equal(t, call.OwnerID, g.chat(waiting).OwnerID)
+		require.Zero(t, g.w.AcquirePass(g.ctx), "it waits for capacity")
+
+		g.provider.answer("done")
+		eventually(t, func() bool { return !g.peek(other).WorkerID.Valid }, "the other chat finishes and frees the slot")
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		require.Equal(t, "hello", lastUserText(g.provider.next(t).req), "the resumed chat runs at the next free slot")
+	})
 }

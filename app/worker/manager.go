@@ -26,6 +26,8 @@ func newManager(w *Worker) *manager {
 // that Acquire committed.
 func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID) {
 	r := newRunner(m.w, c.ID, runnerID)
+	// Acquisition admits a chat in requires_action without a slot.
+	r.slot = needsSlot(c)
 	m.mu.Lock()
 	if m.runners[c.ID] == nil {
 		m.runners[c.ID] = map[uuid.UUID]*runner{}
@@ -139,12 +141,38 @@ func (m *manager) heartbeatLoop(ctx context.Context) {
 		case <-m.w.clock.After(m.w.cfg.HeartbeatInterval):
 		}
 		m.renewOnce(ctx)
+		m.touchReplica(ctx)
 		if now := m.w.clock.Now(); now.Sub(lastCleanup) >= m.w.cfg.LeaseTimeout {
 			lastCleanup = now
-			if _, err := m.w.deps.Machine.DeleteStaleLeases(ctx, m.w.leaseCutoff()); err != nil && ctx.Err() == nil {
-				m.w.log.Warn("delete stale heartbeats", "err", err)
-			}
+			m.cleanupOnce(ctx)
 		}
+	}
+}
+
+// touchReplica refreshes this replica's record, so other replicas can
+// tell it from a dead one (see cleanupOnce). A missing record (no relay
+// address published, e.g. a worker outside an app) is left missing.
+func (m *manager) touchReplica(ctx context.Context) {
+	if _, err := m.w.deps.Machine.TouchReplica(ctx, m.w.id, m.w.clock.Now()); err != nil && ctx.Err() == nil {
+		m.w.log.Warn("refresh replica record", "err", err)
+	}
+}
+
+// cleanupOnce removes stale lease rows and the records of dead replicas:
+// a replica is dead when its record has not been refreshed for longer than
+// the lease timeout (three missed heartbeat ticks), which is also when its
+// leases are stale.
+func (m *manager) cleanupOnce(ctx context.Context) {
+	cutoff := m.w.leaseCutoff()
+	if _, err := m.w.deps.Machine.DeleteStaleLeases(ctx, cutoff); err != nil && ctx.Err() == nil {
+		m.w.log.Warn("delete stale heartbeats", "err", err)
+	}
+	n, err := m.w.deps.Machine.DeleteStaleReplicas(ctx, cutoff)
+	if err != nil && ctx.Err() == nil {
+		m.w.log.Warn("delete dead replicas", "err", err)
+	}
+	if n > 0 {
+		m.w.log.Info("removed the records of dead replicas", "count", n)
 	}
 }
 

@@ -78,11 +78,14 @@ type runner struct {
 	seen   bool
 	active *task
 	tasks  []*task
-	wg     sync.WaitGroup
+	// slot: the chat was admitted against the concurrent agent limit and
+	// has not waited on a person since (requires_action holds no slot).
+	slot bool
+	wg   sync.WaitGroup
 }
 
 func newRunner(w *Worker, chatID, runnerID uuid.UUID) *runner {
-	return &runner{w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1)}
+	return &runner{w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1), slot: true}
 }
 
 // notify hands the loop an event; an older pending event is superseded, so
@@ -201,11 +204,18 @@ func (r *runner) process(ctx context.Context, ev event) {
 	switch {
 	case ev.Archived:
 		r.spawn(ctx, ev, r.abandon)
+	case ev.Status == store.ChatStatusRunning && !r.slot:
+		// It took no slot while it waited on a person or an operator; it
+		// counts again now that it runs. (If resume gives the chat up, this
+		// runner is done with it.)
+		r.slot = true
+		r.spawn(ctx, ev, r.resume)
 	case ev.Status == store.ChatStatusRunning:
 		r.spawn(ctx, ev, r.generate)
 	case ev.Status == store.ChatStatusInterrupting:
 		r.spawn(ctx, ev, r.interrupt)
 	case ev.Status == store.ChatStatusRequiresAction:
+		r.slot = false
 		r.spawn(ctx, ev, r.actionTimeout)
 	default:
 		r.spawn(ctx, ev, r.abandon)
@@ -331,6 +341,58 @@ func (r *runner) abandon(ctx context.Context, ev event) error {
 		r.w.wakeAcquire()
 	}
 	return err
+}
+
+// resume readmits a chat that left requires_action against the concurrent
+// agent limit, then generates. Over the limit it gives the chat up: it waits
+// unowned, like any runnable chat, until an acquisition pass admits it (so
+// answering a pending call cannot take a user past the limit).
+func (r *runner) resume(ctx context.Context, ev event) error {
+	admitted := true
+	var after store.Chat
+	err := r.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+		// The admission lock first, then the chat, as tryAcquire takes them.
+		if err := t.LockAdmission(); err != nil {
+			return err
+		}
+		c, st, err := t.LockState(r.chatID)
+		if err != nil {
+			return err
+		}
+		if st == chatstate.StateN {
+			return errDeleted
+		}
+		if err := r.check(c, fence{ev: ev}); err != nil {
+			return err
+		}
+		roots, subagents, err := t.Reader().ChatCountOwned(ctx, r.w.acquireParams())
+		if err != nil {
+			return err
+		}
+		// The chat itself is among the counted ones now.
+		if c.ParentChatID.Valid {
+			subagents--
+		} else {
+			roots--
+		}
+		if r.w.hasRoom(c, roots, subagents) {
+			return nil
+		}
+		admitted = false
+		res, err := t.Abandon(r.chatID)
+		after = res.Chat
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	if !admitted {
+		r.w.log.Debug("resumed chat waits for capacity", "chat_id", r.chatID)
+		r.notify(eventFromChat(after))
+		r.w.wakeAcquire()
+		return nil
+	}
+	return r.generate(ctx, ev)
 }
 
 // actionTimeout waits for the dynamic-tool deadline, then cancels the

@@ -77,22 +77,76 @@ func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64,
 	return tag.RowsAffected(), nil
 }
 
-// ownerAlive is the SQL condition "the chat's owner is alive".
-func ownerAlive(p store.AcquirableParams, a *args) string {
-	if p.LeaseCutoff != nil {
-		return `(c.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
-			WHERE hb.chat_id = c.id AND hb.runner_id = c.runner_id AND hb.heartbeat_at > ` + a.add(*p.LeaseCutoff) + `))`
+// HeartbeatOldestForeign reads the oldest fresh heartbeat among the
+// leases other workers hold on runnable chats.
+func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParams) (time.Time, bool, error) {
+	if p.LeaseCutoff == nil {
+		return time.Time{}, false, nil
 	}
-	return `(c.worker_id IS NOT NULL AND c.worker_id = ` + a.add(p.Self) + `)`
+	var at *time.Time
+	err := t.tx.QueryRow(ctx, `SELECT MIN(hb.heartbeat_at) FROM chats c
+		JOIN chat_heartbeats hb ON hb.chat_id = c.id AND hb.runner_id = c.runner_id
+		WHERE NOT c.archived AND c.status IN ('running', 'interrupting', 'requires_action')
+		AND c.worker_id IS NOT NULL AND c.worker_id <> $1 AND hb.heartbeat_at > $2`,
+		p.Self, *p.LeaseCutoff).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", translate(err))
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return at.UTC(), true, nil
 }
 
-// ChatListAcquirable lists runnable chats without a live owner.
+// ReplicaTouch marks a replica's record as refreshed at now.
+func (t *tx) ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE chat_replicas SET updated_at = $2 WHERE worker_id = $1`, workerID, now)
+	if err != nil {
+		return false, fmt.Errorf("touch replica %s: %w", workerID, translate(err))
+	}
+	return tag.RowsAffected() > 0, nil
+}
+
+// ReplicaDeleteStale removes the records of replicas not refreshed since
+// cutoff.
+func (t *tx) ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_replicas WHERE updated_at < $1`, cutoff)
+	if err != nil {
+		return 0, fmt.Errorf("delete stale replicas: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
+}
+
+// ownerAlive is the SQL condition "the chat aliased c has a live owner".
+func ownerAlive(p store.AcquirableParams, a *args, c string) string {
+	if p.LeaseCutoff != nil {
+		return `(` + c + `.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
+			WHERE hb.chat_id = ` + c + `.id AND hb.runner_id = ` + c + `.runner_id AND hb.heartbeat_at > ` + a.add(*p.LeaseCutoff) + `))`
+	}
+	return `(` + c + `.worker_id IS NOT NULL AND ` + c + `.worker_id = ` + a.add(p.Self) + `)`
+}
+
+// holdsSlot is the SQL condition "the chat aliased c counts against the
+// concurrent agent limit": a live owner holds it and it is not waiting on
+// a person or an operator (requires_action keeps its owner, not a slot).
+func holdsSlot(p store.AcquirableParams, a *args, c string) string {
+	return `(` + ownerAlive(p, a, c) + ` AND ` + c + `.status <> 'requires_action')`
+}
+
+// ChatListAcquirable lists runnable chats without a live owner, in
+// admission order: requires_action first (it takes no slot), then the
+// chats of the owners holding the fewest slots, oldest first.
 func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) ([]store.Chat, error) {
 	var a args
-	alive := ownerAlive(p, &a)
+	alive := ownerAlive(p, &a, "c")
+	held := holdsSlot(p, &a, "o")
 	rows, err := t.tx.Query(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
 		WHERE NOT c.archived AND c.status IN ('running', 'interrupting', 'requires_action')
-		AND NOT `+alive+` ORDER BY c.updated_at, c.id LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
+		AND NOT `+alive+`
+		ORDER BY CASE WHEN c.status = 'requires_action' THEN 0 ELSE 1 END,
+			(SELECT COUNT(*) FROM chats o WHERE o.owner_id = c.owner_id AND `+held+`),
+			c.updated_at, c.id
+		LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
 	if err != nil {
 		return nil, fmt.Errorf("list acquirable chats: %w", translate(err))
 	}
@@ -103,18 +157,47 @@ func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) (
 	return chats, nil
 }
 
-// ChatCountOwned counts chats held by a live owner.
+// ChatCountOwned counts the chats that hold a slot of the concurrent
+// agent limit.
 func (t *tx) ChatCountOwned(ctx context.Context, p store.AcquirableParams) (roots, subagents int64, err error) {
 	var a args
-	alive := ownerAlive(p, &a)
+	held := holdsSlot(p, &a, "c")
 	err = t.tx.QueryRow(ctx, `SELECT
 		COUNT(*) FILTER (WHERE c.parent_chat_id IS NULL),
 		COUNT(*) FILTER (WHERE c.parent_chat_id IS NOT NULL)
-		FROM chats c WHERE `+alive, a...).Scan(&roots, &subagents)
+		FROM chats c WHERE `+held, a...).Scan(&roots, &subagents)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count owned chats: %w", translate(err))
 	}
 	return roots, subagents, nil
+}
+
+// ChatCountOwnedByOwner counts, per user, the chats that hold a slot of
+// the concurrent agent limit (both pools together).
+func (t *tx) ChatCountOwnedByOwner(ctx context.Context, p store.AcquirableParams) (map[uuid.UUID]int64, error) {
+	var a args
+	held := holdsSlot(p, &a, "c")
+	rows, err := t.tx.Query(ctx, `SELECT c.owner_id, COUNT(*) FROM chats c WHERE `+held+` GROUP BY c.owner_id`, a...)
+	if err != nil {
+		return nil, fmt.Errorf("count owned chats by owner: %w", translate(err))
+	}
+	type ownerCount struct {
+		owner uuid.UUID
+		n     int64
+	}
+	list, err := collect(rows, func(r pgx.Row) (ownerCount, error) {
+		var oc ownerCount
+		err := r.Scan(&oc.owner, &oc.n)
+		return oc, translate(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count owned chats by owner: %w", err)
+	}
+	counts := make(map[uuid.UUID]int64, len(list))
+	for _, oc := range list {
+		counts[oc.owner] = oc.n
+	}
+	return counts, nil
 }
 
 // admissionLockKey is the advisory lock key of capacity admission.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -96,23 +97,81 @@ func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64,
 	return n, nil
 }
 
-// ownerAlive is the SQL condition "the chat's owner is alive".
-func ownerAlive(p store.AcquirableParams, a *args) string {
-	if p.LeaseCutoff != nil {
-		return `(c.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
-			WHERE hb.chat_id = c.id AND hb.runner_id = c.runner_id AND hb.heartbeat_at > ` + a.add(ts(*p.LeaseCutoff)) + `))`
+// HeartbeatOldestForeign reads the oldest fresh heartbeat among the
+// leases other workers hold on runnable chats.
+func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParams) (time.Time, bool, error) {
+	if p.LeaseCutoff == nil {
+		return time.Time{}, false, nil
 	}
-	return `(c.worker_id IS NOT NULL AND c.worker_id = ` + a.add(p.Self.String()) + `)`
+	var at sql.NullString
+	err := t.tx.QueryRowContext(ctx, `SELECT MIN(hb.heartbeat_at) FROM chats c
+		JOIN chat_heartbeats hb ON hb.chat_id = c.id AND hb.runner_id = c.runner_id
+		WHERE c.archived = 0 AND c.status IN ('running', 'interrupting', 'requires_action')
+		AND c.worker_id IS NOT NULL AND c.worker_id <> ? AND hb.heartbeat_at > ?`,
+		p.Self.String(), ts(*p.LeaseCutoff)).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", translate(err))
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	parsed, err := parseTS(at.String)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", err)
+	}
+	return parsed, true, nil
 }
 
-// ChatListAcquirable lists runnable chats without a live owner.
+// ReplicaTouch marks a replica's record as refreshed at now.
+func (t *tx) ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error) {
+	n, err := t.exec(ctx, `UPDATE chat_replicas SET updated_at = ? WHERE worker_id = ?`, ts(now), workerID.String())
+	if err != nil {
+		return false, fmt.Errorf("touch replica %s: %w", workerID, err)
+	}
+	return n > 0, nil
+}
+
+// ReplicaDeleteStale removes the records of replicas not refreshed since
+// cutoff.
+func (t *tx) ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
+	n, err := t.exec(ctx, `DELETE FROM chat_replicas WHERE updated_at < ?`, ts(cutoff))
+	if err != nil {
+		return 0, fmt.Errorf("delete stale replicas: %w", err)
+	}
+	return n, nil
+}
+
+// ownerAlive is the SQL condition "the chat aliased c has a live owner".
+func ownerAlive(p store.AcquirableParams, a *args, c string) string {
+	if p.LeaseCutoff != nil {
+		return `(` + c + `.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
+			WHERE hb.chat_id = ` + c + `.id AND hb.runner_id = ` + c + `.runner_id AND hb.heartbeat_at > ` + a.add(ts(*p.LeaseCutoff)) + `))`
+	}
+	return `(` + c + `.worker_id IS NOT NULL AND ` + c + `.worker_id = ` + a.add(p.Self.String()) + `)`
+}
+
+// holdsSlot is the SQL condition "the chat aliased c counts against the
+// concurrent agent limit": a live owner holds it and it is not waiting on
+// a person or an operator (requires_action keeps its owner, not a slot).
+func holdsSlot(p store.AcquirableParams, a *args, c string) string {
+	return `(` + ownerAlive(p, a, c) + ` AND ` + c + `.status <> 'requires_action')`
+}
+
+// ChatListAcquirable lists runnable chats without a live owner, in
+// admission order: requires_action first (it takes no slot), then the
+// chats of the owners holding the fewest slots, oldest first.
 // (archived = 0 rather than NOT archived, so the partial index applies.)
 func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) ([]store.Chat, error) {
 	var a args
-	alive := ownerAlive(p, &a)
+	alive := ownerAlive(p, &a, "c")
+	held := holdsSlot(p, &a, "o")
 	rows, err := t.tx.QueryContext(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
 		WHERE c.archived = 0 AND c.status IN ('running', 'interrupting', 'requires_action')
-		AND NOT `+alive+` ORDER BY c.updated_at, c.id LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
+		AND NOT `+alive+`
+		ORDER BY CASE WHEN c.status = 'requires_action' THEN 0 ELSE 1 END,
+			(SELECT COUNT(*) FROM chats o WHERE o.owner_id = c.owner_id AND `+held+`),
+			c.updated_at, c.id
+		LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
 	if err != nil {
 		return nil, fmt.Errorf("list acquirable chats: %w", translate(err))
 	}
@@ -123,18 +182,54 @@ func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) (
 	return chats, nil
 }
 
-// ChatCountOwned counts chats held by a live owner.
+// ChatCountOwned counts the chats that hold a slot of the concurrent
+// agent limit.
 func (t *tx) ChatCountOwned(ctx context.Context, p store.AcquirableParams) (roots, subagents int64, err error) {
 	var a args
-	alive := ownerAlive(p, &a)
+	held := holdsSlot(p, &a, "c")
 	err = t.tx.QueryRowContext(ctx, `SELECT
 		COUNT(*) FILTER (WHERE c.parent_chat_id IS NULL),
 		COUNT(*) FILTER (WHERE c.parent_chat_id IS NOT NULL)
-		FROM chats c WHERE `+alive, a...).Scan(&roots, &subagents)
+		FROM chats c WHERE `+held, a...).Scan(&roots, &subagents)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count owned chats: %w", translate(err))
 	}
 	return roots, subagents, nil
+}
+
+// ChatCountOwnedByOwner counts, per user, the chats that hold a slot of
+// the concurrent agent limit (both pools together).
+func (t *tx) ChatCountOwnedByOwner(ctx context.Context, p store.AcquirableParams) (map[uuid.UUID]int64, error) {
+	var a args
+	held := holdsSlot(p, &a, "c")
+	rows, err := t.tx.QueryContext(ctx, `SELECT c.owner_id, COUNT(*) FROM chats c WHERE `+held+` GROUP BY c.owner_id`, a...)
+	if err != nil {
+		return nil, fmt.Errorf("count owned chats by owner: %w", translate(err))
+	}
+	type ownerCount struct {
+		owner uuid.UUID
+		n     int64
+	}
+	list, err := collect(rows, func(row rowScanner) (ownerCount, error) {
+		var (
+			owner string
+			oc    ownerCount
+			s     scanner
+		)
+		if err := row.Scan(&owner, &oc.n); err != nil {
+			return ownerCount{}, translate(err)
+		}
+		s.uuid(&oc.owner, owner)
+		return oc, s.err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("count owned chats by owner: %w", err)
+	}
+	counts := make(map[uuid.UUID]int64, len(list))
+	for _, oc := range list {
+		counts[oc.owner] = oc.n
+	}
+	return counts, nil
 }
 
 // AdmissionLock is a no-op: the IMMEDIATE transaction already holds the

@@ -61,8 +61,11 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"TokenKindsExpiryAndUse", testTokenKindsExpiryAndUse},
 		{"HeartbeatLeases", testHeartbeatLeases},
 		{"AcquirableAndOwned", testAcquirableAndOwned},
+		{"RequiresActionHoldsNoSlot", testRequiresActionHoldsNoSlot},
+		{"AcquirableFairOrder", testAcquirableFairOrder},
 		{"MessagesByRevision", testMessagesByRevision},
 		{"Replicas", testReplicas},
+		{"ReplicaTouchAndDeleteStale", testReplicaTouchAndDeleteStale},
 		{"RequestIDRoundTrips", testRequestIDRoundTrips},
 		{"Invocations", testInvocations},
 		{"Journal", testJournal},
@@ -1193,6 +1196,126 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedFresh is a root, child a subagent")
 	r, s = count(store.AcquirableParams{Self: self})
 	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedBySelf and child")
+
+	oldest := func(p store.AcquirableParams) (time.Time, bool) {
+		var (
+			at    time.Time
+			found bool
+		)
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			var err error
+			at, found, err = tx.HeartbeatOldestForeign(b.ctx, p)
+			return err
+		}))
+		return at, found
+	}
+	b.own(t, waiting, other, uuid.New(), t0.Add(-10*time.Second)) // not runnable: never taken over
+	at, found := oldest(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff})
+	require.True(t, found)
+	require.True(t, t0.Equal(at), "ownedFresh: the only fresh lease of another worker on a runnable chat, got %v", at)
+	b.own(t, ownedFresh, other, uuid.New(), t0.Add(5*time.Second))
+	at, found = oldest(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff})
+	require.True(t, found)
+	require.True(t, t0.Add(5*time.Second).Equal(at), "a lease's newest heartbeat counts, got %v", at)
+	at, found = oldest(store.AcquirableParams{Self: other, LeaseCutoff: &cutoff})
+	require.True(t, found)
+	require.True(t, t0.Equal(at), "for other, self's fresh child lease (ownedBySelf's is stale), got %v", at)
+	_, found = oldest(store.AcquirableParams{Self: self})
+	require.False(t, found, "no leases without a cutoff")
+}
+
+// testRequiresActionHoldsNoSlot: a chat in requires_action keeps its live
+// owner (it is not acquirable) but holds no slot of the concurrent agent
+// limiter; it counts again once it runs.
+func testRequiresActionHoldsNoSlot(t *testing.T, b *bundle) {
+	self := uuid.New()
+	cutoff := b.now.Add(-30 * time.Second)
+	for _, p := range []store.AcquirableParams{{Self: self, LeaseCutoff: &cutoff}, {Self: self}} {
+		leases := p.LeaseCutoff != nil
+		b.own(t, b.chat.ID, self, uuid.New(), b.now)
+		b.transition(t, b.chat.ID, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Status: store.Some(store.ChatStatusRequiresAction)})
+			return err
+		})
+		var (
+			list             []store.Chat
+			roots, subagents int64
+			byOwner          map[uuid.UUID]int64
+		)
+		read := func() {
+			t.Helper()
+			require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+				var err error
+				if list, err = tx.ChatListAcquirable(b.ctx, p); err != nil {
+					return err
+				}
+				if roots, subagents, err = tx.ChatCountOwned(b.ctx, p); err != nil {
+					return err
+				}
+				byOwner, err = tx.ChatCountOwnedByOwner(b.ctx, p)
+				return err
+			}))
+		}
+		read()
+		require.Empty(t, list, "leases %v: a live owner keeps a requires_action chat", leases)
+		require.Equal(t, [2]int64{0, 0}, [2]int64{roots, subagents}, "leases %v: requires_action holds no slot", leases)
+		require.Empty(t, byOwner, "leases %v", leases)
+
+		b.transition(t, b.chat.ID, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Status: store.Some(store.ChatStatusRunning)})
+			return err
+		})
+		read()
+		require.Equal(t, [2]int64{1, 0}, [2]int64{roots, subagents}, "leases %v: it counts again when it runs", leases)
+		require.Equal(t, map[uuid.UUID]int64{b.user.ID: 1}, byOwner, "leases %v", leases)
+	}
+}
+
+// testAcquirableFairOrder: acquirable chats come requires_action first
+// (they take no slot), then by how many slots their owner holds, then
+// oldest first; ChatCountOwnedByOwner gives the slots per owner.
+func testAcquirableFairOrder(t *testing.T, b *bundle) {
+	self := uuid.New()
+	var bob store.User
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		var err error
+		bob, err = tx.UserInsert(b.ctx, store.UserInsertParams{ID: uuid.New(), Name: "bob", Now: b.now})
+		return err
+	}))
+	at := func(d time.Duration, owner uuid.UUID, status store.ChatStatus) uuid.UUID {
+		return b.newChat(t, func(p *store.ChatInsertParams) {
+			p.Now, p.OwnerID, p.Status = b.now.Add(d), owner, status
+		}).ID
+	}
+	// b.chat (alice's, at b.now) is owned and running: alice holds a slot.
+	b.own(t, b.chat.ID, self, uuid.New(), b.now)
+	aliceOld := at(time.Second, b.user.ID, store.ChatStatusRunning)
+	aliceOlder := at(0, b.user.ID, store.ChatStatusRunning)
+	bobNew := at(3*time.Second, bob.ID, store.ChatStatusRunning)
+	bobAction := at(4*time.Second, bob.ID, store.ChatStatusRequiresAction)
+	bobNewer := at(5*time.Second, bob.ID, store.ChatStatusInterrupting)
+
+	cutoff := b.now.Add(-30 * time.Second)
+	for _, p := range []store.AcquirableParams{{Self: self, LeaseCutoff: &cutoff}, {Self: self}} {
+		var (
+			ids     []uuid.UUID
+			byOwner map[uuid.UUID]int64
+		)
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			cs, err := tx.ChatListAcquirable(b.ctx, p)
+			for _, c := range cs {
+				ids = append(ids, c.ID)
+			}
+			if err != nil {
+				return err
+			}
+			byOwner, err = tx.ChatCountOwnedByOwner(b.ctx, p)
+			return err
+		}))
+		require.Equal(t, []uuid.UUID{bobAction, bobNew, bobNewer, aliceOlder, aliceOld}, ids,
+			"leases %v: requires_action, then the owner with fewer slots, then oldest", p.LeaseCutoff != nil)
+		require.Equal(t, map[uuid.UUID]int64{b.user.ID: 1}, byOwner)
+	}
 }
 
 func testMessagesByRevision(t *testing.T, b *bundle) {
@@ -1241,6 +1364,40 @@ func testReplicas(t *testing.T, b *bundle) {
 		return nil
 	}))
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaDelete(b.ctx, w) }))
+}
+
+// testReplicaTouchAndDeleteStale: a replica refreshes its record; the
+// records not refreshed since a cutoff are removed, the others stay.
+func testReplicaTouchAndDeleteStale(t *testing.T, b *bundle) {
+	alive, dead, unknown := uuid.New(), uuid.New(), uuid.New()
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		for _, id := range []uuid.UUID{alive, dead} {
+			if err := tx.ReplicaUpsert(b.ctx, store.Replica{WorkerID: id, Address: "http://x", Token: "t", UpdatedAt: b.now}); err != nil {
+				return err
+			}
+		}
+		found, err := tx.ReplicaTouch(b.ctx, alive, b.now.Add(40*time.Second))
+		require.True(t, found)
+		if err != nil {
+			return err
+		}
+		found, err = tx.ReplicaTouch(b.ctx, unknown, b.now.Add(40*time.Second))
+		require.False(t, found, "no record to refresh")
+		return err
+	}))
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		n, err := tx.ReplicaDeleteStale(b.ctx, b.now.Add(10*time.Second))
+		require.Equal(t, int64(1), n)
+		return err
+	}))
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		r, err := tx.ReplicaGet(b.ctx, alive)
+		require.NoError(t, err)
+		require.True(t, b.now.Add(40*time.Second).Equal(r.UpdatedAt), "refreshed, got %v", r.UpdatedAt)
+		_, err = tx.ReplicaGet(b.ctx, dead)
+		require.ErrorIs(t, err, store.ErrNotFound, "the dead replica's record is gone")
+		return nil
+	}))
 }
 
 func testRequestIDRoundTrips(t *testing.T, b *bundle) {
