@@ -86,7 +86,7 @@ func TestDeadReplicaRecordsAreRemoved(t *testing.T) {
 		dead := uuid.New()
 		require.NoError(t, g.store.InTx(g.ctx, func(tx store.Tx) error {
 			for _, id := range []uuid.UUID{g.w.id, dead} {
-				if err := tx.ReplicaUpsert(g.ctx, store.Replica{WorkerID: id, Address: "http://" + id.String(), Token: "t", UpdatedAt: g.clock.Now()}); err != nil {
+				if err := tx.ReplicaUpsert(g.ctx, store.Replica{WorkerID: id, Address: "http://" + id.String(), TokenHash: "t", UpdatedAt: g.clock.Now()}); err != nil {
 					return err
 				}
 			}

@@ -1372,7 +1372,7 @@ func testReplicaTouchAndDeleteStale(t *testing.T, b *bundle) {
 	alive, dead, unknown := uuid.New(), uuid.New(), uuid.New()
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 		for _, id := range []uuid.UUID{alive, dead} {
-			if err := tx.ReplicaUpsert(b.ctx, store.Replica{WorkerID: id, Address: "http://x", Token: "t", UpdatedAt: b.now}); err != nil {
+			if err := tx.ReplicaUpsert(b.ctx, store.Replica{WorkerID: id, Address: "http://x", TokenHash: "t", UpdatedAt: b.now}); err != nil {
 				return err
 			}
 		}
