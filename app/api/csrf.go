@@ -79,26 +79,62 @@ func ParseTrustedProxies(s string) ([]netip.Prefix, error) {
 }
 
 // fromTrustedProxy reports whether the request's peer is a configured
-// trusted proxy, whose X-Forwarded-Proto chatd believes.
+// trusted proxy, whose X-Forwarded-Proto and X-Forwarded-For chatd
+// believes.
 func (s *Server) fromTrustedProxy(r *http.Request) bool {
-	if len(s.cfg.TrustedProxies) == 0 {
-		return false
-	}
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	a, err := netip.ParseAddr(host)
-	if err != nil {
-		return false
-	}
-	a = a.Unmap()
+	a, ok := peerAddr(r)
+	return ok && s.trusted(a)
+}
+
+// trusted reports whether a is one of the configured trusted proxies.
+func (s *Server) trusted(a netip.Addr) bool {
 	for _, p := range s.cfg.TrustedProxies {
 		if p.Contains(a) {
 			return true
 		}
 	}
 	return false
+}
+
+// peerAddr is the connection's peer address.
+func peerAddr(r *http.Request) (netip.Addr, bool) {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	a, err := netip.ParseAddr(host)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return a.Unmap(), true
+}
+
+// clientIP is the address a per-client limit is keyed on: the peer, or,
+// when the peer is a trusted proxy, the nearest address in
+// X-Forwarded-For that is not a trusted proxy itself (the right-most
+// entries are the ones the trusted proxies appended; anything to their
+// left is what the client claimed).
+func (s *Server) clientIP(r *http.Request) string {
+	a, ok := peerAddr(r)
+	if !ok {
+		return r.RemoteAddr
+	}
+	if !s.trusted(a) {
+		return a.String()
+	}
+	hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
+	for i := len(hops) - 1; i >= 0; i-- {
+		hop, err := netip.ParseAddr(strings.TrimSpace(hops[i]))
+		if err != nil {
+			break
+		}
+		hop = hop.Unmap()
+		if !s.trusted(hop) {
+			return hop.String()
+		}
+		a = hop
+	}
+	return a.String()
 }
 
 // scheme is how the client reached chatd: "https" over TLS or when a

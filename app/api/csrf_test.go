@@ -1,6 +1,7 @@
 package api
 
 import (
+	"net/http"
 	"net/netip"
 	"testing"
 
@@ -61,4 +62,40 @@ func TestParseCookieSecure(t *testing.T) {
 	}
 	_, err := ParseCookieSecure("1")
 	require.Error(t, err)
+}
+
+// TestClientIP: a per-client limit is keyed on the peer, unless the peer
+// is a trusted proxy: then on the nearest untrusted X-Forwarded-For hop,
+// so a client cannot pick its own key by sending the header itself.
+func TestClientIP(t *testing.T) {
+	t.Parallel()
+	s := &Server{cfg: Config{TrustedProxies: []netip.Prefix{
+		netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("::1/128"),
+	}}}
+	cases := []struct {
+		name, remote string
+		xff          []string
+		want         string
+	}{
+		{"direct client", "203.0.113.7:5000", nil, "203.0.113.7"},
+		{"direct client claiming a hop", "203.0.113.7:5000", []string{"198.51.100.1"}, "203.0.113.7"},
+		{"one trusted proxy", "10.1.2.3:443", []string{"198.51.100.1"}, "198.51.100.1"},
+		{"spoofed left entries are ignored", "10.1.2.3:443", []string{"1.2.3.4, 198.51.100.1"}, "198.51.100.1"},
+		{"a chain of trusted proxies", "[::1]:443", []string{"198.51.100.1, 10.9.9.9"}, "198.51.100.1"},
+		{"several header lines", "10.1.2.3:443", []string{"1.2.3.4", "198.51.100.1"}, "198.51.100.1"},
+		{"trusted proxy without the header", "10.1.2.3:443", nil, "10.1.2.3"},
+		{"garbage hop stops the walk", "10.1.2.3:443", []string{"198.51.100.1, nonsense"}, "10.1.2.3"},
+		{"mapped IPv4", "[::ffff:10.1.2.3]:443", []string{"198.51.100.1"}, "198.51.100.1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := http.NewRequest(http.MethodPost, "http://chat.example/api/v2/auth/login", nil)
+			require.NoError(t, err)
+			r.RemoteAddr = c.remote
+			for _, v := range c.xff {
+				r.Header.Add("X-Forwarded-For", v)
+			}
+			require.Equal(t, c.want, s.clientIP(r))
+		})
+	}
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -240,15 +239,11 @@ func (s *Server) limitWrites(h func(http.ResponseWriter, *http.Request, *caller)
 }
 
 // limitLogins spends one of the client IP's login tokens before h runs.
-// The IP is the connection's peer; behind a proxy every client shares the
-// proxy's bucket.
+// The IP is the connection's peer, or the client a trusted proxy names in
+// X-Forwarded-For (clientIP).
 func (s *Server) limitLogins(h handlerFunc) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		ip, _, err := net.SplitHostPort(r.RemoteAddr)
-		if err != nil {
-			ip = r.RemoteAddr
-		}
-		if ok, wait := s.guards.logins.allow(ip); !ok {
+		if ok, wait := s.guards.logins.allow(s.clientIP(r)); !ok {
 			return errRateLimited("login attempts", wait)
 		}
 		return h(w, r)
