@@ -137,15 +137,18 @@ func holdsSlot(p store.AcquirableParams, a *args, c string) string {
 // admission order: requires_action first (it takes no slot), then the
 // chats of the owners holding the fewest slots, oldest first.
 func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) ([]store.Chat, error) {
+	// The slots each owner holds are counted once (held), not once per
+	// candidate: a correlated count made this quadratic in the chats.
 	var a args
-	alive := ownerAlive(p, &a, "c")
 	held := holdsSlot(p, &a, "o")
-	rows, err := t.tx.Query(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
+	alive := ownerAlive(p, &a, "c")
+	rows, err := t.tx.Query(ctx, `WITH held AS (
+			SELECT o.owner_id, COUNT(*) AS n FROM chats o WHERE `+held+` GROUP BY o.owner_id)
+		SELECT `+qualified("c", chatColumns)+` FROM chats c LEFT JOIN held h ON h.owner_id = c.owner_id
 		WHERE NOT c.archived AND c.status IN ('running', 'interrupting', 'requires_action')
 		AND NOT `+alive+`
 		ORDER BY CASE WHEN c.status = 'requires_action' THEN 0 ELSE 1 END,
-			(SELECT COUNT(*) FROM chats o WHERE o.owner_id = c.owner_id AND `+held+`),
-			c.updated_at, c.id
+			COALESCE(h.n, 0), c.updated_at, c.id
 		LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
 	if err != nil {
 		return nil, fmt.Errorf("list acquirable chats: %w", translate(err))
