@@ -42,6 +42,7 @@ type App struct {
 	cfg        Config
 	log        *slog.Logger
 	clock      clock.Clock // the one time source, passed to every part
+	api        *api.Server
 	store      store.Store
 	pubsub     pubsub.Pubsub
 	closePub   func()
@@ -192,6 +193,9 @@ func (a *App) init(ctx context.Context) error {
 	}
 	leases := sharedByReplicas(a.store)
 	mcfg := machineConfig(a.cfg, leases, a.log, a.clock)
+	// The API server reports storage-full writes on /healthz; the worker's
+	// go through the machine too. a.api is set below, before anything runs.
+	mcfg.OnStorageFull = func(err error) { a.api.NoteStorageFull(err) }
 	wcfg := a.cfg.Worker
 	wcfg.Leases = leases
 	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
@@ -228,6 +232,7 @@ func (a *App) init(ctx context.Context) error {
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
 		Clock: a.clock, Tokens: a.tokens,
 	})
+	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
 	a.replicaTok = auth.NewToken()
 	a.streams = stream.NewServer(stream.Config{

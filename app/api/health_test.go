@@ -63,3 +63,20 @@ func TestStorageFull(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, "the report ages out")
 	require.Equal(t, "ok", body["status"])
 }
+
+// A storage-full write made outside a request (the worker's, reported by
+// the state machine) shows on /healthz too, and is logged once.
+func TestNoteStorageFull(t *testing.T) {
+	t.Parallel()
+	fake := clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	var logs bytes.Buffer
+	s := New(Config{}, Deps{Store: dbtest.NewSQLite(t), Clock: fake, Log: slog.New(slog.NewTextHandler(&logs, nil))})
+	full := fmt.Errorf("commit: %w", store.ErrStorageFull)
+	s.NoteStorageFull(full)
+	s.NoteStorageFull(full)
+	rec := httptest.NewRecorder()
+	s.ServeHTTP(rec, httptest.NewRequest("GET", "/healthz", nil))
+	require.Equal(t, http.StatusServiceUnavailable, rec.Code)
+	require.Contains(t, rec.Body.String(), "storage_full")
+	require.Equal(t, 1, strings.Count(logs.String(), "msg=\"storage full"), "told once: %s", logs.String())
+}

@@ -183,6 +183,15 @@ func (g *guards) noteStorageFull() (first bool) {
 	return first
 }
 
+// NoteStorageFull records a write refused because the storage is full
+// that was made outside a request (the worker's), so /healthz reports it;
+// the first in a report window is logged.
+func (s *Server) NoteStorageFull(err error) {
+	if s.guards.noteStorageFull() {
+		s.deps.Log.Error("storage full: writes fail until space is freed", "err", err)
+	}
+}
+
 // storageFullSince reports the last storage-full failure when it is recent
 // enough for /healthz to report it.
 func (g *guards) storageFullSince() (time.Time, bool) {

@@ -44,6 +44,10 @@ type Config struct {
 	// owner can only come from a restart, which the acquisition loop's
 	// startup pass handles).
 	LeaseTimeout time.Duration
+	// OnStorageFull, when set, hears of every bundle refused because the
+	// database's storage is full (store.ErrStorageFull), so health can
+	// report writes the worker makes too, not only the API's.
+	OnStorageFull func(error)
 }
 
 // Machine applies transitions in transactions and publishes notifications
@@ -118,6 +122,9 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 		return nil
 	})
 	if err != nil {
+		if m.cfg.OnStorageFull != nil && errors.Is(err, store.ErrStorageFull) {
+			m.cfg.OnStorageFull(err)
+		}
 		return err
 	}
 	for _, n := range final {
