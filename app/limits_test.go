@@ -258,3 +258,42 @@ func TestInProgressNamesTheChat(t *testing.T) {
 		require.Nil(t, e.ChatID)
 	})
 }
+
+// TestChatQuotaConcurrent: creates racing for the last places of the
+// quota take exactly those places; the rest are refused (the owner's lock
+// serialises the count and the insert).
+func TestChatQuotaConcurrent(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		const quota, racers = 3, 12
+		l := setupLimits(t, newStore, api.Limits{MaxChatsPerUser: quota})
+		_, err := l.alice.CreateChat(l.ctx, sdk.CreateChatRequest{Title: "first"})
+		require.NoError(t, err)
+		statuses := make(chan int, racers)
+		start := make(chan struct{})
+		for range racers {
+			go func() {
+				<-start
+				status, _, _ := l.post(t, l.aliceTok, "/chats", sdk.CreateChatRequest{Title: "racer"})
+				statuses <- status
+			}()
+		}
+		close(start)
+		created, refused := 0, 0
+		for range racers {
+			switch s := <-statuses; s {
+			case http.StatusCreated:
+				created++
+			case http.StatusTooManyRequests:
+				refused++
+			default:
+				t.Errorf("unexpected status %d", s)
+			}
+		}
+		require.Equal(t, quota-1, created, "exactly the free places are taken")
+		require.Equal(t, racers-quota+1, refused)
+		chats, err := l.alice.ListChats(l.ctx, sdk.ListChatsOptions{})
+		require.NoError(t, err)
+		require.Len(t, chats, quota)
+	})
+}

@@ -254,6 +254,11 @@ type Tx interface {
 
 	// UserSetAdmin grants or revokes admin.
 	UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error
+	// UserLock takes the user's row lock until the transaction ends (FOR
+	// NO KEY UPDATE on Postgres; SQLite's writer lock already serialises), so
+	// per-user quota checks see each other's writes. ErrNotFound when the
+	// user does not exist.
+	UserLock(ctx context.Context, id uuid.UUID) error
 
 	// TokenInsert stores a token's hash; the clear token never reaches the store.
 	TokenInsert(ctx context.Context, p TokenInsertParams) (Token, error)

@@ -99,7 +99,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) e
 	p.Input.RequestID = requestID
 	var res chatstate.Result
 	create := func(t *chatstate.Tx) error {
-		if err := s.checkChatQuota(r, t.Reader(), c.user.ID); err != nil {
+		if err := s.checkChatQuota(r, t, c.user.ID); err != nil {
 			return err
 		}
 		if p.ParentChatID.Valid {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
-	"github.com/chatd/chatd/store"
 )
 
 // Defaults of the limits for a deployed server. Limits is zero (unlimited)
@@ -273,13 +273,17 @@ func (s *Server) checkCreateLimits(systemPrompt string, tools int) error {
 }
 
 // checkChatQuota refuses a new chat when the owner has MaxChatsPerUser. It
-// runs in the create's transaction.
-func (s *Server) checkChatQuota(r *http.Request, tx store.Reader, owner uuid.UUID) error {
+// runs in the create's transaction, holding the owner's lock so that
+// concurrent creates count each other.
+func (s *Server) checkChatQuota(r *http.Request, t *chatstate.Tx, owner uuid.UUID) error {
 	limit := s.guards.limits.MaxChatsPerUser
 	if limit <= 0 {
 		return nil
 	}
-	n, err := tx.ChatCountByOwner(r.Context(), owner)
+	if err := t.LockOwner(owner); err != nil {
+		return err
+	}
+	n, err := t.Reader().ChatCountByOwner(r.Context(), owner)
 	if err != nil {
 		return fmt.Errorf("count chats of %s: %w", owner, err)
 	}

@@ -61,6 +61,16 @@ func (t *Tx) LockAdmission() error {
 	return nil
 }
 
+// LockOwner serialises, until the transaction ends, the bundles that
+// check a per-user quota before they write (chats per user), so two
+// concurrent creates cannot both take the last place.
+func (t *Tx) LockOwner(userID uuid.UUID) error {
+	if err := t.tx.UserLock(t.ctx, userID); err != nil {
+		return fmt.Errorf("lock owner: %w", err)
+	}
+	return nil
+}
+
 // recordLease writes the initial heartbeat of a runner's lease, when
 // leases are heartbeat rows (several replicas: Config.LeaseTimeout set).
 // With in-memory heartbeats (one process owns a SQLite file) nothing

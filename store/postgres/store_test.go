@@ -246,3 +246,22 @@ func TestTranslate(t *testing.T) {
 	other := pg("42601")
 	require.Equal(t, other, translate(other), "an unknown code passes through")
 }
+
+// TestUserLock: UserLock excludes another UserLock of the same user (so
+// quota checks serialise), but not an insert that references the user
+// (FOR KEY SHARE), so a transition holding a chat lock never waits on it.
+func TestUserLock(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	lockUser := func(tx store.Tx) error { return tx.UserLock(f.ctx, f.user.ID) }
+	insertChat := func(tx store.Tx) error {
+		_, err := tx.ChatInsert(f.ctx, store.ChatInsertParams{
+			ID: uuid.New(), OwnerID: f.user.ID, Title: "t", Status: store.ChatStatusWaiting, Now: f.now,
+		})
+		return err
+	}
+	require.ErrorIs(t, lockFromOtherTx(t, f, lockUser, lockUser), store.ErrUnavailable, "UserLock excludes UserLock")
+	require.NoError(t, lockFromOtherTx(t, f, lockUser, insertChat), "UserLock admits inserts that reference the user")
+	err := f.s.InTx(f.ctx, func(tx store.Tx) error { return tx.UserLock(f.ctx, uuid.New()) })
+	require.ErrorIs(t, err, store.ErrNotFound)
+}

@@ -175,6 +175,18 @@ func (t *tx) TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, e
 	return tag.RowsAffected(), nil
 }
 
+// UserLock takes the user's row lock until the transaction ends. FOR NO
+// KEY UPDATE serialises the lockers without blocking the FOR KEY SHARE
+// locks that inserts referencing the user take (messages, chats), so a
+// transition holding a chat lock never waits on it.
+func (t *tx) UserLock(ctx context.Context, id uuid.UUID) error {
+	var one int
+	if err := t.tx.QueryRow(ctx, `SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE`, id).Scan(&one); err != nil {
+		return fmt.Errorf("lock user %s: %w", id, translate(err))
+	}
+	return nil
+}
+
 // UserSetAdmin grants or revokes admin.
 func (t *tx) UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error {
 	tag, err := t.tx.Exec(ctx, `UPDATE users SET admin = $1 WHERE id = $2`, admin, id)

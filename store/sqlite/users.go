@@ -205,6 +205,16 @@ func (t *tx) UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error {
 	return nil
 }
 
+// UserLock checks that the user exists; the write transaction already
+// holds the database's write lock, which serialises every writer.
+func (t *tx) UserLock(ctx context.Context, id uuid.UUID) error {
+	var one int
+	if err := t.tx.QueryRowContext(ctx, `SELECT 1 FROM users WHERE id = ?`, id.String()).Scan(&one); err != nil {
+		return fmt.Errorf("lock user %s: %w", id, translate(err))
+	}
+	return nil
+}
+
 // UserCount counts users.
 func (t *tx) UserCount(ctx context.Context) (int64, error) {
 	var n int64
