@@ -96,11 +96,13 @@ func TestSlowBodyCutOff(t *testing.T) {
 	t.Parallel()
 	addr := serve(t, app.Config{ReadTimeout: 300 * time.Millisecond})
 	c := dialRaw(t, addr)
-	start := time.Now()
 	_, err := io.WriteString(c, "POST /api/v2/auth/login HTTP/1.1\r\nHost: chatd\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"token\":")
 	require.NoError(t, err)
+	// Without a read timeout the server would wait for the rest of the
+	// body for ever, and waitClosed's 10 s client deadline fails the test.
+	// (No timed assertion: the server's deadline starts at accept, before
+	// anything the test could measure from.)
 	waitClosed(t, c)
-	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "not before the read timeout")
 }
 
 // TestIdleKeepAliveClosed: a keep-alive connection left idle after its
