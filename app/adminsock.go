@@ -11,11 +11,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/pressly/goose/v3"
-
 	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/auth"
-	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/store"
 )
 
@@ -140,17 +137,13 @@ func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() 
 		// No server answers (no socket, a stale one, a path too long for
 		// a socket): open the file; its lock refuses if a server holds it.
 	}
-	s, err := OpenStore(ctx, cfg.DB)
+	s, err := openMigrated(ctx, cfg.DB)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, nil, fmt.Errorf("%w (and its admin socket does not answer)", err)
+	}
 	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			return nil, nil, fmt.Errorf("open %s: %w (and its admin socket does not answer)", describeDB(cfg.DB), err)
-		}
-		return nil, nil, fmt.Errorf("open %s: %w", describeDB(cfg.DB), err)
+		return nil, nil, err
 	}
-	if err := Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }); err != nil {
-		s.Close()
-		return nil, nil, fmt.Errorf("migrate %s: %w", describeDB(cfg.DB), err)
-	}
-	tokens := auth.New(s, clock.Real{}, nil, auth.Config{SessionTTL: cfg.SessionTTL})
+	tokens := auth.New(s, cfg.withDefaults().Clock, nil, auth.Config{SessionTTL: cfg.SessionTTL})
 	return admin.Local(&admin.Ops{Tokens: tokens}), s.Close, nil
 }

@@ -164,9 +164,6 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer) (*App, error) {
 	cfg = cfg.withDefaults()
 	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), clock: cfg.Clock, store: s}
-	if a.clock == nil {
-		a.clock = clock.Real{}
-	}
 	if err := a.init(ctx); err != nil {
 		if a.closePub != nil {
 			a.closePub()

@@ -226,6 +226,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxUnauthConnsPerIP == 0 {
 		c.MaxUnauthConnsPerIP = DefaultMaxUnauthConnsPerIP
 	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
 	return c
 }
 

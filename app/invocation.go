@@ -30,15 +30,26 @@ type Tools struct {
 // OpenTools opens and migrates the store cfg.DB names. Close releases it.
 // A SQLite file is locked while a server runs on it.
 func OpenTools(ctx context.Context, cfg Config) (*Tools, error) {
-	s, err := OpenStore(ctx, cfg.DB)
+	cfg = cfg.withDefaults()
+	s, err := openMigrated(ctx, cfg.DB)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w (a SQLite file is locked while chatd serve runs: stop it first)", cfg.DB, err)
+		return nil, fmt.Errorf("%w (a SQLite file is locked while chatd serve runs: stop it first)", err)
+	}
+	return &Tools{cfg: cfg, store: s, log: slog.Default()}, nil
+}
+
+// openMigrated opens db for a short-lived command and brings its schema
+// up to date, closing it again on failure.
+func openMigrated(ctx context.Context, db string) (migrator, error) {
+	s, err := OpenStore(ctx, db)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", describeDB(db), err)
 	}
 	if err := Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("migrate: %w", err)
+		return nil, fmt.Errorf("migrate %s: %w", describeDB(db), err)
 	}
-	return &Tools{cfg: cfg, store: s, log: slog.Default()}, nil
+	return s, nil
 }
 
 // Close releases the store.
@@ -174,7 +185,7 @@ func (t *Tools) Reconcile(ctx context.Context, requestID uuid.UUID, review Revie
 		return err
 	}
 	defer closePub()
-	m := chatstate.New(t.store, pub, machineConfig(t.cfg, sharedByReplicas(t.store), t.log, clock.Real{}))
+	m := chatstate.New(t.store, pub, machineConfig(t.cfg, sharedByReplicas(t.store), t.log, t.cfg.Clock))
 	return m.Do(ctx, func(tx *chatstate.Tx) error {
 		_, err := tx.ReconcileRequest(requestID, chatstate.Reconciliation{
 			Review: reviewJSON, Result: result, IsError: review.IsError,

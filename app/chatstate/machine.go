@@ -143,14 +143,11 @@ type notice struct {
 // needsOwner: the chat is runnable and no live worker owns it (spec:
 // "Notification emission rules").
 func (m *Machine) needsOwner(ctx context.Context, tx store.Tx, c store.Chat, now time.Time) (bool, error) {
-	if c.Archived || !isRunnableStatus(c.Status) {
-		return false, nil
-	}
 	if RunnableWithoutOwner(c.Status, c.Archived, c.WorkerID, c.RunnerID) {
 		return true, nil
 	}
-	if m.cfg.LeaseTimeout == 0 {
-		return false, nil
+	if c.Archived || !isRunnableStatus(c.Status) || m.cfg.LeaseTimeout == 0 {
+		return false, nil // not runnable, or owned and leases are in memory
 	}
 	at, err := tx.HeartbeatAt(ctx, c.ID, c.RunnerID.UUID)
 	if errors.Is(err, store.ErrNotFound) {

@@ -247,14 +247,10 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 	}
 }
 
-// ServeParts is the parts endpoint (spec: "Parts endpoint"): it serves
+// serveParts is the parts endpoint (spec: "Parts endpoint"): it serves
 // whichever episode the peer selects, from this replica's buffer, whether
-// or not this replica owns the chat. It pings the peer and returns when a
-// pong does not come in time. It returns once its goroutines have ended.
-func ServeParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffer, chatID uuid.UUID) error {
-	return serveParts(ctx, conn, buffer, chatID, defaultKeepalive(clock.Real{}))
-}
-
+// or not this replica owns the chat. It pings the peer with ka and returns
+// when a pong does not come in time, once its goroutines have ended.
 func serveParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffer, chatID uuid.UUID, ka keepalive) error {
 	ctx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup

@@ -57,7 +57,7 @@ func newPeer(t *testing.T, chatID uuid.UUID) *peer {
 		id := p.conns
 		p.open[id] = cancel
 		p.mu.Unlock()
-		_ = ServeParts(ctx, conn, p.buffer, chatID)
+		_ = serveParts(ctx, conn, p.buffer, chatID, defaultKeepalive(clock.Real{}))
 		p.mu.Lock()
 		delete(p.open, id)
 		p.mu.Unlock()
