@@ -131,6 +131,9 @@ type Chat struct {
 	RequiresActionDeadlineAt *time.Time `json:"requires_action_deadline_at,omitempty"`
 	// SnapshotVersion lets clients order chat snapshots.
 	SnapshotVersion int64 `json:"snapshot_version"`
+	// MCPServerIDs restricts the chat's MCP servers: null means every
+	// configured server, [] none.
+	MCPServerIDs []uuid.UUID `json:"mcp_server_ids"`
 }
 
 // ChatMessageUsage is the token accounting of a message.
@@ -433,4 +436,51 @@ type PartFrame struct {
 type EpisodeSelect struct {
 	HistoryVersion    int64 `json:"history_version"`
 	GenerationAttempt int64 `json:"generation_attempt"`
+}
+
+// MCP server transports.
+const (
+	MCPTransportStdio          = "stdio"
+	MCPTransportStreamableHTTP = "streamable_http"
+	MCPTransportSSE            = "sse"
+)
+
+// MCP server states.
+const (
+	MCPStateConnected  = "connected"
+	MCPStateConnecting = "connecting"
+	MCPStateFailed     = "failed"
+	MCPStateDisabled   = "disabled"
+)
+
+// Where an MCP tool's effect class came from.
+const (
+	MCPEffectSourceConfig     = "config"
+	MCPEffectSourceAnnotation = "annotation"
+	MCPEffectSourceDefault    = "default"
+)
+
+// MCPServer is a configured MCP server, as GET /api/v2/chats/mcp-servers
+// lists it. It never carries the server's env, headers or args.
+type MCPServer struct {
+	// ID is stable: a UUID derived from the name.
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	Transport string    `json:"transport"`
+	State     string    `json:"state"`
+	// LastError is the last connection failure (null when none).
+	LastError *string   `json:"last_error"`
+	Tools     []MCPTool `json:"tools"`
+}
+
+// MCPTool is one tool of an MCP server.
+type MCPTool struct {
+	// Name is what the model sees: SERVER__TOOL.
+	Name string `json:"name"`
+	// MCPName is the server's own name for the tool.
+	MCPName     string `json:"mcp_name"`
+	Description string `json:"description"`
+	// Effect is pure, idempotent or effectful.
+	Effect       string `json:"effect"`
+	EffectSource string `json:"effect_source"`
 }

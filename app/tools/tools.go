@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/chatd/chatd/store"
 )
 
@@ -29,6 +31,15 @@ type Tool interface {
 	Effect() string
 	// Run executes the call. An error becomes an error result for the model.
 	Run(ctx context.Context, args json.RawMessage) (json.RawMessage, error)
+}
+
+// Source supplies tools that come and go at run time: the MCP servers'.
+type Source interface {
+	// Tools lists the tools a chat may use now. servers restricts the MCP
+	// servers: nil means every configured server, empty none. A server
+	// still connecting may be waited for briefly (bounded by ctx); one
+	// that failed is left out.
+	Tools(ctx context.Context, servers []uuid.UUID) []Tool
 }
 
 // Registry holds the server's tools by name.
