@@ -12,6 +12,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -67,6 +68,16 @@ type TitleGenerator interface {
 	GenerateTitle(chatID uuid.UUID)
 }
 
+// MCPServers is the configured MCP servers (app/mcp.Manager).
+type MCPServers interface {
+	// Status lists every configured server with its state and tools,
+	// sorted by name. It starts connecting servers not yet used and does
+	// not wait for them.
+	Status(ctx context.Context) []sdk.MCPServer
+	// Has reports whether id is a configured server's id.
+	Has(id uuid.UUID) bool
+}
+
 // Deps are the API's collaborators.
 type Deps struct {
 	Machine *chatstate.Machine
@@ -82,6 +93,8 @@ type Deps struct {
 	// Tokens authenticates and mints sessions; auth.New with the default
 	// session TTL when nil.
 	Tokens *auth.Tokens
+	// MCP is the configured MCP servers (nil: none configured).
+	MCP MCPServers
 }
 
 // Server is the HTTP API.

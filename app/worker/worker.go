@@ -122,6 +122,8 @@ type Deps struct {
 	Models Models
 	// Tools are the server-side tools (nil: none).
 	Tools *tools.Registry
+	// MCP supplies the MCP servers' tools per chat (nil: none).
+	MCP tools.Source
 	// Clock is the time source (clock.Real when nil).
 	Clock clock.Clock
 	Log   *slog.Logger
