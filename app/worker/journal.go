@@ -55,7 +55,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 			// class decides; effectful is the safe default regardless.
 			effect := store.EffectEffectful
 			if tool, ok := server[c.Name]; ok {
-				effect = tool.Effect()
+				effect = effectOf(tool)
 			}
 			decision, e, err := t.JournalStart(r.chatID, chatstate.JournalCall{
 				ToolCallID: c.ID, ToolName: c.Name, Effect: effect, Args: c.Args, RequestID: request,
@@ -135,6 +135,17 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
 		return err
 	})
+}
+
+// effectOf is the tool's effect class; anything but pure or idempotent
+// (an MCP tool reporting nothing, say) is effectful, the class that never
+// runs twice.
+func effectOf(t tools.Tool) string {
+	switch e := t.Effect(); e {
+	case store.EffectPure, store.EffectIdempotent:
+		return e
+	}
+	return store.EffectEffectful
 }
 
 // runTool runs a tool, turning a panic into an error result so one broken

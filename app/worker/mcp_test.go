@@ -328,3 +328,20 @@ func TestMCPToolsWaitIsBounded(t *testing.T) {
 		require.Equal(t, []string{"alpha__echo"}, toolNames(call.req), "the connecting server is left out")
 	})
 }
+
+// A tool reporting no known effect class is journaled as effectful.
+func TestUnknownEffectIsEffectful(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		alpha := uuid.New()
+		src := &fakeSource{servers: map[uuid.UUID][]tools.Tool{alpha: {newMCPTool("alpha__odd", "", false)}}}
+		g := setupWith(t, newStore(t), Config{}, func(d *Deps) { d.MCP = src })
+		id := g.createChat(nil)
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		g.provider.next(t)
+		g.provider.answers <- toolCallReply("call_1", "alpha__odd")
+		g.provider.next(t)
+		require.Equal(t, store.EffectEffectful, g.journal(id, "call_1").Effect)
+		g.provider.answer("done")
+		eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
+	})
+}
