@@ -60,8 +60,14 @@ func startShopServer(t *testing.T) *shopServer {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "42 EUR"}}}, nil, nil
 		})
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
-	t.Cleanup(hs.Close)
-	t.Cleanup(func() { close(release) }) // runs before hs.Close
+	t.Cleanup(func() {
+		// Sessions of killed chatd processes never said goodbye.
+		for ss := range server.Sessions() {
+			_ = ss.Close()
+		}
+		hs.Close()
+	})
+	t.Cleanup(func() { close(release) }) // runs first
 	s.url = hs.URL
 	return s
 }
