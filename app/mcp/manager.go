@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -439,10 +440,25 @@ func (m *Manager) current(ctx context.Context, s *server) (*session, error) {
 }
 
 // redact removes the configured URL's credentials and query from a
-// message that is shown to users.
+// message that is shown to users, in whatever form the message spells
+// the URL.
 func (s *server) redact(msg string) string {
 	if s.cfg.URL == "" {
 		return msg
 	}
-	return strings.ReplaceAll(msg, s.cfg.URL, redactURL(s.cfg.URL))
+	clean := redactURL(s.cfg.URL)
+	msg = strings.ReplaceAll(msg, s.cfg.URL, clean)
+	p, err := url.Parse(s.cfg.URL)
+	if err != nil {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, p.Redacted(), clean)
+	if p.RawQuery != "" {
+		msg = strings.ReplaceAll(msg, "?"+p.RawQuery, "")
+		msg = strings.ReplaceAll(msg, p.RawQuery, "")
+	}
+	if pw, ok := p.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "***")
+	}
+	return msg
 }
