@@ -431,11 +431,13 @@ func TestConnectTimeout(t *testing.T) {
 	require.Contains(t, *m.Status(t.Context())[0].LastError, "no answer within 5s")
 }
 
-func TestCloseStopsConnecting(t *testing.T) {
+func TestClosedManagerOffersNothing(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.m.Status(t.Context())
+	echo := find(t, f.m.Tools(t.Context(), nil), "t__echo")
 	require.NoError(t, f.m.Close())
 	require.Empty(t, f.m.Tools(t.Context(), nil))
-	require.NoError(t, f.m.Close())
+	_, err := echo.Run(t.Context(), json.RawMessage(`{"message":"late"}`))
+	require.ErrorContains(t, err, "shutting down")
+	require.NoError(t, f.m.Close(), "Close is idempotent")
 }
