@@ -1,11 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -440,4 +442,36 @@ func TestClosedManagerOffersNothing(t *testing.T) {
 	_, err := echo.Run(t.Context(), json.RawMessage(`{"message":"late"}`))
 	require.ErrorContains(t, err, "shutting down")
 	require.NoError(t, f.m.Close(), "Close is idempotent")
+}
+
+func TestUnknownConfiguredToolsAreLogged(t *testing.T) {
+	t.Parallel()
+	var buf safeBuffer
+	ts := newTestServer(t)
+	m := NewManager(Config{Servers: []Server{{Name: "t", ID: ServerID("t"), Command: "x", Timeout: time.Minute,
+		Include: []string{"echo", "ecko"}, Exclude: []string{"wirte"}, Effects: map[string]string{"echo": "pure", "fial": "pure"}}}},
+		Options{Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	defer m.Close()
+	m.dial = ts.dial(t)
+	require.Len(t, m.Tools(t.Context(), nil), 1)
+	require.Contains(t, buf.String(), "MCP config names tools the server does not list")
+	require.Contains(t, buf.String(), "tools=\"[ecko wirte fial]\"")
+}
+
+// safeBuffer is a bytes.Buffer for concurrent log writes.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
