@@ -615,7 +615,10 @@ var AllInvocationStates = []InvocationState{
 type Invocation struct {
 	RequestID     uuid.UUID
 	CallerID      uuid.UUID
-	ContentSHA256 string // hex
+	ContentSHA256 string // hex SHA-256 of the message text
+	// RequestSHA256 is the hex SHA-256 of the whole request's canonical
+	// JSON (docs/API.md); empty on claims admitted before it existed.
+	RequestSHA256 string
 	Kind          string // "create_chat" or "send_message"
 	ChatID        uuid.UUID
 	AuditID       uuid.UUID

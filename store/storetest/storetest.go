@@ -1490,7 +1490,8 @@ func testInvocations(t *testing.T, b *bundle) {
 	done := b.now.Add(time.Minute)
 	full := store.Invocation{
 		RequestID: uuid.New(), CallerID: b.user.ID, ContentSHA256: fmt.Sprintf("%x", sha256.Sum256([]byte("hi"))),
-		Kind: "send_message", ChatID: b.chat.ID, AuditID: uuid.New(), State: store.InvocationCompleted,
+		RequestSHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(`{"endpoint":"send_message"}`))),
+		Kind:          "send_message", ChatID: b.chat.ID, AuditID: uuid.New(), State: store.InvocationCompleted,
 		MessageID: &msgID, QueuedMessageID: &queuedID,
 		Response:  json.RawMessage(`{"type":"AuditOpened","audit":"a1"}`),
 		Outcome:   json.RawMessage(`{"text":"done","usage":[1,2]}`),
