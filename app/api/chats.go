@@ -125,6 +125,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		}
 	}()
 	if requestID.Valid {
+		req.CreateChatRequest.MCPServerIDs = servers // the selection as parsed: null, [] or the ids
 		b, err := sdk.CreateChatBinding(req.CreateChatRequest)
 		if err != nil {
 			return err

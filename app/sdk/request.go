@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -40,6 +41,10 @@ type RequestBinding struct {
 	Labels             map[string]string `json:"labels"`
 	UnsafeDynamicTools json.RawMessage   `json:"unsafe_dynamic_tools"` // as sent; [] when absent
 	ParentChatID       *uuid.UUID        `json:"parent_chat_id"`
+	// MCPServerIDs is create_chat's selection: null for every server
+	// (absent or null), else the ids with duplicates removed, in order;
+	// null for send_message.
+	MCPServerIDs []uuid.UUID `json:"mcp_server_ids"`
 }
 
 // SHA256 is request_sha256: the hex SHA-256 of b's RFC 8785 canonical
@@ -91,7 +96,23 @@ func CreateChatBinding(req CreateChatRequest) (RequestBinding, error) {
 		Endpoint: EndpointCreateChat, Content: content, ModelConfigID: req.ModelConfigID,
 		ReasoningEffort: req.ReasoningEffort, Title: req.Title, SystemPrompt: req.SystemPrompt,
 		Labels: req.Labels, UnsafeDynamicTools: tools, ParentChatID: req.ParentChatID,
+		MCPServerIDs: uniqueIDs(req.MCPServerIDs),
 	}, nil
+}
+
+// uniqueIDs drops repeated ids, keeping the first of each; nil stays nil
+// and empty stays empty (they mean every server and none).
+func uniqueIDs(ids []uuid.UUID) []uuid.UUID {
+	if ids == nil {
+		return nil
+	}
+	out := make([]uuid.UUID, 0, len(ids))
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // SendMessageBinding is the binding of req sent as POST

@@ -23,14 +23,14 @@ func TestRequestBindingDocumentedExample(t *testing.T) {
 	require.NoError(t, err)
 	const want = `{"busy_behavior":"queue","chat_id":"0b8e8a52-3f1c-4f0e-9d55-6a1f1c1d2e3f",` +
 		`"content":[{"text":"Check <runtime> health & logs","type":"text"}],"endpoint":"send_message",` +
-		`"labels":{},"model_config_id":null,"parent_chat_id":null,"reasoning_effort":"","system_prompt":"",` +
+		`"labels":{},"mcp_server_ids":null,"model_config_id":null,"parent_chat_id":null,"reasoning_effort":"","system_prompt":"",` +
 		`"title":"","unsafe_dynamic_tools":[]}`
 	require.Equal(t, want, string(canon))
 	sum := sha256.Sum256([]byte(want))
 	hash, err := b.SHA256()
 	require.NoError(t, err)
 	require.Equal(t, hex.EncodeToString(sum[:]), hash)
-	require.Equal(t, "00b537363c3893e5f6c31b346db362bf2d14e96599eba158e0dc41cdf5944251", hash)
+	require.Equal(t, "bfe82b574597ae8a997b7412fe2def8a03232f81c911b940b3debada7ca3c166", hash)
 }
 
 // The hash tells apart what the text-only hash does not, and ignores
