@@ -110,10 +110,16 @@ const rigActionTimeout = time.Minute
 // setupOn builds a fixture over s; nothing runs until the test steps it.
 func setupOn(t testing.TB, s store.Store, cfg Config) *fixture {
 	t.Helper()
+	return setupAt(t, s, cfg, time.Now().UTC().Truncate(time.Millisecond))
+}
+
+// setupAt is setupOn with the fixture's clock starting at start.
+func setupAt(t testing.TB, s store.Store, cfg Config, start time.Time) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &fixture{
 		t: t, ctx: ctx, store: s, pubsub: pubsub.NewMemory(),
-		clock:    clock.NewFake(time.Now().UTC().Truncate(time.Millisecond)),
+		clock:    clock.NewFake(start),
 		provider: newFakeProvider(),
 	}
 	g.machine = chatstate.New(s, g.pubsub, chatstate.Config{
