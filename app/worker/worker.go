@@ -235,8 +235,8 @@ func (w *Worker) Stop() {
 func (w *Worker) acquireParams() store.AcquirableParams {
 	p := store.AcquirableParams{Self: w.id, Limit: 100}
 	if w.cfg.Leases {
-		cutoff := w.leaseCutoff()
-		p.LeaseCutoff = &cutoff
+		lw := w.leaseWindow()
+		p.Leases = &lw
 	}
 	return p
 }
