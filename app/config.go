@@ -160,6 +160,7 @@ func FromEnv() Config {
 	c.Worker.MaxRetries, _ = strconv.Atoi(os.Getenv("CHATD_MAX_GENERATION_RETRIES"))
 	c.Worker.MaxSteps, _ = strconv.Atoi(os.Getenv("CHATD_MAX_STEPS_PER_TURN"))
 	c.Worker.CompactThresholdPercent, _ = strconv.Atoi(os.Getenv("CHATD_COMPACT_THRESHOLD_PERCENT"))
+	c.Worker.AutoArchiveDays = envLimit("CHATD_AUTO_ARCHIVE_DAYS", 0)
 	c.Limits = api.Limits{
 		WritesPerMinute:      envLimit("CHATD_WRITES_PER_MINUTE", api.DefaultWritesPerMinute),
 		LoginsPerMinute:      envLimit("CHATD_LOGINS_PER_MINUTE", api.DefaultLoginsPerMinute),

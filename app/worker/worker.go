@@ -71,6 +71,11 @@ type Config struct {
 	// MCPToolsWait bounds the wait for MCP servers still connecting at the
 	// start of a step; their tools are left out of that step.
 	MCPToolsWait time.Duration
+	// AutoArchiveDays turns on the auto-archive loop: root chat families
+	// unused since 00:00 UTC this many days ago are archived. 0 is off.
+	AutoArchiveDays int
+	// AutoArchiveInterval is the time between auto-archive ticks.
+	AutoArchiveInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -91,6 +96,7 @@ func (c Config) withDefaults() Config {
 	def(&c.BackoffBase, DefaultBackoffBase)
 	def(&c.BackoffMax, DefaultBackoffMax)
 	def(&c.MCPToolsWait, DefaultMCPToolsWait)
+	def(&c.AutoArchiveInterval, DefaultAutoArchiveInterval)
 	defInt(&c.MaxRetries, DefaultMaxRetries)
 	defInt(&c.MaxSteps, DefaultMaxSteps)
 	defInt(&c.RootLimit, DefaultRootLimit)
@@ -204,6 +210,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.goLoop(ctx, w.manager.heartbeatLoop)
 	for range w.cfg.TitleConcurrency {
 		w.goLoop(ctx, w.titleLoop)
+	}
+	if w.cfg.AutoArchiveDays > 0 {
+		w.goLoop(ctx, w.autoArchiveLoop)
 	}
 	return nil
 }
