@@ -323,4 +323,3 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		require.Error(t, err, name)
 	}
 }
-

@@ -261,7 +261,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 		return r.finishTurn(ctx, f) // nothing to compact: the marker is dropped
 	}
 	if v.complete() || v.steps() >= r.w.cfg.MaxSteps {
-		return r.finishTurn(ctx, f)
+		return r.stopTurn(ctx, f, v)
 	}
 	model, err := r.w.deps.Models.Resolve(v.modelID())
 	if err != nil {

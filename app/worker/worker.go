@@ -17,6 +17,7 @@ import (
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
@@ -137,6 +138,8 @@ type Deps struct {
 	Tools *tools.Registry
 	// MCP supplies the MCP servers' tools per chat (nil: none).
 	MCP tools.Source
+	// Hooks dispatches lifecycle hook events (nil: hooks off).
+	Hooks *hooks.Dispatcher
 	// Clock is the time source (clock.Real when nil).
 	Clock clock.Clock
 	Log   *slog.Logger
