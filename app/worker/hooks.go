@@ -18,20 +18,20 @@ import (
 // dispatches again, so the chat recovers once the consumer does.
 
 // hookTurn numbers the turn for event ids: the history id of the latest
-// user message a person wrote, else of the latest user message that is not
-// model-only (hook context is model-only or has no author, so it does not
-// start a turn when the prompt has one).
+// user message a person wrote (hook context has no author), else of the
+// latest user message that is not model-only. A compaction inside a turn
+// re-commits its prompt after the boundary, which renumbers the turn.
 func (v view) hookTurn() int64 {
 	var fallback int64
 	for i := len(v.active) - 1; i >= 0; i-- {
 		m := v.active[i]
-		if m.Role != store.RoleUser || m.Visibility == store.VisibilityModel {
+		if m.Role != store.RoleUser {
 			continue
 		}
 		if m.CreatedBy.Valid {
 			return m.ID
 		}
-		if fallback == 0 {
+		if fallback == 0 && m.Visibility != store.VisibilityModel {
 			fallback = m.ID
 		}
 	}
@@ -187,4 +187,43 @@ func (r *runner) stopTurn(ctx context.Context, f fence, v view) error {
 		_, err := t.FinishTurn(r.chatID)
 		return err
 	})
+}
+
+// preCompact dispatches pre_compact; its context guides the summary
+// instead of joining the conversation, so it is returned as text for the
+// summarizer's instruction.
+func (r *runner) preCompact(ctx context.Context, v view, source string) (string, error) {
+	if !r.w.deps.Hooks.Enabled() {
+		return "", nil
+	}
+	req := r.hookRequest(v, hooks.PreCompact)
+	req.Source = source
+	resp, err := r.w.deps.Hooks.Dispatch(ctx, hooks.Admitted, req)
+	if err != nil {
+		return "", err
+	}
+	guide := resp.ModelContext
+	if resp.UserContext != "" {
+		if guide != "" {
+			guide += "\n\n"
+		}
+		guide += resp.UserContext
+	}
+	return guide, nil
+}
+
+// postCompact dispatches post_compact and returns its model context (for
+// the summary) and its user context (messages after the compaction).
+func (r *runner) postCompact(ctx context.Context, v view, source string) (string, []store.MessageInsertParams, error) {
+	if !r.w.deps.Hooks.Enabled() {
+		return "", nil, nil
+	}
+	req := r.hookRequest(v, hooks.PostCompact)
+	req.Source = source
+	resp, err := r.w.deps.Hooks.Dispatch(ctx, hooks.Admitted, req)
+	if err != nil {
+		return "", nil, err
+	}
+	user, err := hookContext(hooks.Response{UserContext: resp.UserContext})
+	return resp.ModelContext, user, err
 }

@@ -318,3 +318,85 @@ func (g *fixture) journalEntry(id uuid.UUID, call string) (store.JournalEntry, e
 	})
 	return e, err
 }
+
+// TestHookCompaction: pre_compact's context guides the summary;
+// post_compact's model context joins the summary without resuming a
+// finished turn; a failed pre_compact stops the chat before summarizing.
+func TestHookCompaction(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		firstTurn := func(t *testing.T, g *fixture) uuid.UUID {
+			id := g.create("first")
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			g.provider.next(t)
+			g.provider.answer("one")
+			eventually(t, func() bool {
+				c := g.peek(id)
+				return c.Status == store.ChatStatusWaiting && !c.WorkerID.Valid
+			}, "the first turn finishes")
+			g.do(func(t *chatstate.Tx) error {
+				_, err := t.RequestCompaction(id)
+				return err
+			})
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			return id
+		}
+
+		t.Run("context", func(t *testing.T) {
+			g, c, _ := hookRig(t, newStore)
+			c.setAnswer(func(r hooks.Request) (int, string) {
+				switch r.Event {
+				case hooks.PreCompact:
+					return http.StatusOK, `{"model_context":"keep the numbers"}`
+				case hooks.PostCompact:
+					return http.StatusOK, `{"model_context":"the policy still applies"}`
+				}
+				return http.StatusOK, ``
+			})
+			id := firstTurn(t, g)
+			summary := g.provider.next(t)
+			require.Equal(t, llm.SummaryInstruction+"\n\nkeep the numbers", lastUserText(summary.req))
+			g.provider.answer("The user said first.")
+			eventually(t, func() bool {
+				c := g.peek(id)
+				return c.Status == store.ChatStatusWaiting && c.CompactionRequestedAt == nil
+			}, "the manual compaction ends the turn without a reply")
+			var anchor string
+			for _, m := range g.messages(id) {
+				if chatstate.IsBoundaryAnchor(m) {
+					anchor = partsOf(t, m)[0].Text
+				}
+			}
+			require.Equal(t, "Summary of the conversation so far:\n\nThe user said first.\n\nthe policy still applies", anchor)
+			var sources []string
+			for _, r := range c.events() {
+				if r.Event == hooks.PreCompact || r.Event == hooks.PostCompact {
+					sources = append(sources, string(r.Event)+":"+r.Source)
+				}
+			}
+			require.Equal(t, []string{"pre_compact:manual", "post_compact:manual"}, sources)
+		})
+
+		t.Run("pre_compact fails closed", func(t *testing.T) {
+			g, c, _ := hookRig(t, newStore)
+			id := g.create("first")
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			g.provider.next(t)
+			g.provider.answer("one")
+			eventually(t, func() bool {
+				c := g.peek(id)
+				return c.Status == store.ChatStatusWaiting && !c.WorkerID.Valid
+			}, "the first turn finishes")
+			c.setAnswer(func(hooks.Request) (int, string) { return http.StatusOK, `{"decision":"allow"}` })
+			g.do(func(t *chatstate.Tx) error {
+				_, err := t.RequestCompaction(id)
+				return err
+			})
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusError }, "the chat stops in error")
+			var chatErr sdk.ChatError
+			require.NoError(t, json.Unmarshal(g.chat(id).LastError, &chatErr))
+			require.Contains(t, chatErr.Message, "lifecycle hook pre_compact")
+			require.Len(t, g.provider.calls, 0, "nothing was summarized")
+		})
+	})
+}
