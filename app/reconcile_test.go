@@ -3,6 +3,7 @@ package app_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -215,20 +216,45 @@ func TestReconcileOverHTTP(t *testing.T) {
 }
 
 // Every way out of review other than a reconcile (an interrupt, a send
-// that interrupts, a queued send) may move the chat on, but the call's
+// that interrupts, a promoted queued send, an edit) may move the chat on, but the call's
 // synthetic result says its outcome is unknown and under review, never
 // "cancelled", and the call and its request stay unresolved until an
 // operator reconciles them.
 func TestReviewCannotBeBypassed(t *testing.T) {
 	t.Parallel()
-	ways := map[string]func(r *review, chat uuid.UUID) error{
-		"interrupt": func(r *review, chat uuid.UUID) error {
-			_, err := r.alice.Interrupt(r.ctx, chat)
-			return err
+	// Each way returns whether the call stays in history (an edit of the
+	// turn's message removes it with the rest of the turn).
+	ways := map[string]func(r *review, chat uuid.UUID) (kept bool, err error){
+		"promote": func(r *review, chat uuid.UUID) (bool, error) {
+			resp, err := r.alice.SendMessage(r.ctx, chat, sdk.CreateChatMessageRequest{Content: sdk.Text("later")})
+			if err != nil {
+				return false, err
+			}
+			if resp.QueuedMessage == nil {
+				return false, errors.New("a send to a chat in review is queued")
+			}
+			return true, r.alice.PromoteQueuedMessage(r.ctx, chat, resp.QueuedMessage.ID)
 		},
-		"send-interrupt": func(r *review, chat uuid.UUID) error {
+		"edit": func(r *review, chat uuid.UUID) (bool, error) {
+			ms, err := r.alice.ChatMessages(r.ctx, chat, sdk.MessagesOptions{})
+			if err != nil {
+				return false, err
+			}
+			for _, m := range ms.Messages {
+				if m.Role == string(store.RoleUser) {
+					_, err := r.alice.EditMessage(r.ctx, chat, m.ID, sdk.EditChatMessageRequest{Content: sdk.Text("notify the other shop")})
+					return false, err
+				}
+			}
+			return false, errors.New("no user message")
+		},
+		"interrupt": func(r *review, chat uuid.UUID) (bool, error) {
+			_, err := r.alice.Interrupt(r.ctx, chat)
+			return true, err
+		},
+		"send-interrupt": func(r *review, chat uuid.UUID) (bool, error) {
 			_, err := r.alice.SendMessage(r.ctx, chat, sdk.CreateChatMessageRequest{Content: sdk.Text("move on"), BusyBehavior: "interrupt"})
-			return err
+			return true, err
 		},
 	}
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
@@ -237,15 +263,23 @@ func TestReviewCannotBeBypassed(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				for _, withRequest := range []bool{true, false} {
 					chat, request, call := r.seed(t, withRequest)
-					require.NoError(t, way(r, chat))
+					kept, err := way(r, chat)
+					require.NoError(t, err)
+					c, err := r.alice.Chat(r.ctx, chat)
+					require.NoError(t, err)
+					require.NotEqual(t, sdk.ChatStatusRequiresAction, c.Status, "the user moved on")
 					res := r.toolResult(t, chat, call)
-					require.NotNil(t, res, "the user moved on: the call has a result")
-					var got map[string]any
-					require.NoError(t, json.Unmarshal(res.Result, &got))
-					require.Equal(t, "unknown", got["outcome"], string(res.Result))
-					require.Equal(t, true, got["under_review"], string(res.Result))
-					require.NotContains(t, got, "cancelled", string(res.Result))
-					require.True(t, res.IsError)
+					if kept {
+						require.NotNil(t, res, "the call has a result")
+						var got map[string]any
+						require.NoError(t, json.Unmarshal(res.Result, &got))
+						require.Equal(t, "unknown", got["outcome"], string(res.Result))
+						require.Equal(t, true, got["under_review"], string(res.Result))
+						require.NotContains(t, got, "cancelled", string(res.Result))
+						require.True(t, res.IsError)
+					} else {
+						require.Nil(t, res, "the edit removed the call with its turn")
+					}
 					require.Equal(t, store.JournalUnresolved, r.journal(t, chat, call).State, "the entry stays unresolved")
 					if withRequest {
 						_, err := r.alice.LookupRequest(r.ctx, request.UUID, sdk.LookupOptions{})
@@ -258,7 +292,7 @@ func TestReviewCannotBeBypassed(t *testing.T) {
 						require.NoError(t, err, "the review is still recorded")
 					}
 					require.Equal(t, store.JournalReconciled, r.journal(t, chat, call).State)
-					require.NotNil(t, r.toolResult(t, chat, call), "still exactly one result")
+					require.Equal(t, res, r.toolResult(t, chat, call), "history is not rewritten by a late review")
 				}
 			})
 		}
