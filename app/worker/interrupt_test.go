@@ -18,15 +18,21 @@ import (
 	"github.com/chatd/chatd/store/dbtest"
 )
 
-// slowTool is a pure server tool that runs until its context ends, so a
-// test can interrupt a chat while its tools run.
+// slowTool is a server tool (pure unless effect says otherwise) that runs
+// until its context ends, so a test can interrupt a chat while its tools
+// run.
 type slowTool struct {
+	effect  string
 	started chan string // the args of each run, as it starts
 	runs    atomic.Int32
 }
 
 func (s *slowTool) tool() tools.Tool {
-	return &tools.Func{ToolName: "slow", Desc: "waits", EffectClass: store.EffectPure,
+	effect := s.effect
+	if effect == "" {
+		effect = store.EffectPure
+	}
+	return &tools.Func{ToolName: "slow", Desc: "waits", EffectClass: effect,
 		Fn: func(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 			s.runs.Add(1)
 			s.started <- string(args)
@@ -63,8 +69,11 @@ func interruptRunningTools(t *testing.T, g *fixture, slow *slowTool) uuid.UUID {
 // call runs again; a /compact sent right after the interrupt runs no tool.
 func TestInterruptRunningServerTools(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		rig := func(t *testing.T) (*fixture, *slowTool) {
+		rig := func(t *testing.T, effect ...string) (*fixture, *slowTool) {
 			slow := &slowTool{started: make(chan string, 4)}
+			if len(effect) > 0 {
+				slow.effect = effect[0]
+			}
 			g := setupWith(t, newStore(t), Config{}, func(d *Deps) { d.Tools = tools.NewRegistry(slow.tool()) })
 			return g, slow
 		}
@@ -116,6 +125,34 @@ func TestInterruptRunningServerTools(t *testing.T) {
 			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the next turn finishes")
 			require.EqualValues(t, 2, slow.runs.Load(), "no interrupted call ran again")
 			require.NoError(t, chatstatetest.CheckToolResults(g.messages(id), true))
+		})
+
+		// An effectful call that was running may have had its effect: it is
+		// answered "outcome unknown, under review", not cancelled, and waits
+		// for an operator; the chat still stops waiting, and nothing reruns it.
+		t.Run("effectful call is under review", func(t *testing.T) {
+			g, slow := rig(t, store.EffectEffectful)
+			id := interruptRunningTools(t, g, slow)
+			ms := g.messages(id)
+			require.NoError(t, chatstatetest.CheckToolResults(ms, true))
+			parts := partsOf(t, ms[len(ms)-1])
+			require.Len(t, parts, 2)
+			for _, p := range parts {
+				require.True(t, p.IsError)
+				var res chatstate.UnderReviewResult
+				require.NoError(t, json.Unmarshal(p.Result, &res))
+				require.True(t, res.UnderReview, "never cancelled: it may have run")
+				require.Equal(t, store.JournalUnresolved, g.journal(id, p.ToolCallID).State)
+			}
+			g.do(func(t *chatstate.Tx) error {
+				_, err := t.SendMessage(id, chatstate.UserInput{Content: sdk.Text("go on")}, chatstate.BusyQueue)
+				return err
+			})
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			g.provider.next(t)
+			g.provider.answer("ok")
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the next turn finishes")
+			require.EqualValues(t, 2, slow.runs.Load(), "an effectful call never runs twice")
 		})
 
 		t.Run("compact after interrupt", func(t *testing.T) {
