@@ -140,11 +140,6 @@ func TestMatrix(t *testing.T) {
 						t.Run(name, func(t *testing.T) {
 							sp := mxSpec{State: from, Pending: true, Unowned: !owned}
 							r := mxAttempt(t, f, from, tr, mxBuild(sp), apply)
-							if !owned && r.err != nil {
-								// Worker transitions need the owner.
-								require.Equal(t, r.before, r.after, "a rejected transition must not change the chat")
-								return
-							}
 							require.NoError(t, r.err)
 							require.NotEmpty(t, r.calls, "seed has a tool call running")
 							if owned {
