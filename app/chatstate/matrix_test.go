@@ -114,6 +114,45 @@ func TestMatrix(t *testing.T) {
 			}
 		})
 
+		// The same transitions on chats whose current turn has a tool call
+		// running (the seed committed a call and nothing answered it): where
+		// the turn ends, the call is answered in the same bundle, so the
+		// invariant holds after each one.
+		t.Run("tools-running", func(t *testing.T) {
+			for _, from := range []chatstate.State{chatstate.StateR0, chatstate.StateR1, chatstate.StateI0, chatstate.StateI1} {
+				for _, owned := range []bool{true, false} {
+					for _, tr := range chatstate.AllTransitions {
+						outs, allowed := matrix[from][tr]
+						if !allowed {
+							continue
+						}
+						var apply mxApplyFn
+						for _, to := range outs {
+							if c, ok := mxCases[mxTriple{from, tr, to}]; ok && c.apply != nil {
+								apply = c.apply
+								break
+							}
+						}
+						name := fmt.Sprintf("%s/%s", from, tr)
+						if !owned {
+							name += "/unowned"
+						}
+						t.Run(name, func(t *testing.T) {
+							sp := mxSpec{State: from, Pending: true, Unowned: !owned}
+							r := mxAttempt(t, f, from, tr, mxBuild(sp), apply)
+							require.NoError(t, r.err)
+							require.NotEmpty(t, r.calls, "seed has a tool call running")
+							if owned {
+								// Unowned, a transition may finish at once (see mxUnownedCases).
+								require.Contains(t, outs, r.after.State, "landed outside the matrix")
+							}
+							r.common(t, r.after.State)
+						})
+					}
+				}
+			}
+		})
+
 		t.Run("ownership", func(t *testing.T) {
 			for _, tr := range []chatstate.Transition{chatstate.Acquire, chatstate.Abandon} {
 				for _, st := range chatstate.AllStates {
@@ -528,7 +567,25 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 		require.Empty(t, pending, "tool calls left unanswered when leaving %s", r.from)
 	}
 
+	mxToolResults(t, r.after)
 	r.notified(t)
+}
+
+// mxToolResults proves the invariant "every tool call in history has
+// exactly one result" on the chat a transition left: never two results,
+// and none missing once the turn is over (DESIGN.md rule 6).
+func mxToolResults(t *testing.T, s snapshot) {
+	t.Helper()
+	require.NoError(t, chatstatetest.CheckToolResults(s.Messages, mxSettled(s.State)), "after the transition, in %s", s.State)
+}
+
+// mxSettled: no turn is in progress, so no tool call may wait for a result.
+func mxSettled(s chatstate.State) bool {
+	switch s {
+	case chatstate.StateW, chatstate.StateXW, chatstate.StateE0, chatstate.StateE1, chatstate.StateXE0, chatstate.StateXE1:
+		return true
+	}
+	return false
 }
 
 // notified: exactly one chat:update:{id} carrying the committed row, and a
@@ -1425,6 +1482,7 @@ func mxOwnership(t *testing.T, f *fixture, st chatstate.State, tr chatstate.Tran
 	got.WorkerID, got.RunnerID = r.before.Chat.WorkerID, r.before.Chat.RunnerID
 	got.SnapshotVersion, got.UpdatedAt = r.before.Chat.SnapshotVersion, r.before.Chat.UpdatedAt
 	require.Equal(t, r.before.Chat, got, "only ownership and snapshot_version change")
+	mxToolResults(t, r.after)
 	r.notified(t)
 }
 
