@@ -375,7 +375,7 @@ type Chat struct {
 	// configured one.
 	ToolApproval string
 	// ToolApprovals is the approval round of the tool calls the chat waits
-	// on, a JSON array (nil when NULL); app/chatstate owns its shape.
+	// on, a JSON object (nil when NULL); app/chatstate owns its shape.
 	ToolApprovals json.RawMessage
 	CreatedAt     time.Time
 	UpdatedAt     time.Time

@@ -2026,7 +2026,7 @@ func testChatMCPServerIDs(t *testing.T, b *bundle) {
 }
 
 // A chat's approval policy defaults to never and takes the three policies;
-// its approval round is NULL or a JSON array, and the database refuses
+// its approval round is NULL or a JSON object, and the database refuses
 // anything else.
 func testChatToolApproval(t *testing.T, b *bundle) {
 	require.Equal(t, store.ApprovalNever, b.chat.ToolApproval, "an unset policy is never")
@@ -2035,7 +2035,7 @@ func testChatToolApproval(t *testing.T, b *bundle) {
 	require.Equal(t, store.ApprovalAlways, strict.ToolApproval)
 	require.Equal(t, strict, b.get(t, strict.ID))
 
-	round := json.RawMessage(`[{"tool_call_id":"c1","state":"pending"}]`)
+	round := json.RawMessage(`{"history_version":1,"calls":[{"tool_call_id":"c1","state":"pending"}]}`)
 	var c store.Chat
 	b.transition(t, b.chat.ID, func(tx store.Tx) error {
 		var err error
@@ -2057,7 +2057,7 @@ func testChatToolApproval(t *testing.T, b *bundle) {
 
 	for _, bad := range []string{
 		`UPDATE chats SET tool_approval = 'sometimes' WHERE id = ?`,
-		`UPDATE chats SET tool_approvals = '{"a":1}' WHERE id = ?`,
+		`UPDATE chats SET tool_approvals = '[1]' WHERE id = ?`,
 	} {
 		err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
 			_, err := b.exec(b.ctx, tx, q(b.s, bad, bad[:len(bad)-1]+"$1"), b.chat.ID.String())
