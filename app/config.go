@@ -159,6 +159,7 @@ func FromEnv() Config {
 	c.Worker.SubagentLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_SUBAGENT_CHATS"))
 	c.Worker.MaxRetries, _ = strconv.Atoi(os.Getenv("CHATD_MAX_GENERATION_RETRIES"))
 	c.Worker.MaxSteps, _ = strconv.Atoi(os.Getenv("CHATD_MAX_STEPS_PER_TURN"))
+	c.Worker.ToolApproval = os.Getenv("CHATD_TOOL_APPROVAL")
 	c.Worker.CompactThresholdPercent, _ = strconv.Atoi(os.Getenv("CHATD_COMPACT_THRESHOLD_PERCENT"))
 	c.Limits = api.Limits{
 		WritesPerMinute:      envLimit("CHATD_WRITES_PER_MINUTE", api.DefaultWritesPerMinute),

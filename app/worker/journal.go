@@ -43,13 +43,24 @@ func (v view) turnRequest() uuid.NullUUID {
 // and an effectful call in doubt stops the chat; a call that may run again
 // gets an error result saying the tool is unavailable, and is not run.
 func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstate.ToolCall, server toolset) error {
+	denied, stopped, err := r.gate(ctx, f, v, calls, server)
+	if err != nil || stopped {
+		return err
+	}
 	request := v.turnRequest()
 	results := map[string]sdk.ChatMessagePart{}
 	var toRun []chatstate.ToolCall
-	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
+	err = r.commit(ctx, f, func(t *chatstate.Tx) error {
 		results, toRun = map[string]sdk.ChatMessagePart{}, nil
 		var unresolved []string
 		for _, c := range calls {
+			if reason, ok := denied[c.ID]; ok {
+				// A denied call never runs, so it needs no journal entry.
+				results[c.ID] = sdk.ChatMessagePart{
+					Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: chatstate.DeniedResult(reason), IsError: true,
+				}
+				continue
+			}
 			// A new entry records the tool's effect class. A call whose
 			// tool is gone only gets here with an entry, whose recorded
 			// class decides; effectful is the safe default regardless.
@@ -81,7 +92,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		_, err := t.MarkUnresolved(r.chatID, request, unresolved)
 		return err
 	})
-	if err != nil || len(toRun) == 0 && len(results) < len(calls) {
+	if err != nil || len(toRun)+len(results) < len(calls) {
 		return err // stopped for review, or fenced out
 	}
 
@@ -135,6 +146,65 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
 		return err
 	})
+}
+
+// gate asks a person first for the calls that need approval (the tool's
+// policy from the MCP config, or CHATD_TOOL_APPROVAL for built-in tools,
+// tightened by the chat's own): while any of them has no answer in the
+// chat's approval round, the chat stops in requires_action for them
+// (EnterApproval) and nothing runs. Otherwise it returns the denied calls
+// with their reasons; approved ones run through the journal like any other.
+// A call with a journal entry is the journal's to judge: it was approved,
+// or needed no approval, when it started.
+func (r *runner) gate(ctx context.Context, f fence, v view, calls []chatstate.ToolCall, server toolset) (denied map[string]string, stopped bool, err error) {
+	round, err := chatstate.Approvals(v.chat)
+	if err != nil {
+		return nil, false, err
+	}
+	answers := map[string]sdk.ToolApproval{}
+	for _, a := range round {
+		answers[a.ToolCallID] = a
+	}
+	denied = map[string]string{}
+	var ask []sdk.ToolApproval
+	for _, c := range calls {
+		tool, ok := server[c.Name]
+		if !ok || v.journaled[c.ID] {
+			continue
+		}
+		effect := effectOf(tool)
+		if !chatstate.ApprovalRequired(effect, r.approvalPolicy(tool), v.chat.ToolApproval) {
+			continue
+		}
+		switch a, ok := answers[c.ID]; {
+		case ok && a.State == sdk.ApprovalApproved:
+		case ok && a.State == sdk.ApprovalDenied:
+			denied[c.ID] = a.Reason
+		default:
+			var serverName string
+			if s, ok := tool.(interface{ ServerName() string }); ok {
+				serverName = s.ServerName()
+			}
+			ask = append(ask, sdk.ToolApproval{ToolCallID: c.ID, ToolName: c.Name, Server: serverName, Args: c.Args, Effect: effect})
+		}
+	}
+	if len(ask) == 0 {
+		return denied, false, nil
+	}
+	r.w.log.Info("tool calls await approval", "chat_id", r.chatID, "tool_calls", len(ask))
+	return nil, true, r.commit(ctx, f, func(t *chatstate.Tx) error {
+		_, err := t.EnterApproval(r.chatID, ask)
+		return err
+	})
+}
+
+// approvalPolicy is a tool's approval policy: an MCP tool's from the MCP
+// config, the deployment's (CHATD_TOOL_APPROVAL) for a built-in one.
+func (r *runner) approvalPolicy(tool tools.Tool) string {
+	if a, ok := tool.(interface{ Approval() string }); ok {
+		return a.Approval()
+	}
+	return r.w.cfg.ToolApproval
 }
 
 // effectOf is the tool's effect class; anything but pure or idempotent

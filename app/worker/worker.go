@@ -71,6 +71,10 @@ type Config struct {
 	// MCPToolsWait bounds the wait for MCP servers still connecting at the
 	// start of a step; their tools are left out of that step.
 	MCPToolsWait time.Duration
+	// ToolApproval is the approval policy of chatd's built-in server-side
+	// tools (never when empty): by effect class, as an MCP server's
+	// "approval" in the MCP config.
+	ToolApproval string
 }
 
 func (c Config) withDefaults() Config {
