@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -278,4 +279,13 @@ func TestChatToolApprovalTightens(t *testing.T) {
 		requireCode(t, alice.Do(ctx, http.MethodPost, "/chats",
 			map[string]any{"content": sdk.Text("x"), "tool_approval": "sometimes"}, nil), http.StatusBadRequest, sdk.CodeValidation)
 	})
+}
+
+func TestToolApprovalSetting(t *testing.T) {
+	t.Setenv("CHATD_TOOL_APPROVAL", "effectful")
+	require.Equal(t, "effectful", app.FromEnv().Worker.ToolApproval)
+	_, err := app.New(context.Background(), app.Config{
+		DB: filepath.Join(t.TempDir(), "chatd.db"), Worker: worker.Config{ToolApproval: "sometimes"},
+	}, io.Discard)
+	require.ErrorContains(t, err, `CHATD_TOOL_APPROVAL: "sometimes" is not never, effectful or always`)
 }
