@@ -78,9 +78,9 @@ type approvalRig struct {
 	token  string
 }
 
-// start runs an app and returns clients for the chats' owner and for
-// another user; stop ends it (the database stays).
-func (r *approvalRig) start() (alice, bob *sdk.Client, stop func()) {
+// start runs an app and returns clients for the chats' owner, another
+// user and an admin; stop ends it (the database stays).
+func (r *approvalRig) start() (alice, bob, admin *sdk.Client, stop func()) {
 	t := r.t
 	a, err := app.NewWithStore(r.ctx, app.Config{
 		BootstrapToken: r.token, OpenAIBaseURL: r.llm.URL, DefaultModel: "openai/test-model", MCPConfig: r.config,
@@ -100,12 +100,12 @@ func (r *approvalRig) start() (alice, bob *sdk.Client, stop func()) {
 	}
 	t.Cleanup(stop)
 	clients := map[string]*sdk.Client{}
-	for _, name := range []string{"alice", "bob"} {
-		tok, _, err := auth.CreateToken(r.ctx, a.Store(), name, false, "test", time.Now())
+	for _, name := range []string{"alice", "bob", "root"} {
+		tok, _, err := auth.CreateToken(r.ctx, a.Store(), name, name == "root", "test", time.Now())
 		require.NoError(t, err)
 		clients[name] = sdk.New(srv.URL, tok)
 	}
-	return clients["alice"], clients["bob"], stop
+	return clients["alice"], clients["bob"], clients["root"], stop
 }
 
 func waitStatus(t *testing.T, ctx context.Context, c *sdk.Client, chat uuid.UUID, status sdk.ChatStatus) sdk.Chat {
@@ -158,7 +158,7 @@ func TestToolApproval(t *testing.T) {
 		r.llm.Enqueue(llmtest.ToolCall("call_charge", "shop__charge", `{"order":42}`))
 		r.llm.Enqueue(llmtest.TextChunks("Charged."))
 
-		alice, bob, stop := r.start()
+		alice, bob, _, stop := r.start()
 		chat, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("charge order 42"), Title: "shop"})
 		require.NoError(t, err)
 		c := waitStatus(t, ctx, alice, chat.ID, sdk.ChatStatusRequiresAction)
@@ -195,7 +195,7 @@ func TestToolApproval(t *testing.T) {
 
 		// The approval waits across a restart.
 		stop()
-		alice, _, _ = r.start()
+		alice, _, admin, _ := r.start()
 		c = waitStatus(t, ctx, alice, chat.ID, sdk.ChatStatusRequiresAction)
 		require.Len(t, c.ToolApprovals, 1)
 		require.Equal(t, sdk.ApprovalPending, c.ToolApprovals[0].State)
@@ -211,13 +211,14 @@ func TestToolApproval(t *testing.T) {
 		requireCode(t, approve(alice, map[string]any{"approvals": []map[string]any{{"tool_call_id": "call_charge", "approved": true}}}),
 			http.StatusConflict, sdk.CodeTransitionNotAllowed)
 
-		// Denied: the call never runs, the turn goes on.
+		// Denied (by an admin, who may answer too): the call never runs,
+		// the turn goes on.
 		r.llm.Enqueue(llmtest.ToolCall("call_charge_2", "shop__charge", `{"order":43}`))
 		r.llm.Enqueue(llmtest.TextChunks("Not charged."))
 		denied, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("charge order 43"), Title: "shop 2"})
 		require.NoError(t, err)
 		waitStatus(t, ctx, alice, denied.ID, sdk.ChatStatusRequiresAction)
-		require.NoError(t, alice.Do(ctx, http.MethodPost, "/chats/"+denied.ID.String()+"/tool-approvals",
+		require.NoError(t, admin.Do(ctx, http.MethodPost, "/chats/"+denied.ID.String()+"/tool-approvals",
 			map[string]any{"approvals": []map[string]any{{"tool_call_id": "call_charge_2", "approved": false, "reason": "too expensive"}}}, nil))
 		waitStatus(t, ctx, alice, denied.ID, sdk.ChatStatusWaiting)
 		require.Equal(t, int32(1), shop.charges.Load(), "the denied call never ran")
@@ -248,7 +249,7 @@ func TestChatToolApprovalTightens(t *testing.T) {
 		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)), token: auth.NewToken()}
 		r.llm.Enqueue(llmtest.ToolCall("call_price", "shop__price", `{"order":1}`))
 		r.llm.Enqueue(llmtest.ToolCall("call_charge", "shop__charge", `{"order":1}`))
-		alice, _, _ := r.start()
+		alice, _, _, _ := r.start()
 
 		// "always" on the chat: even the pure call waits.
 		var created sdk.CreateChatResponse
