@@ -201,7 +201,9 @@ func TestToolApproval(t *testing.T) {
 		require.Equal(t, sdk.ApprovalPending, c.ToolApprovals[0].State)
 		require.Zero(t, shop.charges.Load())
 
-		require.NoError(t, approve(alice, map[string]any{"approvals": []map[string]any{{"tool_call_id": "call_charge", "approved": true}}}))
+		require.NoError(t, alice.SubmitToolApprovals(ctx, chat.ID, sdk.SubmitToolApprovalsRequest{
+			Approvals: []sdk.ToolApprovalAnswer{{ToolCallID: "call_charge", Approved: true}},
+		}))
 		c = waitStatus(t, ctx, alice, chat.ID, sdk.ChatStatusWaiting)
 		require.Empty(t, c.ToolApprovals)
 		require.Equal(t, int32(1), shop.charges.Load(), "the approved call ran once")
