@@ -17,6 +17,7 @@ import (
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
@@ -39,8 +40,10 @@ const (
 	DefaultCompactThresholdPercent = 80
 	DefaultTitleConcurrency        = 2
 	// DefaultMCPToolsWait bounds how long a generation step waits for MCP
-	// servers that are still connecting before it goes on without them.
-	DefaultMCPToolsWait = 10 * time.Second
+	// servers that are still connecting before it goes on without them:
+	// the MCP client's own connect timeout (mcp.DefaultConnectTimeout), so
+	// a server that starts at all is waited for on the first turn.
+	DefaultMCPToolsWait = 20 * time.Second
 )
 
 // Config tunes the worker. Zero values take the Defaults.
@@ -75,6 +78,11 @@ type Config struct {
 	// tools (never when empty): by effect class, as an MCP server's
 	// "approval" in the MCP config.
 	ToolApproval string
+	// AutoArchiveDays turns on the auto-archive loop: root chat families
+	// unused since 00:00 UTC this many days ago are archived. 0 is off.
+	AutoArchiveDays int
+	// AutoArchiveInterval is the time between auto-archive ticks.
+	AutoArchiveInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -95,6 +103,7 @@ func (c Config) withDefaults() Config {
 	def(&c.BackoffBase, DefaultBackoffBase)
 	def(&c.BackoffMax, DefaultBackoffMax)
 	def(&c.MCPToolsWait, DefaultMCPToolsWait)
+	def(&c.AutoArchiveInterval, DefaultAutoArchiveInterval)
 	defInt(&c.MaxRetries, DefaultMaxRetries)
 	defInt(&c.MaxSteps, DefaultMaxSteps)
 	defInt(&c.RootLimit, DefaultRootLimit)
@@ -135,6 +144,8 @@ type Deps struct {
 	Tools *tools.Registry
 	// MCP supplies the MCP servers' tools per chat (nil: none).
 	MCP tools.Source
+	// Hooks dispatches lifecycle hook events (nil: hooks off).
+	Hooks *hooks.Dispatcher
 	// Clock is the time source (clock.Real when nil).
 	Clock clock.Clock
 	Log   *slog.Logger
@@ -209,6 +220,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	for range w.cfg.TitleConcurrency {
 		w.goLoop(ctx, w.titleLoop)
 	}
+	if w.cfg.AutoArchiveDays > 0 {
+		w.goLoop(ctx, w.autoArchiveLoop)
+	}
 	return nil
 }
 
@@ -237,8 +251,8 @@ func (w *Worker) Stop() {
 func (w *Worker) acquireParams() store.AcquirableParams {
 	p := store.AcquirableParams{Self: w.id, Limit: 100}
 	if w.cfg.Leases {
-		cutoff := w.leaseCutoff()
-		p.LeaseCutoff = &cutoff
+		lw := w.leaseWindow()
+		p.Leases = &lw
 	}
 	return p
 }
