@@ -2,12 +2,14 @@ package worker
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
@@ -69,5 +71,54 @@ func TestBuiltinToolApproval(t *testing.T) {
 		pending, err = chatstate.PendingApprovals(g.chat(id))
 		require.NoError(t, err)
 		require.Empty(t, pending, "it is not asked again")
+	})
+}
+
+// A person answers before the lifecycle hooks: a call waiting for approval
+// or denied by a person sends no pre_tool_use; an approved one goes through
+// pre_tool_use (and runs) like any other call.
+func TestApprovalBeforeHooks(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		c := newHookConsumer(t)
+		echo := &echoTool{}
+		d, err := hooks.New(hooks.Config{
+			URL: c.srv.URL, Secret: base64.StdEncoding.EncodeToString([]byte("secret")), Client: c.srv.Client(),
+		})
+		require.NoError(t, err)
+		g := setupWith(t, newStore(t), Config{ToolApproval: store.ApprovalEffectful}, func(deps *Deps) {
+			deps.Hooks = d
+			deps.Tools = tools.NewRegistry(echo.tool())
+		})
+		id := g.create("echo twice")
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		answer := func(call string, approved bool) {
+			t.Helper()
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusRequiresAction }, "the call waits for approval")
+			require.Empty(t, c.names(), "no hook while the call waits")
+			g.do(func(tx *chatstate.Tx) error {
+				_, err := tx.AnswerApproval(id, []sdk.ToolApprovalAnswer{{ToolCallID: call, Approved: approved, Reason: "no echo"}})
+				return err
+			})
+		}
+		g.provider.next(t)
+		g.provider.answers <- echoCall("call_1", `{"text":"one"}`)
+		answer("call_1", false)
+		second := g.provider.next(t)
+		res := lastToolResult(t, second.req)
+		require.True(t, res.IsError)
+		require.JSONEq(t, `{"error":"denied: no echo"}`, string(res.Result))
+		require.Empty(t, c.names(), "a call a person denied sends no pre_tool_use")
+		require.Zero(t, echo.runs.Load())
+
+		g.provider.answers <- echoCall("call_2", `{"text":"two"}`)
+		answer("call_2", true)
+		third := g.provider.next(t)
+		res = lastToolResult(t, third.req)
+		require.False(t, res.IsError, string(res.Result))
+		require.Equal(t, int32(1), echo.runs.Load())
+		require.Equal(t, []hooks.Event{hooks.PreToolUse, hooks.PostToolUse}, c.names())
+		require.Equal(t, "call_2", c.events()[0].ToolCallID)
+		g.provider.answer("done")
+		eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
 	})
 }
