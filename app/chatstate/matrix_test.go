@@ -310,6 +310,20 @@ var mxAppliers = map[chatstate.Transition]mxApplyFn{
 	chatstate.EnterReview: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		return tx.EnterReview(r.id)
 	},
+	chatstate.EnterApproval: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		calls, err := tx.OutstandingToolCalls(r.id)
+		if err != nil {
+			return chatstate.Result{}, err
+		}
+		var ask []sdk.ToolApproval
+		for _, c := range calls {
+			ask = append(ask, sdk.ToolApproval{ToolCallID: c.ID, ToolName: c.Name, Server: "srv", Args: c.Args, Effect: store.EffectEffectful})
+		}
+		return tx.EnterApproval(r.id, ask)
+	},
+	chatstate.AnswerApproval: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return mxAnswer(tx, r, -1)
+	},
 	chatstate.FinishInterruption: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		return tx.FinishInterruption(r.id, assistantStep("partial").Messages)
 	},
@@ -331,6 +345,57 @@ var mxAppliers = map[chatstate.Transition]mxApplyFn{
 	chatstate.ReconcileInvalidState: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		return tx.ReconcileInvalidState(r.id)
 	},
+}
+
+// mxAnswer answers the first n calls awaiting approval (all when n < 0):
+// the first approved, the others denied.
+func mxAnswer(tx *chatstate.Tx, r *mxRun, n int) (chatstate.Result, error) {
+	pending, err := chatstate.PendingApprovals(r.before.Chat)
+	if err != nil {
+		return chatstate.Result{}, err
+	}
+	if n >= 0 {
+		pending = pending[:n]
+	}
+	var answers []sdk.ToolApprovalAnswer
+	for i, a := range pending {
+		answers = append(answers, sdk.ToolApprovalAnswer{ToolCallID: a.ToolCallID, Approved: i == 0, Reason: "no"})
+	}
+	return tx.AnswerApproval(r.id, answers)
+}
+
+// mxAnswerOne answers one of two calls awaiting approval.
+func mxAnswerOne(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) { return mxAnswer(tx, r, 1) }
+
+// mxApprovalRound checks the approval round after the transition: every
+// outstanding call is in it, want of them still pending.
+func mxApprovalRound(want int) func(t *testing.T, r *mxRun) {
+	return func(t *testing.T, r *mxRun) {
+		t.Helper()
+		r.history(t)
+		if len(r.before.Queue) > 0 {
+			r.queue(t, r.q(0))
+		} else {
+			r.queue(t)
+		}
+		round, err := chatstate.Approvals(r.after.Chat)
+		require.NoError(t, err)
+		var ids []string
+		for _, a := range round {
+			ids = append(ids, a.ToolCallID)
+		}
+		require.ElementsMatch(t, r.calls, ids, "the round holds the outstanding calls")
+		pending, err := chatstate.PendingApprovals(r.after.Chat)
+		require.NoError(t, err)
+		require.Len(t, pending, want, "calls still awaiting approval")
+		if r.tr == chatstate.AnswerApproval {
+			require.Equal(t, sdk.ApprovalApproved, round[0].State)
+			for _, a := range round[1 : len(round)-want] {
+				require.Equal(t, sdk.ApprovalDenied, a.State)
+				require.Equal(t, "no", a.Reason)
+			}
+		}
+	}
 }
 
 // mxCreateIdle is Create without a user message: the chat starts waiting.
@@ -544,6 +609,8 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 		require.Equal(t, b.RequiresActionDeadlineAt, a.RequiresActionDeadlineAt, "deadline of the pending action")
 	case r.tr == chatstate.EnterReview:
 		require.Nil(t, a.RequiresActionDeadlineAt, "an operator's review has no deadline")
+	case r.tr == chatstate.EnterApproval:
+		require.Nil(t, a.RequiresActionDeadlineAt, "an approval has no deadline")
 	case mxAction(to):
 		require.NotNil(t, a.RequiresActionDeadlineAt, "requires_action_deadline_at")
 		require.True(t, now.Add(5*time.Minute).Equal(*a.RequiresActionDeadlineAt),
@@ -563,7 +630,9 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 	// No user message may follow unanswered calls, and leaving a pending
 	// action (or an invalid state) answers every call.
 	pending := mxOutstanding(t, r.after.Messages)
-	if (mxAction(r.from) && !mxAction(to)) || r.tr == chatstate.ReconcileInvalidState {
+	// The last approval answer leaves them to the worker, which runs the
+	// approved calls and answers the denied ones.
+	if (mxAction(r.from) && !mxAction(to) && r.tr != chatstate.AnswerApproval) || r.tr == chatstate.ReconcileInvalidState {
 		require.Empty(t, pending, "tool calls left unanswered when leaving %s", r.from)
 	}
 
@@ -1006,6 +1075,12 @@ var (
 	mxTwoI1   = &mxSpec{State: chatstate.StateI1, Queued: 2}
 	mxTwoA1   = &mxSpec{State: chatstate.StateA1, Queued: 2}
 	mxInvalA0 = &mxSpec{State: chatstate.StateInvalid, Base: chatstate.StateA0}
+	mxCallR0  = &mxSpec{State: chatstate.StateR0, Pending: true}
+	mxCallR1  = &mxSpec{State: chatstate.StateR1, Pending: true}
+	mxAskA0   = &mxSpec{State: chatstate.StateA0, Approval: 1}
+	mxAsk2A0  = &mxSpec{State: chatstate.StateA0, Approval: 2}
+	mxAskA1   = &mxSpec{State: chatstate.StateA1, Approval: 1}
+	mxAsk2A1  = &mxSpec{State: chatstate.StateA1, Approval: 2}
 	mxInvalR1 = &mxSpec{State: chatstate.StateInvalid, Base: chatstate.StateR1, Queued: 1}
 )
 
@@ -1122,6 +1197,7 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 	{mxR0, chatstate.EnterRequiresAction, mxA0}: {check: mxSame},
 	{mxR0, chatstate.EnterReview, mxA0}:         {check: mxSame},
+	{mxR0, chatstate.EnterApproval, mxA0}:       {seed: mxCallR0, check: mxApprovalRound(1)},
 	{mxR0, chatstate.Interrupt, mxI0}:           {check: mxSame},
 	{mxR0, chatstate.SendMessageInterrupt, mxI1}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t)
@@ -1149,6 +1225,7 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 	{mxR1, chatstate.EnterRequiresAction, mxA1}: {check: mxSameQ0},
 	{mxR1, chatstate.EnterReview, mxA1}:         {check: mxSameQ0},
+	{mxR1, chatstate.EnterApproval, mxA1}:       {seed: mxCallR1, check: mxApprovalRound(1)},
 	{mxR1, chatstate.Interrupt, mxI1}:           {check: mxSameQ0},
 	{mxR1, chatstate.SendMessageInterrupt, mxI1}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t)
@@ -1238,6 +1315,8 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 
 	// A0
+	{mxA0, chatstate.AnswerApproval, mxR0}: {seed: mxAskA0, check: mxApprovalRound(0)},
+	{mxA0, chatstate.AnswerApproval, mxA0}: {seed: mxAsk2A0, apply: mxAnswerOne, check: mxApprovalRound(1)},
 	{mxA0, chatstate.CompleteRequiresAction, mxR0}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t, mxSubmitted())
 		r.queue(t)
@@ -1266,6 +1345,8 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 
 	// A1
+	{mxA1, chatstate.AnswerApproval, mxR1}: {seed: mxAskA1, check: mxApprovalRound(0)},
+	{mxA1, chatstate.AnswerApproval, mxA1}: {seed: mxAsk2A1, apply: mxAnswerOne, check: mxApprovalRound(1)},
 	{mxA1, chatstate.CompleteRequiresAction, mxR1}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t, mxSubmitted())
 		r.queue(t, r.q(0))
