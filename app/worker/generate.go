@@ -235,7 +235,7 @@ func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool
 	case ts := <-got:
 		return ts
 	case <-timer.C():
-		r.w.log.Info("MCP servers still connecting; this step goes on without them", "chat_id", r.chatID, "waited", r.w.cfg.MCPToolsWait)
+		r.log.Info("MCP servers still connecting; this step goes on without them", "waited", r.w.cfg.MCPToolsWait)
 		cancel()
 		return <-got
 	}
@@ -278,7 +278,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 		return ctx.Err()
 	}
 	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: v.effort()}
-	resp, done, err := r.callModel(ctx, ev, model, req, nil)
+	resp, done, err := r.callModel(ctx, ev, v, model, req, nil)
 	if err != nil || done {
 		return err
 	}
@@ -364,8 +364,9 @@ func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
 // episode per attempt, RecordRetryState while backing off, FinishError for
 // a non-retryable error or once the retry limit is spent. done reports that
 // the step ended the turn (FinishError) and there is nothing to commit.
-func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.Request, prefix []sdk.ChatMessagePart) (resp llm.Response, done bool, err error) {
+func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, req llm.Request, prefix []sdk.ChatMessagePart) (resp llm.Response, done bool, err error) {
 	f := fence{ev: ev}
+	log := r.stepLog(ev, v.turnRequest())
 	for {
 		var c store.Chat
 		err := r.commit(ctx, f, func(t *chatstate.Tx) error {
@@ -398,14 +399,14 @@ func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.R
 			return resp, false, err
 		}
 		if !perr.Retryable || c.GenerationAttempt > int64(r.w.cfg.MaxRetries) {
-			r.w.log.Info("generation failed", "chat_id", r.chatID, "attempt", c.GenerationAttempt, "err", perr)
+			log.Info("generation failed", "attempt", c.GenerationAttempt, "err", perr)
 			return resp, true, r.commit(ctx, f, func(t *chatstate.Tx) error {
 				_, err := t.FinishError(r.chatID, perr.ChatError())
 				return err
 			})
 		}
 		delay := r.w.backoff(c.GenerationAttempt)
-		r.w.log.Info("generation failed; retrying", "chat_id", r.chatID, "attempt", c.GenerationAttempt,
+		log.Info("generation failed; retrying", "attempt", c.GenerationAttempt,
 			"max_retries", r.w.cfg.MaxRetries, "delay", delay, "err", perr)
 		retry := sdk.ChatRetry{
 			Attempt: c.GenerationAttempt, DelayMS: delay.Milliseconds(), Error: perr.Message,
@@ -498,7 +499,7 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) e
 	}
 	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: instruction}}})
 	progress := []sdk.ChatMessagePart{{Type: sdk.PartReasoning, Text: "Summarizing the conversation…"}}
-	resp, done, err := r.callModel(ctx, ev, model, llm.Request{Model: model.Name, Messages: msgs}, progress)
+	resp, done, err := r.callModel(ctx, ev, v, model, llm.Request{Model: model.Name, Messages: msgs}, progress)
 	if err != nil || done {
 		return err
 	}

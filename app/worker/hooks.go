@@ -66,7 +66,7 @@ func hookContext(resp hooks.Response) ([]store.MessageInsertParams, error) {
 // hookFailed stops the chat after a failed dispatch outside a tool step:
 // it finishes in error naming the hook (fail closed).
 func (r *runner) hookFailed(ctx context.Context, f fence, err error) error {
-	r.w.log.Warn("lifecycle hook failed; stopping the chat", "chat_id", r.chatID, "err", err)
+	r.log.Warn("lifecycle hook failed; stopping the chat", "history_version", f.ev.HistoryVersion, "err", err)
 	return r.commit(ctx, f, func(t *chatstate.Tx) error {
 		_, ferr := t.FinishError(r.chatID, hookError(err))
 		return ferr

@@ -84,8 +84,8 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 			return nil
 		}
 		toRun = nil
-		r.w.log.Warn("effectful tool call may have run before a crash; stopping the chat for review",
-			"chat_id", r.chatID, "tool_calls", len(unresolved))
+		r.stepLog(f.ev, request).Warn("effectful tool call may have run before a crash; stopping the chat for review",
+			"tool_calls", len(unresolved))
 		_, err := t.MarkUnresolved(r.chatID, request, unresolved)
 		return err
 	})
@@ -154,7 +154,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 			return err
 		}
 		if hookErr != nil {
-			r.w.log.Warn("lifecycle hook failed; stopping the chat", "chat_id", r.chatID, "err", hookErr)
+			r.stepLog(f.ev, request).Warn("lifecycle hook failed; stopping the chat", "err", hookErr)
 			_, err := t.FinishError(r.chatID, hookError(hookErr))
 			return err
 		}

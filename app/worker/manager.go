@@ -203,7 +203,7 @@ func (m *manager) renewOnce(ctx context.Context) {
 	}
 	for _, r := range runners {
 		if !ok[store.Lease{ChatID: r.chatID, RunnerID: r.runnerID}] {
-			m.w.log.Info("lease lost; stopping runner", "chat_id", r.chatID, "runner_id", r.runnerID)
+			r.log.Info("lease lost; stopping runner")
 			r.stop()
 		}
 	}

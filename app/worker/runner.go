@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 
 	"github.com/google/uuid"
@@ -67,6 +68,8 @@ type runner struct {
 	w        *Worker
 	chatID   uuid.UUID
 	runnerID uuid.UUID
+	// log carries chat_id and runner_id on every line about this chat.
+	log *slog.Logger
 
 	mu      sync.Mutex
 	pending *event        // the newest unprocessed event (events coalesce)
@@ -85,7 +88,10 @@ type runner struct {
 }
 
 func newRunner(w *Worker, chatID, runnerID uuid.UUID) *runner {
-	return &runner{w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1), slot: true}
+	return &runner{
+		w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1), slot: true,
+		log: w.log.With("chat_id", chatID, "runner_id", runnerID),
+	}
 }
 
 // notify hands the loop an event; an older pending event is superseded, so
@@ -129,7 +135,7 @@ func (r *runner) run(parent context.Context, first event) {
 		}
 	})
 	if err != nil {
-		r.w.log.Warn("subscribe to chat updates; the sync loop still drives the runner", "chat_id", r.chatID, "err", err)
+		r.log.Warn("subscribe to chat updates; the sync loop still drives the runner", "err", err)
 		unsubscribe = func() {}
 	}
 	defer unsubscribe()
@@ -247,7 +253,7 @@ func (r *runner) spawn(parent context.Context, ev event, fn func(context.Context
 			case err == nil, errors.Is(err, errStale), errors.Is(err, errDeleted), ctx.Err() != nil:
 				return
 			}
-			r.w.log.Warn("runner goroutine failed; retrying", "chat_id", r.chatID, "status", ev.Status, "err", err)
+			r.log.Warn("runner goroutine failed; retrying", "status", ev.Status, "history_version", ev.HistoryVersion, "attempt", attempt, "err", err)
 			if sleep(ctx, r.w.clock, r.w.backoff(attempt)) != nil {
 				return
 			}
@@ -387,7 +393,7 @@ func (r *runner) resume(ctx context.Context, ev event) error {
 		return err
 	}
 	if !admitted {
-		r.w.log.Debug("resumed chat waits for capacity", "chat_id", r.chatID)
+		r.log.Debug("resumed chat waits for capacity")
 		r.notify(eventFromChat(after))
 		r.w.wakeAcquire()
 		return nil
@@ -420,4 +426,13 @@ func (r *runner) actionTimeout(ctx context.Context, ev event) error {
 		_, err := t.CancelRequiresAction(r.chatID)
 		return err
 	})
+}
+
+// stepLog is the runner's logger for one step of a turn: the history
+// version it works on and, when the turn has one, its durable request.
+func (r *runner) stepLog(ev event, request uuid.NullUUID) *slog.Logger {
+	if request.Valid {
+		return r.log.With("history_version", ev.HistoryVersion, "request_id", request.UUID)
+	}
+	return r.log.With("history_version", ev.HistoryVersion)
 }
