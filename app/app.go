@@ -222,7 +222,7 @@ func (a *App) init(ctx context.Context) error {
 	a.metrics = api.NewMetrics()
 	wdeps := worker.Deps{
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
-		Tools: reg, Clock: a.clock, Log: a.log,
+		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
 	}
 	var mcpServers api.MCPServers
 	if a.cfg.MCPConfig != "" {

@@ -225,6 +225,7 @@ func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool
 	if src == nil || servers != nil && len(servers) == 0 {
 		return nil
 	}
+	defer r.stage(StageMCPConnect)()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := make(chan []tools.Tool, 1)
@@ -250,6 +251,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 	if err != nil {
 		return err
 	}
+	r.turns.ensure(ctx, v.trigger())
 	f := fence{ev: ev}
 	if len(v.calls) > 0 {
 		return r.handleToolCalls(ctx, f, v)
@@ -305,10 +307,14 @@ func toUsage(u llm.Usage, limit int64) *store.Usage {
 }
 
 func (r *runner) finishTurn(ctx context.Context, f fence) error {
-	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
 		_, err := t.FinishTurn(r.chatID)
 		return err
 	})
+	if err == nil {
+		r.turns.finish(ctx, OutcomeCompleted)
+	}
+	return err
 }
 
 // handleToolCalls answers outstanding calls: server-side tools (the
@@ -367,6 +373,8 @@ func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
 func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, req llm.Request, prefix []sdk.ChatMessagePart) (resp llm.Response, done bool, err error) {
 	f := fence{ev: ev}
 	log := r.stepLog(ev, v.turnRequest())
+	id := modelIdentity{providerType: model.Provider.Name(), model: model.Name}
+	callCtx := withStageIdentity(ctx, r.identity(id))
 	for {
 		var c store.Chat
 		err := r.commit(ctx, f, func(t *chatstate.Tx) error {
@@ -385,7 +393,9 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 			_ = buf.AddPart(ep, p)
 		}
 		_ = buf.StartModelInvocation(ep)
-		resp, err = model.Provider.Stream(ctx, req, func(p sdk.ChatMessagePart) { _ = buf.AddPart(ep, p) })
+		endStream, first := r.modelStage(StageStream, id), r.firstToken(id)
+		resp, err = model.Provider.Stream(callCtx, req, func(p sdk.ChatMessagePart) { first(p); _ = buf.AddPart(ep, p) })
+		endStream()
 		// Closing keeps the parts: an interrupt goroutine still reads them.
 		buf.CloseEpisode(ep)
 		if ctx.Err() != nil {
@@ -400,12 +410,14 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 		}
 		if !perr.Retryable || c.GenerationAttempt > int64(r.w.cfg.MaxRetries) {
 			log.Info("generation failed", "attempt", c.GenerationAttempt, "err", perr)
+			r.w.deps.Metrics.failed(perr.Kind)
 			return resp, true, r.commit(ctx, f, func(t *chatstate.Tx) error {
 				_, err := t.FinishError(r.chatID, perr.ChatError())
 				return err
 			})
 		}
 		delay := r.w.backoff(c.GenerationAttempt)
+		r.w.deps.Metrics.retry(perr.Kind)
 		log.Info("generation failed; retrying", "attempt", c.GenerationAttempt,
 			"max_retries", r.w.cfg.MaxRetries, "delay", delay, "err", perr)
 		retry := sdk.ChatRetry{
@@ -418,7 +430,10 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 		}); err != nil {
 			return resp, false, err
 		}
-		if err := sleep(ctx, r.w.clock, delay); err != nil {
+		endBackoff := r.stage(StageRetryBackoff)
+		err = sleep(ctx, r.w.clock, delay)
+		endBackoff()
+		if err != nil {
 			return resp, false, err
 		}
 	}
@@ -434,6 +449,10 @@ func (r *runner) interrupt(ctx context.Context, ev event) error {
 	ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: c.HistoryVersion, GenerationAttempt: c.GenerationAttempt}
 	buf := r.w.deps.Buffer
 	buf.CloseEpisode(ep)
+	// The turn is interrupted before the commit, so a prompt the commit
+	// promotes cannot close it first (as abandoned).
+	r.turns.join(ctx)
+	r.turns.finish(ctx, OutcomeInterrupted)
 	parts, err := buf.GetParts(ep)
 	var partial []store.MessageInsertParams
 	if err == nil && len(parts) > 0 {

@@ -175,7 +175,8 @@ func (r *runner) stopTurn(ctx context.Context, f fence, v view) error {
 	if err != nil {
 		return err
 	}
-	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+	finished := false
+	err = r.commit(ctx, f, func(t *chatstate.Tx) error {
 		if len(extra) > 0 {
 			if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: extra}); err != nil {
 				return err
@@ -185,8 +186,13 @@ func (r *runner) stopTurn(ctx context.Context, f fence, v view) error {
 			}
 		}
 		_, err := t.FinishTurn(r.chatID)
+		finished = err == nil
 		return err
 	})
+	if err == nil && finished {
+		r.turns.finish(ctx, OutcomeCompleted)
+	}
+	return err
 }
 
 // preCompact dispatches pre_compact; its context guides the summary

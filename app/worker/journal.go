@@ -104,7 +104,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 				runErr error
 			)
 			if tool, ok := server[c.Name]; ok {
-				out, runErr = runTool(ctx, tool, c.Args)
+				out, runErr = r.runTool(ctx, tool, c.Args)
 			} else {
 				runErr = fmt.Errorf("tool %q is unavailable: its MCP server is not connected or no longer configured; the call was not run", c.Name)
 			}
@@ -171,6 +171,20 @@ func effectOf(t tools.Tool) string {
 		return e
 	}
 	return store.EffectEffectful
+}
+
+// runTool runs a tool as one tool_call stage, counted by tool, effect
+// class and outcome (error: it failed to run, a Run error or a panic).
+func (r *runner) runTool(ctx context.Context, tool tools.Tool, args json.RawMessage) (json.RawMessage, error) {
+	end := r.stage(StageToolCall)
+	out, err := runTool(ctx, tool, args)
+	end()
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	r.w.deps.Metrics.toolCall(tool.Name(), effectOf(tool), outcome)
+	return out, err
 }
 
 // runTool runs a tool, turning a panic into an error result so one broken

@@ -70,6 +70,9 @@ type runner struct {
 	runnerID uuid.UUID
 	// log carries chat_id and runner_id on every line about this chat.
 	log *slog.Logger
+	// kind is the chat_kind label (root or subagent); turns its turns.
+	kind  string
+	turns *turns
 
 	mu      sync.Mutex
 	pending *event        // the newest unprocessed event (events coalesce)
@@ -87,11 +90,13 @@ type runner struct {
 	wg   sync.WaitGroup
 }
 
-func newRunner(w *Worker, chatID, runnerID uuid.UUID) *runner {
-	return &runner{
-		w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1), slot: true,
-		log: w.log.With("chat_id", chatID, "runner_id", runnerID),
+func newRunner(w *Worker, c store.Chat, runnerID uuid.UUID) *runner {
+	r := &runner{
+		w: w, chatID: c.ID, runnerID: runnerID, wake: make(chan struct{}, 1), slot: true,
+		log: w.log.With("chat_id", c.ID, "runner_id", runnerID), kind: chatKind(c),
 	}
+	r.turns = &turns{r: r}
+	return r
 }
 
 // notify hands the loop an event; an older pending event is superseded, so
@@ -160,6 +165,7 @@ func (r *runner) run(parent context.Context, first event) {
 				t.cancel()
 			}
 			r.wg.Wait()
+			r.turns.exit()
 			return
 		case <-r.wake:
 		}
@@ -234,6 +240,8 @@ func (r *runner) process(ctx context.Context, ev event) {
 // cancelled.
 func (r *runner) spawn(parent context.Context, ev event, fn func(context.Context, event) error) {
 	ctx, cancel := context.WithCancel(parent)
+	hold := &turnHold{}
+	ctx = withTurnHold(ctx, hold)
 	t := &task{cancel: cancel, done: make(chan struct{})}
 	r.active = t
 	r.tasks = append(r.tasks, t)
@@ -242,6 +250,7 @@ func (r *runner) spawn(parent context.Context, ev event, fn func(context.Context
 		defer r.wg.Done()
 		defer close(t.done)
 		defer cancel()
+		defer r.turns.release(hold)
 		unlock, err := r.w.locks.lock(ctx, lockKey{r.chatID, ev.HistoryVersion, ev.Status})
 		if err != nil {
 			return
@@ -311,6 +320,7 @@ func (r *runner) read(ctx context.Context, ev event, fn func(tx store.Reader, c 
 // handed to the loop at once (the fast path before pubsub).
 func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) error) error {
 	var after store.Chat
+	endCommit := r.stage(StageCommit)
 	err := r.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		c, st, err := t.LockState(r.chatID)
 		if err != nil {
@@ -328,7 +338,9 @@ func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) e
 		after, err = t.Reader().ChatGet(ctx, r.chatID)
 		return err
 	})
+	endCommit()
 	if err == nil {
+		r.turnCommitted(ctx, f, after)
 		r.notify(eventFromChat(after))
 	}
 	return err
@@ -435,4 +447,20 @@ func (r *runner) stepLog(ev event, request uuid.NullUUID) *slog.Logger {
 		return r.log.With("history_version", ev.HistoryVersion, "request_id", request.UUID)
 	}
 	return r.log.With("history_version", ev.HistoryVersion)
+}
+
+// turnCommitted records the outcome of a generation step's committed
+// transition that ends its turn: finished in error, or stopped to wait
+// (requires_action or waiting, completed). A FinishTurn that promotes a
+// queued prompt keeps the chat running; finishTurn records that one.
+func (r *runner) turnCommitted(ctx context.Context, f fence, after store.Chat) {
+	if f.ev.Status != store.ChatStatusRunning || f.anyState {
+		return
+	}
+	switch after.Status {
+	case store.ChatStatusError:
+		r.turns.finish(ctx, OutcomeError)
+	case store.ChatStatusWaiting, store.ChatStatusRequiresAction:
+		r.turns.finish(ctx, OutcomeCompleted)
+	}
 }
