@@ -1,6 +1,12 @@
 package worker_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -162,4 +169,80 @@ func TestStageMetricsInterruptedTurn(t *testing.T) {
 	require.Equal(t, 1.0, count(t, reg, "chatd_turn_outcomes_total", nil))
 	require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("chat_turn")))
 	require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("time_to_first_token")))
+}
+
+// TestStageMetricsBackgroundTitle: title generation is background work:
+// its stream and provider_attempt are on the stage family under
+// scope=background, and not on the model family, which is turn-scoped.
+func TestStageMetricsBackgroundTitle(t *testing.T) {
+	e := setup(t, sqliteStore(t), providers[0], []llmtest.Reply{llmtest.DefaultReply()})
+	e.titles.Enqueue(llmtest.TextChunks("A title"))
+	chat, err := e.c.CreateChat(e.ctx, sdk.CreateChatRequest{Content: sdk.Text("hi")})
+	require.NoError(t, err)
+	reg := e.app.Metrics().Registry
+	require.Eventually(t, func() bool {
+		return e.peek(chat.ID).TitleSource == string(store.TitleSourceGenerated) &&
+			count(t, reg, "chatd_turn_outcomes_total", nil) == 1
+	}, 15*time.Second, 5*time.Millisecond, "the title and the turn")
+	bg := map[string]string{"stage": "provider_attempt", "scope": "background", "chat_kind": "root"}
+	require.Equal(t, 1.0, count(t, reg, "chatd_stage_duration_seconds", bg))
+	bg["stage"] = "stream"
+	require.Equal(t, 1.0, count(t, reg, "chatd_stage_duration_seconds", bg))
+	require.Equal(t, 1.0, count(t, reg, "chatd_stage_duration_seconds", stage("provider_attempt")), "the turn's own call")
+	require.Equal(t, 1.0, count(t, reg, "chatd_model_stage_duration_seconds", map[string]string{"stage": "provider_attempt"}))
+}
+
+// TestRunnerLogsNameTheChat: the worker's lines about a chat carry its
+// chat_id, runner_id and the step's history_version.
+func TestRunnerLogsNameTheChat(t *testing.T) {
+	var logs lockedLog
+	e := &fixture{t: t, ctx: context.Background(), prov: providers[0]}
+	e.llm = providers[0].newServer(t, llmtest.HTTPError(503, "busy"), llmtest.DefaultReply())
+	e.titles = providers[0].newServer(t)
+	e.router = newRouter(t, e.llm, e.titles)
+	token := auth.NewToken()
+	cfg := app.Config{BootstrapToken: token, Worker: fastWorker(), LogFormat: app.LogFormatJSON}
+	providers[0].configure(&cfg, e.router.URL)
+	a, err := app.NewWithStore(e.ctx, cfg, sqliteStore(t), &logs)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a.Close()) })
+	require.NoError(t, a.Start(e.ctx))
+	t.Cleanup(a.Stop)
+	e.app = a
+	e.srv = httptest.NewServer(a.Handler())
+	t.Cleanup(e.srv.Close)
+	e.c = &sdk.Client{BaseURL: e.srv.URL, Token: token, HTTP: e.srv.Client()}
+
+	c := e.create(sdk.CreateChatRequest{Content: sdk.Text("hi")})
+	e.waitStatus(c.ID, sdk.ChatStatusWaiting)
+	var retry map[string]any
+	for _, line := range strings.Split(logs.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "generation failed; retrying" {
+			retry = m
+		}
+	}
+	require.NotNil(t, retry, "the retry is logged as JSON: %s", logs.String())
+	require.Equal(t, c.ID.String(), retry["chat_id"])
+	require.NotEmpty(t, retry["runner_id"])
+	require.NotEmpty(t, retry["worker_id"])
+	require.Contains(t, retry, "history_version")
+}
+
+// lockedLog is a log destination safe to read while the app writes.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
