@@ -26,8 +26,18 @@ import (
 // whose labels include want: a histogram's observations, a counter's value.
 func count(t testing.TB, reg prometheus.Gatherer, name string, want map[string]string) float64 {
 	t.Helper()
-	fams, err := reg.Gather()
+	n, err := gathered(reg, name, want)
 	require.NoError(t, err)
+	return n
+}
+
+// gathered is count without the test: safe in a polled condition, which
+// runs on another goroutine.
+func gathered(reg prometheus.Gatherer, name string, want map[string]string) (float64, error) {
+	fams, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
 	var n float64
 	for _, f := range fams {
 		if f.GetName() != name {
@@ -45,7 +55,7 @@ func count(t testing.TB, reg prometheus.Gatherer, name string, want map[string]s
 			}
 		}
 	}
-	return n
+	return n, nil
 }
 
 func hasLabels(m *dto.Metric, want map[string]string) bool {
@@ -77,7 +87,8 @@ func turnMetrics(t *testing.T, newStore func(t testing.TB) store.Store, replies 
 	reg := e.app.Metrics().Registry
 	// The outcome is counted once the task that finished the turn returns.
 	require.Eventually(t, func() bool {
-		return count(t, reg, "chatd_turn_outcomes_total", map[string]string{"outcome": outcome, "chat_kind": "root"}) == 1
+		n, err := gathered(reg, "chatd_turn_outcomes_total", map[string]string{"outcome": outcome, "chat_kind": "root"})
+		return err == nil && n == 1
 	}, 15*time.Second, 5*time.Millisecond, "the %s outcome is never counted", outcome)
 	// Counted at the release of the last task of the turn, so every stage
 	// of the turn has ended by now.
@@ -164,7 +175,8 @@ func TestStageMetricsInterruptedTurn(t *testing.T) {
 	e.waitStatus(c.ID, sdk.ChatStatusWaiting)
 	reg := e.app.Metrics().Registry
 	require.Eventually(t, func() bool {
-		return count(t, reg, "chatd_turn_outcomes_total", map[string]string{"outcome": "interrupted", "chat_kind": "root"}) == 1
+		n, err := gathered(reg, "chatd_turn_outcomes_total", map[string]string{"outcome": "interrupted", "chat_kind": "root"})
+		return err == nil && n == 1
 	}, 15*time.Second, 5*time.Millisecond, "the interrupted outcome is never counted")
 	require.Equal(t, 1.0, count(t, reg, "chatd_turn_outcomes_total", nil))
 	require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("chat_turn")))
@@ -181,8 +193,8 @@ func TestStageMetricsBackgroundTitle(t *testing.T) {
 	require.NoError(t, err)
 	reg := e.app.Metrics().Registry
 	require.Eventually(t, func() bool {
-		return e.peek(chat.ID).TitleSource == string(store.TitleSourceGenerated) &&
-			count(t, reg, "chatd_turn_outcomes_total", nil) == 1
+		n, err := gathered(reg, "chatd_turn_outcomes_total", nil)
+		return err == nil && n == 1 && e.peek(chat.ID).TitleSource == string(store.TitleSourceGenerated)
 	}, 15*time.Second, 5*time.Millisecond, "the title and the turn")
 	bg := map[string]string{"stage": "provider_attempt", "scope": "background", "chat_kind": "root"}
 	require.Equal(t, 1.0, count(t, reg, "chatd_stage_duration_seconds", bg))
