@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -214,7 +215,18 @@ func TestBrowserReviewCard(t *testing.T) {
 		}}
 	conns := &streamConns{}
 	front := &switchHandler{}
-	srv := httptest.NewServer(conns.wrap(front))
+	var (
+		mu         sync.Mutex
+		reconciles []string // the reconcile endpoints the page posted to
+	)
+	srv := httptest.NewServer(conns.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/reconcile") {
+			mu.Lock()
+			reconciles = append(reconciles, r.URL.Path)
+			mu.Unlock()
+		}
+		front.ServeHTTP(w, r)
+	})))
 	defer srv.Close()
 	start := func() *app.App {
 		a, err := app.NewWithStore(ctx, app.Config{
@@ -269,9 +281,12 @@ func TestBrowserReviewCard(t *testing.T) {
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the admin signed in", `location.pathname === '/' && document.querySelector('.hero')`)
 	for _, c := range []struct {
-		name   string
-		chatID uuid.UUID
-	}{{"a durable turn is reconciled with its request", durable.ID}, {"a turn without a request id is reconciled by its tool call", plain.ID}} {
+		name, endpoint string
+		chatID         uuid.UUID
+	}{
+		{"a durable turn is reconciled with its request", "/api/v2/requests/" + requestID.String() + "/reconcile", durable.ID},
+		{"a turn without a request id is reconciled by its tool call", "/api/v2/chats/" + plain.ID.String() + "/tool-calls/call_1/reconcile", plain.ID},
+	} {
 		t.Run(c.name, func(t *testing.T) {
 			b.t = t
 			b.do(chromedp.Navigate(b.base + "/chats/" + c.chatID.String()))
@@ -284,6 +299,11 @@ func TestBrowserReviewCard(t *testing.T) {
 			b.clickText(".review-card .btn", "Record review")
 			b.waitJS("the chat continued", `!`+review+` && `+jsIdle+` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('Continued after the review.'))`)
 			require.Contains(t, eval[string](b, `document.querySelector('.tool-card').textContent`), "charged", "the reviewed result is the call's result")
+			mu.Lock()
+			posted := reconciles
+			reconciles = nil
+			mu.Unlock()
+			require.Equal(t, []string{c.endpoint}, posted, "the review went to its endpoint, once")
 		})
 	}
 	b.t = t
