@@ -12,6 +12,10 @@ export class ApiError extends Error {
     this.code = (body && body.code) || '';
     this.detail = (body && body.detail) || '';
     this.validations = (body && body.validations) || [];
+    // Durable requests: the request, its chat and its audit reference.
+    this.requestId = (body && body.request_id) || '';
+    this.chatId = (body && body.chat_id) || '';
+    this.auditId = (body && body.audit_id) || '';
   }
 
   // definite: the server answered and refused; nothing happened.

@@ -1,8 +1,8 @@
 // The chat view: one chat's page. It keeps the chat's state, built from
 // the stream (stream.js, state.js), and wires the parts around it: the
 // thread (thread.js), the dock above the composer (dock.js), the
-// required-action card (action.js), the composer, and durable sends
-// (send.js).
+// required-action card (action.js), the review card (review.js), the
+// composer, and durable sends (send.js).
 
 import { h, icon } from './dom.js';
 import { api, ApiError, newUUID, textContent, messageText } from './api.js';
@@ -13,7 +13,8 @@ import { ChatStream } from './stream.js';
 import { Thread } from './thread.js';
 import { StatusLine, QueueChips, ErrorBanner, ArchivedNotice } from './dock.js';
 import { ActionCard } from './action.js';
-import { DurableSend, sentAfter, notConfirmed } from './send.js';
+import { ReviewCard } from './review.js';
+import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } from './send.js';
 
 const STALE_PREVIEW_MS = 1500;
 
@@ -31,13 +32,19 @@ export class ChatView {
       key: `chatd.pending.${chatId}`,
       submit: (body) => api('POST', `/chats/${this.id}/messages`, body),
       onChange: () => this.scheduleRender(),
-      onAccepted: () => this.app.sidebar.refresh(),
+      onAccepted: (r) => {
+        if (r && r.replayed) {
+          this.saved = savedAnswers(this.id);
+          this.scheduleRender();
+        }
+        this.app.sidebar.refresh();
+      },
       onRefused: (e, p) => {
         if (!this.composer.value) this.composer.value = p.text;
         toast(e.code === 'QUEUE_FULL' ? 'The queue is full' : 'The message was not sent', 'error', e.message);
       },
-      findInHistory: (p) => this.findInHistory(p),
     });
+    this.saved = savedAnswers(chatId); // ids of messages shown from a saved answer
 
     this.build();
     this.stream = new ChatStream(chatId, {
@@ -80,6 +87,7 @@ export class ChatView {
     });
     this.archived = new ArchivedNotice(this.banner.el, () => this.app.sidebar.patch(this.chat, { archived: false }));
     this.action = new ActionCard(this.id, () => this.chat && this.chat.requires_action_deadline_at);
+    this.review = new ReviewCard(this.id, !!(this.app.me && this.app.me.admin));
     this.statusLine = new StatusLine();
     this.queue = new QueueChips({ onPromote: (q) => this.promote(q), onRemove: (q) => this.unqueue(q) });
     this.composer = new Composer({
@@ -93,7 +101,7 @@ export class ChatView {
       onEditLast: () => this.editLast(),
     });
     const dock = h('div', { class: 'dock' },
-      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.banner.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
+      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.banner.el, this.review.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
     this.el = h('section', { class: 'chat-view', 'aria-label': 'Chat' }, header, this.thread.scroller, dock, this.thread.live);
     // Esc stops a running chat, wherever the focus is (an open editor,
     // popup, menu or dialog takes Esc first).
@@ -173,6 +181,8 @@ export class ChatView {
     const st = this.state.status;
     if (this.loaded && st !== before) {
       this.app.sidebar.patchLocal(this.id, { status: st });
+      // Review ends when the chat leaves requires_action (API.md).
+      if (st !== 'requires_action' && this.chat && this.chat.last_error && this.chat.last_error.kind === 'unresolved_effects') this.chat.last_error = null;
       if (st === 'waiting' || st === 'error') {
         this.loadChat();
         setTimeout(() => this.app.sidebar.refresh(), 300);
@@ -224,32 +234,59 @@ export class ChatView {
     const p = this.send.pending;
     this.thread.render(s, {
       editingId: this.editingId,
+      saved: this.saved,
       ghost: p ? () => this.ghost(p) : null,
-      ghostSig: p ? JSON.stringify(p) : '',
+      ghostSig: p ? JSON.stringify([p, p.state === 'progress' && this.admittedMessage(p)]) : '',
     });
     this.archived.show(!!(this.chat && this.chat.archived));
     const running = s.status === 'running' || s.status === 'interrupting';
     this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting' });
+    const review = this.underReview(s);
+    s.review = !!review;
     this.statusLine.show(s);
     this.queue.show(s.queue);
     this.banner.show(s.status === 'error' ? s.error : null, !!this.thread.lastUserId);
-    this.action.show(s.status === 'requires_action' ? s.action : null);
+    this.review.show(review);
+    this.action.show(s.status === 'requires_action' && !review ? s.action : null);
     this.thread.follow(stick);
   }
 
-  // ghost is the pending send, shown as a user message until it is
-  // confirmed: "Sending…", or "Not confirmed" with what the user can do.
+  // underReview is what the review card shows for s, or null: the chat
+  // stopped for an operator review (requires_action with last_error kind
+  // unresolved_effects), its pending calls and their turn's request id.
+  underReview(s) {
+    if (s.status !== 'requires_action' || !this.chat || !this.chat.last_error || this.chat.last_error.kind !== 'unresolved_effects') return null;
+    const calls = (s.action && s.action.tool_calls) || [];
+    const msgs = [...s.messages.values()].sort((a, b) => a.id - b.id);
+    const first = calls.length ? msgs.find((m) => (m.content || []).some((p) => p.type === 'tool-call' && p.tool_call_id === calls[0].tool_call_id)) : null;
+    let requestId = '';
+    for (const m of msgs) {
+      if (first && m.id > first.id) break;
+      if (m.role === 'user') requestId = m.request_id || '';
+    }
+    return { calls, requestId };
+  }
+
+  // ghost is the pending send, shown as a user message until its outcome
+  // is confirmed: "Sending…", "In progress" (admitted, still running; its
+  // message is in the thread once the stream shows it), or "Not
+  // confirmed" with what the user can do.
   ghost(p) {
     const sending = p.state === 'sending' || p.state === 'checking';
-    return h('div', { class: 'msg msg-user ghost' + (sending ? ' sending' : ' unconfirmed') },
-      h('div', { class: 'bubble', text: p.text }),
+    const shown = p.state === 'progress' && this.admittedMessage(p);
+    return h('div', { class: 'msg msg-user ghost' + (sending ? ' sending' : p.state === 'progress' ? ' in-progress' : ' unconfirmed') },
+      shown ? null : h('div', { class: 'bubble', text: p.text }),
       sending
         ? h('div', { class: 'ghost-status' }, h('span', { class: 'spinner small' }), p.state === 'checking' ? 'Checking…' : 'Sending…')
-        : notConfirmed(p.note, [
-          ['Check outcome', '', () => this.send.checkOutcome()],
-          ['Retry same request', 'primary', () => this.send.post()],
-          ['Discard', 'ghost', () => this.discardSend()],
-        ]));
+        : (p.state === 'progress' ? inProgress : notConfirmed)(p.note, pendingButtons(this.send, () => this.discardSend())));
+  }
+
+  // admittedMessage: the stream shows a user message or queued message
+  // carrying the pending send's request_id (matched by id, never by text).
+  admittedMessage(p) {
+    const id = p.body.request_id;
+    return [...this.state.messages.values()].some((m) => m.role === 'user' && m.request_id === id) ||
+      this.state.queue.some((q) => q.request_id === id);
   }
 
   tick() {
@@ -350,9 +387,7 @@ export class ChatView {
   async sendMessage(text, behavior) {
     const body = { content: textContent(text), request_id: newUUID(), ...this.modelFields() };
     if (isBusy(this.state.status)) body.busy_behavior = behavior === 'interrupt' ? 'interrupt' : 'queue';
-    // baseId and queueBase tell a new message or queue entry carrying the
-    // text (the send arrived) from what was there already.
-    if (!this.send.start(body, text, { baseId: maxMessageId(this.state), queueBase: this.state.queue.map((q) => q.id) })) {
+    if (!this.send.start(body, text)) {
       toast('A message is still unconfirmed', 'error', 'Check its outcome or discard it before sending another.');
       return;
     }
@@ -362,20 +397,19 @@ export class ChatView {
     await this.send.post();
   }
 
-  // settleSend drops a pending send that visibly arrived in s.
+  // settleSend follows a pending send whose answer was lost: once the
+  // stream shows its message (by request_id) it is admitted, and once the
+  // chat is idle its outcome is looked up (read-only; never a resend).
+  // Only that lookup's answer clears it.
   settleSend(s) {
     const p = this.send.pending;
-    if (!p || p.state === 'sending' && !s.messages.size && !s.queue.length) return;
-    if (sentAfter(p, [...s.messages.values()], s.queue.filter((q) => !(p.queueBase || []).includes(q.id)))) this.send.arrived();
-  }
-
-  async findInHistory(p) {
-    try {
-      const r = await api('GET', `/chats/${this.id}/messages?limit=50`);
-      return sentAfter(p, r.messages || [], r.queued_messages || []);
-    } catch {
-      return false;
-    }
+    if (!p || p.state === 'sending' || p.state === 'checking') return;
+    if (p.state === 'unconfirmed' && this.admittedMessage(p)) this.send.admitted();
+    if (p.state !== 'progress' || isBusy(s.status) || !s.status) return;
+    const at = `${s.status}/${maxMessageId(s)}`;
+    if (this.autoChecked === at) return;
+    this.autoChecked = at;
+    this.send.checkOutcome();
   }
 
   discardSend() {

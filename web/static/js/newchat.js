@@ -6,7 +6,7 @@ import { h, icon } from './dom.js';
 import { api, newUUID, textContent } from './api.js';
 import { Composer } from './composer.js';
 import { toast } from './widgets.js';
-import { DurableSend, notConfirmed } from './send.js';
+import { DurableSend, notConfirmed, inProgress, pendingButtons } from './send.js';
 
 export class NewChatView {
   constructor(app) {
@@ -39,6 +39,7 @@ export class NewChatView {
       submit: (body) => api('POST', '/chats', body),
       onChange: () => this.renderStatus(),
       onAccepted: (chat) => {
+        if (chat.replayed) toast('This chat was created before: showing its saved answer. Nothing ran again.');
         this.app.navigate(`/chats/${chat.id}`);
         this.app.sidebar.refresh();
       },
@@ -86,21 +87,22 @@ export class NewChatView {
   }
 
   // renderStatus shows the pending send above the composer: "Creating
-  // chat…", or "Not confirmed" with Retry and Discard.
+  // chat…", "In progress" (created, still running: a link to the chat),
+  // or "Not confirmed" with Check outcome, Retry same request (only after
+  // a lookup found no admission) and Discard.
   renderStatus() {
     const p = this.send.pending;
     if (!p) {
       this.status.replaceChildren();
-    } else if (p.state === 'sending') {
-      this.status.replaceChildren(h('span', { class: 'spinner small' }), ' Creating chat…');
+    } else if (p.state === 'sending' || p.state === 'checking') {
+      this.status.replaceChildren(h('span', { class: 'spinner small' }), p.state === 'checking' ? ' Checking…' : ' Creating chat…');
     } else {
-      this.status.replaceChildren(notConfirmed(`“${p.text.slice(0, 80)}”: ${p.note}`, [
-        ['Retry same request', 'primary', () => this.send.post()],
-        ['Discard', 'ghost', () => {
-          const d = this.send.discard();
-          if (d && !this.composer.value) this.composer.value = d.text;
-        }],
-      ]));
+      const buttons = pendingButtons(this.send, () => {
+        const d = this.send.discard();
+        if (d && !this.composer.value) this.composer.value = d.text;
+      });
+      if (p.chatId) buttons.splice(1, 0, ['Open chat', '', () => this.app.navigate(`/chats/${p.chatId}`)]);
+      this.status.replaceChildren((p.state === 'progress' ? inProgress : notConfirmed)(`“${p.text.slice(0, 80)}”: ${p.note}`, buttons));
     }
   }
 }

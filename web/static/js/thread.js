@@ -86,9 +86,10 @@ export class Thread {
   }
 
   // render shows chat state s; editingId is the user message being edited,
-  // ghost (or null) the node maker for a pending send, ghostSig its
-  // signature. It sets lastUserId.
-  render(s, { editingId, ghost, ghostSig }) {
+  // saved the ids of messages shown from a saved (replayed) answer, ghost
+  // (or null) the node maker for a pending send, ghostSig its signature.
+  // It sets lastUserId.
+  render(s, { editingId, saved, ghost, ghostSig }) {
     const msgs = [...s.messages.values()].sort((a, b) => a.id - b.id);
     const results = new Map();
     const calls = new Set();
@@ -139,9 +140,17 @@ export class Thread {
       } else if (m.role === 'assistant') {
         const own = (m.content || []).filter((p) => p.type === 'tool-call').map((p) => results.get(p.tool_call_id) || null);
         const rsec = this.reasoningFor(m);
+        const isSaved = !!(saved && saved.has(m.id));
         items.push({
-          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec]),
-          make: () => render.assistantMessage(m, ctx, actions),
+          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved]),
+          make: () => {
+            const node = render.assistantMessage(m, ctx, actions);
+            if (isSaved) {
+              node.classList.add('saved');
+              node.prepend(h('div', { class: 'saved-label', title: 'This request was answered before; nothing ran again.' }, icon('check'), 'Saved answer'));
+            }
+            return node;
+          },
         });
       } else if (m.role === 'tool') {
         if ((m.content || []).some((p) => p.type === 'tool-result' && !calls.has(p.tool_call_id))) {
