@@ -118,7 +118,7 @@ function plural(n, one, many) { return `${n} ${n === 1 ? one : many}`; }
 // configured.
 export class ToolsPopover {
   // opts: {selection(): ids or null, onChange(next ids or null): Promise
-  //        (rejects to keep the old state)}
+  //        (rejects to keep the old state), subtitle: what the switches choose for}
   constructor(opts) {
     this.opts = opts;
     this.busy = new Set(); // server ids with a change in flight
@@ -209,7 +209,7 @@ export class ToolsPopover {
     const had = document.activeElement && this.panel.contains(document.activeElement) ? document.activeElement.dataset.focusKey : null;
     const head = h('div', { class: 'tools-pop-head' },
       h('strong', { text: 'Tools' }),
-      h('span', { class: 'muted small', text: 'MCP servers for this chat' }),
+      h('span', { class: 'muted small', text: this.opts.subtitle || 'MCP servers for this chat' }),
       h('span', { class: 'spacer' }),
       h('button', { type: 'button', class: 'icon-btn', 'aria-label': 'Close', 'data-focus-key': 'close', onclick: () => this.close(true) }, icon('x')));
     const body = list.length

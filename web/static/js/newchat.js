@@ -18,6 +18,7 @@ export class NewChatView {
     this.toolsPopover = new ToolsPopover({
       selection: () => this.mcpSelection,
       onChange: async (ids) => { this.mcpSelection = ids; },
+      subtitle: 'MCP servers for the new chat',
     });
     this.composer = new Composer({
       draftKey: 'chatd.draft.new', models: app.models, placeholder: 'Ask anything',
