@@ -24,6 +24,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/stream"
@@ -50,6 +51,7 @@ type App struct {
 	models     *ModelList
 	buffer     *partbuf.Buffer
 	worker     *worker.Worker
+	mcp        *mcp.Manager // nil without an MCP config
 	poller     *stream.Poller
 	streams    *stream.Server
 	replicaTok string
@@ -209,10 +211,22 @@ func (a *App) init(ctx context.Context) error {
 	for _, t := range a.cfg.Tools {
 		reg.Add(t)
 	}
-	a.worker = worker.New(wcfg, worker.Deps{
+	a.metrics = api.NewMetrics()
+	wdeps := worker.Deps{
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
 		Tools: reg, Clock: a.clock, Log: a.log,
-	})
+	}
+	var mcpServers api.MCPServers
+	if a.cfg.MCPConfig != "" {
+		mcfg, err := mcp.LoadConfig(a.cfg.MCPConfig)
+		if err != nil {
+			return fmt.Errorf("load the MCP servers: %w", err)
+		}
+		// Nothing connects before the first chat or status asks.
+		a.mcp = mcp.NewManager(mcfg, mcp.Options{Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock})
+		wdeps.MCP, mcpServers = a.mcp, a.mcp
+	}
+	a.worker = worker.New(wcfg, wdeps)
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
@@ -224,10 +238,9 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.webConfig(&acfg); err != nil {
 		return err
 	}
-	a.metrics = api.NewMetrics()
 	srv := api.New(acfg, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
-		Clock: a.clock, Tokens: a.tokens,
+		Clock: a.clock, Tokens: a.tokens, MCP: mcpServers,
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
@@ -319,6 +332,9 @@ func (a *App) Machine() *chatstate.Machine { return a.machine }
 // Worker is the app's chat worker.
 func (a *App) Worker() *worker.Worker { return a.worker }
 
+// MCP is the app's MCP servers, nil without an MCP config.
+func (a *App) MCP() *mcp.Manager { return a.mcp }
+
 // Buffer is the app's message-part buffer.
 func (a *App) Buffer() *partbuf.Buffer { return a.buffer }
 
@@ -348,11 +364,12 @@ func (a *App) Start(ctx context.Context) error {
 	return a.worker.Start(ctx)
 }
 
-// Stop ends the streams and stops the worker, the poller and the buffer,
-// waiting for each.
+// Stop ends the streams and stops the worker, the MCP servers, the
+// poller and the buffer, waiting for each.
 func (a *App) Stop() {
 	a.streams.Close()
 	a.worker.Stop()
+	a.closeMCP() // after the worker: its tool calls are over
 	a.poller.Stop()
 	if sharedByReplicas(a.store) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -362,8 +379,17 @@ func (a *App) Stop() {
 	a.buffer.Stop()
 }
 
-// Close stops the pubsub and releases the store.
+// closeMCP disconnects the MCP servers (stopping their child processes),
+// if any are configured.
+func (a *App) closeMCP() {
+	if a.mcp != nil {
+		_ = a.mcp.Close()
+	}
+}
+
+// Close stops the MCP servers and the pubsub and releases the store.
 func (a *App) Close() error {
+	a.closeMCP() // an app never started may have connected some for a status
 	if a.closePub != nil {
 		a.closePub()
 	}

@@ -107,6 +107,9 @@ type Config struct {
 	WebhookURL string
 	// Tools adds server-side tools (tests register their own).
 	Tools []tools.Tool
+	// MCPConfig is the path of an mcpServers JSON file whose MCP servers'
+	// tools the chats may use (none when empty). A bad file stops startup.
+	MCPConfig string
 
 	// CookieSecure is when the session cookie is Secure: auto (default:
 	// behind HTTPS), true or false.
@@ -145,6 +148,7 @@ func FromEnv() Config {
 		}
 	}
 	c.WebhookURL = os.Getenv("CHATD_WEBHOOK_URL")
+	c.MCPConfig = os.Getenv("CHATD_MCP_CONFIG")
 	c.CookieSecure = os.Getenv("CHATD_COOKIE_SECURE")
 	c.TrustedProxies = os.Getenv("CHATD_TRUSTED_PROXIES")
 	c.MetricsAddr = os.Getenv("CHATD_METRICS_ADDR")

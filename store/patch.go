@@ -8,7 +8,8 @@ package store
 // Value is always one of a closed set of Go types, which each store knows
 // how to encode: string, int64, bool, time.Time, *time.Time (nil writes
 // NULL), *int64 (nil writes NULL), uuid.NullUUID, json.RawMessage (nil
-// writes NULL) and map[string]string (a JSON object; nil writes {}). Named
+// writes NULL), map[string]string (a JSON object; nil writes {}) and
+// []uuid.UUID (a list of ids; nil writes NULL, empty an empty list). Named
 // string types (ChatStatus, TitleSource, ...) are handed over as string.
 type Assignment struct {
 	Column string
@@ -51,6 +52,7 @@ func (p ChatPatch) Assignments() []Assignment {
 	as = set(as, "pin_order", p.PinOrder)
 	as = set(as, "last_model_config_id", p.LastModelConfigID)
 	as = set(as, "last_reasoning_effort", p.LastReasoningEffort)
+	as = set(as, "mcp_server_ids", p.MCPServerIDs)
 	as = set(as, "updated_at", p.UpdatedAt)
 	return as
 }

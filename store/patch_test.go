@@ -21,6 +21,7 @@ var encodable = map[reflect.Type]bool{
 	reflect.TypeFor[uuid.NullUUID]():     true,
 	reflect.TypeFor[json.RawMessage]():   true,
 	reflect.TypeFor[map[string]string](): true,
+	reflect.TypeFor[[]uuid.UUID]():       true,
 }
 
 // setAll marks every Opt field of the patch p points to as set and returns

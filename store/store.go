@@ -367,8 +367,11 @@ type Chat struct {
 	LastModelConfigID        uuid.NullUUID
 	LastReasoningEffort      string
 	DynamicTools             json.RawMessage // nil when NULL
-	CreatedAt                time.Time
-	UpdatedAt                time.Time
+	// MCPServerIDs restricts the chat's MCP servers: nil (NULL) means every
+	// configured server, an empty non-nil slice none.
+	MCPServerIDs []uuid.UUID
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 // Root returns the id of the chat's family root (itself for a root chat).
@@ -392,7 +395,9 @@ type ChatInsertParams struct {
 	LastModelConfigID   uuid.NullUUID
 	LastReasoningEffort string
 	DynamicTools        json.RawMessage
-	Now                 time.Time
+	// MCPServerIDs: nil is every configured MCP server, empty none.
+	MCPServerIDs []uuid.UUID
+	Now          time.Time
 }
 
 // Opt is an optional field of a patch: only set fields are written.
@@ -423,7 +428,10 @@ type ChatPatch struct {
 	PinOrder                 Opt[int64]
 	LastModelConfigID        Opt[uuid.NullUUID]
 	LastReasoningEffort      Opt[string]
-	UpdatedAt                Opt[time.Time]
+	// MCPServerIDs: a nil value writes NULL (every configured server), an
+	// empty one none.
+	MCPServerIDs Opt[[]uuid.UUID]
+	UpdatedAt    Opt[time.Time]
 }
 
 // Lease is a runner's ownership of a chat.

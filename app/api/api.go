@@ -7,7 +7,8 @@
 // Files by resource: chats.go (create, list, get, update, delete),
 // messages.go (list, send, edit), queue.go (queued messages), actions.go
 // (interrupt, tool results, compaction, clear, reconcile), models.go,
-// requests.go (durable request claims and lookup), auth.go (users, login),
+// mcp.go (the MCP servers, a chat's selection of them), requests.go
+// (durable request claims and lookup), auth.go (users, login),
 // csrf.go (the cross-site check, the Secure cookie, trusted proxies).
 package api
 
@@ -143,6 +144,7 @@ func (s *Server) routes() {
 	chat("GET", "/chats", s.listChats)
 	chat("GET", "/chats/models", s.listModels)
 	chat("GET", "/chats/model-configs", s.listModelConfigs)
+	chat("GET", "/chats/mcp-servers", s.listMCPServers)
 	chat("GET", "/chats/{chat}", s.getChat)
 	chat("PATCH", "/chats/{chat}", s.patchChat)
 	chat("DELETE", "/chats/{chat}", s.deleteChat)

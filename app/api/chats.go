@@ -61,6 +61,8 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) e
 	var req struct {
 		sdk.CreateChatRequest
 		RequestID json.RawMessage `json:"request_id"`
+		// Raw, so a bad entry gets a 400 that names it.
+		MCPServerIDs json.RawMessage `json:"mcp_server_ids"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
@@ -85,9 +87,14 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) e
 	if err != nil {
 		return err
 	}
+	// servers is the chat's MCP selection as stored (nil: every server).
+	servers, err := s.parseMCPServerIDs(req.MCPServerIDs)
+	if err != nil {
+		return err
+	}
 	p := chatstate.CreateParams{
 		OwnerID: c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
-		Labels: req.Labels, DynamicTools: tools,
+		Labels: req.Labels, DynamicTools: tools, MCPServerIDs: servers,
 		Input: chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
 			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort},
 		Title: strings.TrimSpace(req.Title), TitleSource: store.TitleSourceUser,
@@ -329,7 +336,11 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err != nil {
 		return err
 	}
-	var req sdk.UpdateChatRequest
+	var req struct {
+		sdk.UpdateChatRequest
+		// Raw, so absent (nil) and null ("null") stay apart.
+		MCPServerIDs json.RawMessage `json:"mcp_server_ids"`
+	}
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
@@ -347,6 +358,13 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 		return validation("pin_order", "pin_order must be >= 0 (0 unpins)")
 	}
 	change := chatstate.MetadataChange{Archived: req.Archived, Labels: req.Labels, PinOrder: req.PinOrder}
+	if req.MCPServerIDs != nil {
+		servers, err := s.parseMCPServerIDs(req.MCPServerIDs)
+		if err != nil {
+			return err
+		}
+		change.MCPServerIDs = store.Some(servers)
+	}
 	if req.Title != nil {
 		title := strings.TrimSpace(*req.Title)
 		change.Title = &title

@@ -20,6 +20,9 @@ type CreateParams struct {
 	SystemPrompt string
 	Labels       map[string]string
 	DynamicTools json.RawMessage
+	// MCPServerIDs restricts the chat's MCP servers: nil is every
+	// configured server, empty none.
+	MCPServerIDs []uuid.UUID
 	Input        UserInput // empty Content creates the chat in waiting
 }
 
@@ -76,7 +79,7 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 		ID: p.ID, OwnerID: p.OwnerID, ParentChatID: p.ParentChatID, RootChatID: root,
 		Title: p.Title, TitleSource: source, Status: status, Labels: p.Labels,
 		LastModelConfigID: p.Input.ModelConfigID, LastReasoningEffort: p.Input.ReasoningEffort,
-		DynamicTools: p.DynamicTools, Now: t.now,
+		DynamicTools: p.DynamicTools, MCPServerIDs: p.MCPServerIDs, Now: t.now,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("insert chat: %w", err)

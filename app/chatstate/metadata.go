@@ -34,16 +34,21 @@ type MetadataChange struct {
 	Labels *map[string]string
 	// PinOrder pins the chat (0 unpins).
 	PinOrder *int64
+	// MCPServerIDs, when set, replaces the chat's MCP server selection: a
+	// nil value is every configured server, an empty one none.
+	MCPServerIDs store.Opt[[]uuid.UUID]
 }
 
 func (c MetadataChange) mutates() bool {
-	return c.Title != nil || c.Labels != nil || c.PinOrder != nil
+	return c.Title != nil || c.Labels != nil || c.PinOrder != nil || c.MCPServerIDs.Set
 }
 
 // UpdateMetadata applies a metadata change under MetadataAllowed: an
 // archived chat accepts other changes only together with its unarchiving.
-// Only a change of archived is a transition; title, labels and pin are
-// written without one (and without touching updated_at).
+// Only a change of archived is a transition; title, labels, pin and the
+// MCP server selection are written without one (and without touching
+// updated_at). The worker reads the selection at every generation step, so
+// a change applies from the next step on.
 func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) (Result, error) {
 	chat, st, err := t.Peek(chatID)
 	if err != nil {
@@ -73,7 +78,8 @@ func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) (Result, error) 
 	if c.PinOrder != nil {
 		p.PinOrder = store.Some(*c.PinOrder)
 	}
-	if p.Labels.Set || p.PinOrder.Set {
+	p.MCPServerIDs = c.MCPServerIDs
+	if p.Labels.Set || p.PinOrder.Set || p.MCPServerIDs.Set {
 		if _, err := t.tx.ChatUpdate(t.ctx, chatID, p); err != nil {
 			return Result{}, fmt.Errorf("update metadata of chat %s: %w", chatID, err)
 		}

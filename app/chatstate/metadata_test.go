@@ -44,7 +44,8 @@ func TestUpdateMetadata(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		f := setup(t, newStore)
 		title, labels, pin := "renamed", map[string]string{"k": "v"}, int64(3)
-		change := chatstate.MetadataChange{Title: &title, Labels: &labels, PinOrder: &pin}
+		servers := []uuid.UUID{uuid.New()}
+		change := chatstate.MetadataChange{Title: &title, Labels: &labels, PinOrder: &pin, MCPServerIDs: store.Some(servers)}
 		for _, st := range chatstate.AllStates {
 			t.Run(string(st), func(t *testing.T) {
 				id := f.seed(t, st)
@@ -72,6 +73,7 @@ func TestUpdateMetadata(t *testing.T) {
 					require.Equal(t, f.clock(), after.Chat.TitleUpdatedAt)
 					require.Equal(t, labels, after.Chat.Labels)
 					require.Equal(t, pin, after.Chat.PinOrder)
+					require.Equal(t, servers, after.Chat.MCPServerIDs)
 					require.Equal(t, before.Chat.SnapshotVersion, after.Chat.SnapshotVersion, "metadata is not a transition")
 					require.Equal(t, before.Chat.UpdatedAt, after.Chat.UpdatedAt, "metadata leaves updated_at")
 					require.Equal(t, before.State, after.State)
@@ -98,6 +100,23 @@ func TestUpdateMetadata(t *testing.T) {
 			require.Equal(t, chatstate.StateW, after.State)
 			require.Equal(t, title, after.Chat.Title)
 			require.Equal(t, pin, after.Chat.PinOrder)
+		})
+
+		t.Run("the MCP selection alone, back to every server", func(t *testing.T) {
+			id := f.create(t, "")
+			for _, ids := range [][]uuid.UUID{{}, servers, nil} {
+				f.do(t, func(tx *chatstate.Tx) error {
+					_, err := tx.UpdateMetadata(id, chatstate.MetadataChange{MCPServerIDs: store.Some(ids)})
+					return err
+				})
+				require.Equal(t, ids, f.snap(t, id).Chat.MCPServerIDs)
+			}
+			xw := f.seed(t, chatstate.StateXW)
+			err := f.m.Do(f.ctx, func(tx *chatstate.Tx) error {
+				_, err := tx.UpdateMetadata(xw, chatstate.MetadataChange{MCPServerIDs: store.Some(servers)})
+				return err
+			})
+			require.ErrorIs(t, err, chatstate.ErrChatArchived, "changing the selection mutates the chat")
 		})
 
 		t.Run("a user title outranks a generated one, not the reverse", func(t *testing.T) {
@@ -163,4 +182,23 @@ func TestSomethingToCompact(t *testing.T) {
 	require.False(t, chatstate.SomethingToCompact([]store.Message{anchor, summary, user}))
 	require.True(t, chatstate.SomethingToCompact([]store.Message{anchor, summary, user, reply}))
 	require.True(t, chatstate.SomethingToCompact([]store.Message{user, reply}))
+}
+
+// TestCreateMCPServerIDs: Create stores the chat's MCP server selection as
+// given: nil (every server), empty (none) or a list.
+func TestCreateMCPServerIDs(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		f := setup(t, newStore)
+		for _, ids := range [][]uuid.UUID{nil, {}, {uuid.New(), uuid.New()}} {
+			var res chatstate.Result
+			f.do(t, func(tx *chatstate.Tx) error {
+				var err error
+				res, err = tx.Create(chatstate.CreateParams{OwnerID: f.user.ID, Title: "t", MCPServerIDs: ids})
+				return err
+			})
+			require.Equal(t, ids, res.Chat.MCPServerIDs)
+			require.Equal(t, ids, f.snap(t, res.Chat.ID).Chat.MCPServerIDs)
+		}
+	})
 }

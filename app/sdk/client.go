@@ -239,6 +239,13 @@ func (c *Client) Models(ctx context.Context) (ChatModelsResponse, error) {
 	return out, c.Do(ctx, http.MethodGet, "/chats/models", nil, &out)
 }
 
+// MCPServers lists the configured MCP servers with their state and tools
+// (GET /chats/mcp-servers).
+func (c *Client) MCPServers(ctx context.Context) ([]MCPServer, error) {
+	var out []MCPServer
+	return out, c.Do(ctx, http.MethodGet, "/chats/mcp-servers", nil, &out)
+}
+
 // Me returns the authenticated user.
 func (c *Client) Me(ctx context.Context) (User, error) {
 	var out User

@@ -5,6 +5,7 @@ package sdk
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -184,6 +185,9 @@ type CreateChatRequest struct {
 	UnsafeDynamicTools []DynamicTool     `json:"unsafe_dynamic_tools,omitempty"`
 	ParentChatID       *uuid.UUID        `json:"parent_chat_id,omitempty"`
 	RequestID          *uuid.UUID        `json:"request_id,omitempty"`
+	// MCPServerIDs restricts the chat's MCP servers: nil (sent as null)
+	// is every configured server, an empty slice none.
+	MCPServerIDs []uuid.UUID `json:"mcp_server_ids"`
 }
 
 // UpdateChatRequest is the body of PATCH /chats/{chat}.
@@ -192,6 +196,48 @@ type UpdateChatRequest struct {
 	Archived *bool              `json:"archived,omitempty"`
 	PinOrder *int64             `json:"pin_order,omitempty"`
 	Labels   *map[string]string `json:"labels,omitempty"`
+	// MCPServerIDs changes the chat's MCP servers when Set.
+	MCPServerIDs MCPServerSelection `json:"mcp_server_ids,omitzero"`
+}
+
+// MCPServerSelection is an optional, nullable list of MCP server ids, as
+// PATCH /chats/{chat} takes mcp_server_ids: unset (the zero value) leaves
+// the chat's selection alone; Set with nil IDs sends null, every configured
+// server; Set with a list replaces the selection (an empty one: none).
+type MCPServerSelection struct {
+	Set bool
+	IDs []uuid.UUID
+}
+
+// SelectMCPServers is a set selection of ids; no ids (nil) is every
+// configured server, and SelectMCPServers([]uuid.UUID{}...) none.
+func SelectMCPServers(ids ...uuid.UUID) MCPServerSelection {
+	return MCPServerSelection{Set: true, IDs: ids}
+}
+
+// IsZero reports an unset selection, which omitzero leaves out.
+func (s MCPServerSelection) IsZero() bool { return !s.Set }
+
+// MarshalJSON writes null for nil IDs and the list otherwise.
+func (s MCPServerSelection) MarshalJSON() ([]byte, error) {
+	if s.IDs == nil {
+		return []byte("null"), nil
+	}
+	return json.Marshal(s.IDs)
+}
+
+// UnmarshalJSON reads null as nil IDs and a list as it is; either sets it.
+func (s *MCPServerSelection) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*s = MCPServerSelection{Set: true}
+		return nil
+	}
+	ids := []uuid.UUID{}
+	if err := json.Unmarshal(b, &ids); err != nil {
+		return fmt.Errorf("mcp_server_ids: %w", err)
+	}
+	*s = MCPServerSelection{Set: true, IDs: ids}
+	return nil
 }
 
 // Busy behaviours of CreateChatMessageRequest.

@@ -36,6 +36,7 @@ func ToChat(c store.Chat) sdk.Chat {
 		Status: sdk.ChatStatus(c.Status), Archived: c.Archived, PinOrder: c.PinOrder,
 		Labels: c.Labels, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Children: []sdk.Chat{},
 		RequiresActionDeadlineAt: c.RequiresActionDeadlineAt, SnapshotVersion: c.SnapshotVersion,
+		MCPServerIDs: c.MCPServerIDs, // nil is null: every configured server
 	}
 	if out.Labels == nil {
 		out.Labels = map[string]string{}

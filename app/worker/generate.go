@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -24,6 +25,10 @@ type view struct {
 	active []store.Message // active messages from the latest boundary anchor on
 	calls  []chatstate.ToolCall
 	tools  []sdk.DynamicTool
+	// journaled holds the outstanding calls that have a tool-journal
+	// entry: they ran (or started) as server-side calls, so the journal
+	// judges them even when their tool is gone now.
+	journaled map[string]bool
 }
 
 // load reads the chat's prompt-relevant history.
@@ -50,6 +55,16 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 		}
 		if v.calls, err = chatstate.OutstandingToolCalls(ctx, tx, c.ID); err != nil {
 			return err
+		}
+		v.journaled = map[string]bool{}
+		for _, call := range v.calls {
+			_, err := tx.JournalGet(ctx, c.ID, call.ID)
+			switch {
+			case err == nil:
+				v.journaled[call.ID] = true
+			case !errors.Is(err, store.ErrNotFound):
+				return err
+			}
 		}
 		if len(c.DynamicTools) > 0 {
 			if err := json.Unmarshal(c.DynamicTools, &v.tools); err != nil {
@@ -144,14 +159,22 @@ func (v view) prompt(upTo int) []llm.Message {
 	return out
 }
 
-func (v view) llmTools(reg *tools.Registry) []llm.Tool {
-	out := make([]llm.Tool, 0, len(v.tools))
-	dynamic := map[string]bool{}
+// dynamicNames are the names of the chat's dynamic (client) tools.
+func (v view) dynamicNames() map[string]bool {
+	names := map[string]bool{}
 	for _, t := range v.tools {
-		dynamic[t.Name] = true
+		names[t.Name] = true
 	}
-	for _, t := range reg.List() {
-		if !dynamic[t.Name()] { // the chat's own tools win a name clash
+	return names
+}
+
+// llmTools offers the model the server-side tools and the chat's dynamic
+// tools; a dynamic tool wins a name clash.
+func (v view) llmTools(server toolset) []llm.Tool {
+	out := make([]llm.Tool, 0, len(server)+len(v.tools))
+	dynamic := v.dynamicNames()
+	for _, t := range server.sorted() {
+		if !dynamic[t.Name()] {
 			out = append(out, llm.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.Schema()})
 		}
 	}
@@ -163,6 +186,59 @@ func (v view) llmTools(reg *tools.Registry) []llm.Tool {
 		out = append(out, llm.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	return out
+}
+
+// toolset is the server-side tools of one generation step, by name.
+type toolset map[string]tools.Tool
+
+// sorted lists the tools by name, so the model sees a stable order.
+func (ts toolset) sorted() []tools.Tool {
+	out := make([]tools.Tool, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b tools.Tool) int { return strings.Compare(a.Name(), b.Name()) })
+	return out
+}
+
+// serverTools are the tools the worker runs itself for this step: the
+// registry's and those of the MCP servers the chat selected. A built-in
+// tool keeps its name against an MCP one (MCP names are SERVER__TOOL, so
+// a clash means a misnamed built-in).
+func (r *runner) serverTools(ctx context.Context, v view) toolset {
+	ts := toolset{}
+	for _, t := range r.mcpTools(ctx, v.chat.MCPServerIDs) {
+		ts[t.Name()] = t
+	}
+	for _, t := range r.w.deps.Tools.List() {
+		ts[t.Name()] = t
+	}
+	return ts
+}
+
+// mcpTools asks the MCP source for the tools of the chat's servers (nil:
+// every configured server; empty: none, and the source is not asked). It
+// waits at most MCPToolsWait for servers still connecting: then it cancels
+// the request, and the source answers with the servers it has.
+func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool {
+	src := r.w.deps.MCP
+	if src == nil || servers != nil && len(servers) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	got := make(chan []tools.Tool, 1)
+	go func() { got <- src.Tools(ctx, servers) }()
+	timer := r.w.clock.NewTimer(r.w.cfg.MCPToolsWait)
+	defer timer.Stop()
+	select {
+	case ts := <-got:
+		return ts
+	case <-timer.C():
+		r.w.log.Info("MCP servers still connecting; this step goes on without them", "chat_id", r.chatID, "waited", r.w.cfg.MCPToolsWait)
+		cancel()
+		return <-got
+	}
 }
 
 // generate is the generation goroutine: it decides the one next step for
@@ -197,7 +273,11 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 	if r.needsCompaction(v, model) {
 		return r.compact(ctx, ev, v, "automatic")
 	}
-	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(r.w.deps.Tools), ReasoningEffort: v.effort()}
+	server := r.serverTools(ctx, v)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: v.effort()}
 	resp, done, err := r.callModel(ctx, ev, model, req, nil)
 	if err != nil || done {
 		return err
@@ -231,23 +311,30 @@ func (r *runner) finishTurn(ctx context.Context, f fence) error {
 	})
 }
 
-// handleToolCalls answers outstanding calls: server-side tools run under
-// the journal; dynamic tools wait for the client (requires_action); calls
-// to tools this chat does not have get an error result so the model can
-// recover.
+// handleToolCalls answers outstanding calls: server-side tools (the
+// registry's and the chat's MCP tools) run under the journal; dynamic tools
+// wait for the client (requires_action); calls to tools this chat does not
+// have get an error result so the model can recover. A call with a journal
+// entry is the journal's to judge even when its tool is gone now (an MCP
+// server not connected yet after a restart, or removed): it is never
+// answered "unknown tool" while it may have run.
 func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
-	dynamic := map[string]bool{}
-	for _, t := range v.tools {
-		dynamic[t.Name] = true
+	dynamic := v.dynamicNames()
+	var server toolset
+	if slices.ContainsFunc(v.calls, func(c chatstate.ToolCall) bool { return !dynamic[c.Name] || v.journaled[c.ID] }) {
+		server = r.serverTools(ctx, v)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 	}
 	var local []chatstate.ToolCall
 	for _, c := range v.calls {
-		if _, ok := r.w.deps.Tools.Get(c.Name); ok && !dynamic[c.Name] {
+		if _, ok := server[c.Name]; v.journaled[c.ID] || ok && !dynamic[c.Name] {
 			local = append(local, c)
 		}
 	}
 	if len(local) > 0 {
-		return r.runTools(ctx, f, v, local)
+		return r.runTools(ctx, f, v, local, server)
 	}
 	var unknown []sdk.ChatMessagePart
 	for _, c := range v.calls {

@@ -37,7 +37,12 @@ func (v view) turnRequest() uuid.NullUUID {
 //  2. The calls run, in parallel.
 //  3. One CommitStep inserts every result and marks the calls completed in
 //     the same transaction, so a result is never lost or recorded twice.
-func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstate.ToolCall) error {
+//
+// A call whose tool is not in server (its MCP server is not connected yet,
+// or no longer configured) is still looked up: a recorded result is reused
+// and an effectful call in doubt stops the chat; a call that may run again
+// gets an error result saying the tool is unavailable, and is not run.
+func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstate.ToolCall, server toolset) error {
 	request := v.turnRequest()
 	results := map[string]sdk.ChatMessagePart{}
 	var toRun []chatstate.ToolCall
@@ -45,9 +50,15 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		results, toRun = map[string]sdk.ChatMessagePart{}, nil
 		var unresolved []string
 		for _, c := range calls {
-			tool, _ := r.w.deps.Tools.Get(c.Name)
+			// A new entry records the tool's effect class. A call whose
+			// tool is gone only gets here with an entry, whose recorded
+			// class decides; effectful is the safe default regardless.
+			effect := store.EffectEffectful
+			if tool, ok := server[c.Name]; ok {
+				effect = effectOf(tool)
+			}
 			decision, e, err := t.JournalStart(r.chatID, chatstate.JournalCall{
-				ToolCallID: c.ID, ToolName: c.Name, Effect: tool.Effect(), Args: c.Args, RequestID: request,
+				ToolCallID: c.ID, ToolName: c.Name, Effect: effect, Args: c.Args, RequestID: request,
 			})
 			if err != nil {
 				return err
@@ -80,8 +91,15 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			tool, _ := r.w.deps.Tools.Get(c.Name)
-			out, runErr := runTool(ctx, tool, c.Args)
+			var (
+				out    json.RawMessage
+				runErr error
+			)
+			if tool, ok := server[c.Name]; ok {
+				out, runErr = runTool(ctx, tool, c.Args)
+			} else {
+				runErr = fmt.Errorf("tool %q is unavailable: its MCP server is not connected or no longer configured; the call was not run", c.Name)
+			}
 			part := sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: out}
 			if runErr != nil {
 				part.Result, _ = json.Marshal(map[string]string{"error": runErr.Error()})
@@ -117,6 +135,17 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
 		return err
 	})
+}
+
+// effectOf is the tool's effect class; anything but pure or idempotent
+// (an MCP tool reporting nothing, say) is effectful, the class that never
+// runs twice.
+func effectOf(t tools.Tool) string {
+	switch e := t.Effect(); e {
+	case store.EffectPure, store.EffectIdempotent:
+		return e
+	}
+	return store.EffectEffectful
 }
 
 // runTool runs a tool, turning a panic into an error result so one broken

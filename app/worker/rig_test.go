@@ -110,6 +110,13 @@ const rigActionTimeout = time.Minute
 // setupOn builds a fixture over s; nothing runs until the test steps it.
 func setupOn(t testing.TB, s store.Store, cfg Config) *fixture {
 	t.Helper()
+	return setupWith(t, s, cfg, nil)
+}
+
+// setupWith is setupOn with the worker's deps adjusted by deps (server
+// tools, an MCP source) before the worker is built.
+func setupWith(t testing.TB, s store.Store, cfg Config, deps func(*Deps)) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &fixture{
 		t: t, ctx: ctx, store: s, pubsub: pubsub.NewMemory(),
@@ -119,11 +126,15 @@ func setupOn(t testing.TB, s store.Store, cfg Config) *fixture {
 	g.machine = chatstate.New(s, g.pubsub, chatstate.Config{
 		Clock: g.clock, RequiresActionTimeout: rigActionTimeout, LeaseTimeout: leaseTimeoutIf(cfg),
 	})
-	g.w = New(cfg, Deps{
+	d := Deps{
 		Machine: g.machine, Store: s, Pubsub: g.pubsub, Buffer: partbuf.New(partbuf.Config{}),
 		Models: oneModel{Model{ID: uuid.New(), Provider: g.provider, Name: "fake-model"}},
 		Clock:  g.clock, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	}
+	if deps != nil {
+		deps(&d)
+	}
+	g.w = New(cfg, d)
 	// Runners spawned by AcquirePass run on ctx; stop them before the
 	// store closes (cleanups run last-in first-out).
 	t.Cleanup(func() { cancel(); g.w.manager.wait() })

@@ -38,6 +38,9 @@ const (
 	DefaultBackoffMax              = 30 * time.Second
 	DefaultCompactThresholdPercent = 80
 	DefaultTitleConcurrency        = 2
+	// DefaultMCPToolsWait bounds how long a generation step waits for MCP
+	// servers that are still connecting before it goes on without them.
+	DefaultMCPToolsWait = 10 * time.Second
 )
 
 // Config tunes the worker. Zero values take the Defaults.
@@ -65,6 +68,9 @@ type Config struct {
 	// compaction; 100 disables it.
 	CompactThresholdPercent int
 	TitleConcurrency        int
+	// MCPToolsWait bounds the wait for MCP servers still connecting at the
+	// start of a step; their tools are left out of that step.
+	MCPToolsWait time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -84,6 +90,7 @@ func (c Config) withDefaults() Config {
 	def(&c.LeaseTimeout, DefaultLeaseTimeout)
 	def(&c.BackoffBase, DefaultBackoffBase)
 	def(&c.BackoffMax, DefaultBackoffMax)
+	def(&c.MCPToolsWait, DefaultMCPToolsWait)
 	defInt(&c.MaxRetries, DefaultMaxRetries)
 	defInt(&c.MaxSteps, DefaultMaxSteps)
 	defInt(&c.RootLimit, DefaultRootLimit)

@@ -17,6 +17,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve /metrics without auth on this address; off when empty (CHATD_METRICS_ADDR)")
 	fs.StringVar(&cfg.CookieSecure, "cookie-secure", envDefault("CHATD_COOKIE_SECURE", "auto"), "session cookie Secure: auto (behind HTTPS), true or false (CHATD_COOKIE_SECURE)")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", cfg.TrustedProxies, "comma-separated CIDRs of proxies whose X-Forwarded-Proto is trusted (CHATD_TRUSTED_PROXIES)")
+	fs.StringVar(&cfg.MCPConfig, "mcp-config", cfg.MCPConfig, "mcpServers JSON file of MCP servers whose tools chats may use; none when empty (CHATD_MCP_CONFIG)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

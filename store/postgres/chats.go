@@ -18,7 +18,7 @@ const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_so
 	snapshot_version, history_version, queue_version, retry_state_version,
 	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
 	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
-	created_at, updated_at`
+	mcp_server_ids, created_at, updated_at`
 
 func scanChat(row pgx.Row) (store.Chat, error) {
 	var (
@@ -33,7 +33,7 @@ func scanChat(row pgx.Row) (store.Chat, error) {
 		&c.SnapshotVersion, &c.HistoryVersion, &c.QueueVersion, &c.RetryStateVersion,
 		&c.GenerationAttempt, &requiresAction, &compactionAt, &labels,
 		&c.PinOrder, &c.LastModelConfigID, &c.LastReasoningEffort, &dynTools,
-		&c.CreatedAt, &c.UpdatedAt,
+		&c.MCPServerIDs, &c.CreatedAt, &c.UpdatedAt,
 	)
 	if err != nil {
 		return store.Chat{}, translate(err)
@@ -70,12 +70,13 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 		INSERT INTO chats (
 			id, owner_id, parent_chat_id, root_chat_id, title, title_source, title_updated_at,
 			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
-			snapshot_version, history_version, queue_version, retry_state_version,
+			mcp_server_ids, snapshot_version, history_version, queue_version, retry_state_version,
 			generation_attempt, created_at, updated_at
-		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, 1, 0, 0, 0, 0, $7, $7)
+		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, 0, 0, 0, 0, $7, $7)
 		RETURNING `+chatColumns,
 		p.ID, p.OwnerID, p.ParentChatID, p.RootChatID, p.Title, string(source), p.Now,
 		string(p.Status), labels, p.LastModelConfigID, p.LastReasoningEffort, p.DynamicTools,
+		p.MCPServerIDs,
 	)
 	c, err := scanChat(row)
 	if err != nil {

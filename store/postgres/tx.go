@@ -43,10 +43,14 @@ func setClause(as []store.Assignment, a *args) (string, error) {
 }
 
 // encode converts a patch value (store.Assignment lists the types) to what
-// pgx sends: everything as it is, except labels, which become a jsonb object.
+// pgx sends: everything as it is (a list of ids as uuid[]), except labels,
+// which become a jsonb object.
 func encode(v any) (any, error) {
 	switch v := v.(type) {
 	case string, int64, bool, time.Time, *time.Time, *int64, uuid.NullUUID, json.RawMessage:
+		return v, nil
+	case []uuid.UUID:
+		// pgx sends a nil slice as NULL and an empty one as '{}'.
 		return v, nil
 	case map[string]string:
 		return labelsJSON(v)

@@ -18,7 +18,7 @@ const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_so
 	snapshot_version, history_version, queue_version, retry_state_version,
 	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
 	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
-	created_at, updated_at`
+	mcp_server_ids, created_at, updated_at`
 
 func scanChat(row rowScanner) (store.Chat, error) {
 	var (
@@ -26,6 +26,7 @@ func scanChat(row rowScanner) (store.Chat, error) {
 		id, owner, titleUpdated, created, updated   string
 		parent, root, worker, runner, lastErr, rs   sql.NullString
 		deadline, compaction, modelID, dynamicTools sql.NullString
+		mcpServers                                  sql.NullString
 		labels                                      string
 		archived                                    int
 		status, source                              string
@@ -33,7 +34,7 @@ func scanChat(row rowScanner) (store.Chat, error) {
 	err := row.Scan(&id, &owner, &parent, &root, &c.Title, &source, &titleUpdated, &status,
 		&archived, &worker, &runner, &lastErr, &rs, &c.SnapshotVersion, &c.HistoryVersion,
 		&c.QueueVersion, &c.RetryStateVersion, &c.GenerationAttempt, &deadline, &compaction,
-		&labels, &c.PinOrder, &modelID, &c.LastReasoningEffort, &dynamicTools, &created, &updated)
+		&labels, &c.PinOrder, &modelID, &c.LastReasoningEffort, &dynamicTools, &mcpServers, &created, &updated)
 	if err != nil {
 		return store.Chat{}, translate(err)
 	}
@@ -65,6 +66,9 @@ func scanChat(row rowScanner) (store.Chat, error) {
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
 	}
+	if c.MCPServerIDs, err = scanIDs(mcpServers); err != nil {
+		return store.Chat{}, fmt.Errorf("mcp_server_ids of chat %s: %w", c.ID, err)
+	}
 	return c, nil
 }
 
@@ -80,6 +84,10 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 	if err == nil {
 		err = checkJSON(p.DynamicTools)
 	}
+	var servers any
+	if err == nil {
+		servers, err = idsJSON(p.MCPServerIDs)
+	}
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)
 	}
@@ -94,12 +102,12 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 		INSERT INTO chats (
 			id, owner_id, parent_chat_id, root_chat_id, title, title_source, title_updated_at,
 			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
-			created_at, updated_at
-		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			mcp_server_ids, created_at, updated_at
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING `+chatColumns,
 		p.ID.String(), p.OwnerID.String(), nullUUID(p.ParentChatID), nullUUID(p.RootChatID),
 		p.Title, string(source), now, string(p.Status), labels, nullUUID(p.LastModelConfigID),
-		p.LastReasoningEffort, nullJSON(p.DynamicTools), now, now)
+		p.LastReasoningEffort, nullJSON(p.DynamicTools), servers, now, now)
 	c, err := scanChat(row)
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)

@@ -78,6 +78,8 @@ func encode(v any) (any, error) {
 		return nullJSON(v), nil
 	case map[string]string:
 		return labelsJSON(v)
+	case []uuid.UUID:
+		return idsJSON(v)
 	}
 	return nil, fmt.Errorf("no sqlite encoding for %T", v)
 }
@@ -177,6 +179,32 @@ func labelsJSON(labels map[string]string) (string, error) {
 		return "", fmt.Errorf("encode labels: %w", err)
 	}
 	return string(b), nil
+}
+
+// idsJSON encodes a list of ids as a JSON array; nil is NULL, so an
+// empty list stays distinct from no list.
+func idsJSON(ids []uuid.UUID) (any, error) {
+	if ids == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("encode ids: %w", err)
+	}
+	return string(b), nil
+}
+
+// scanIDs decodes a JSON array of ids; NULL is nil and [] an empty,
+// non-nil slice.
+func scanIDs(src sql.NullString) ([]uuid.UUID, error) {
+	if !src.Valid {
+		return nil, nil
+	}
+	ids := []uuid.UUID{}
+	if err := json.Unmarshal([]byte(src.String), &ids); err != nil {
+		return nil, fmt.Errorf("decode ids: %w", err)
+	}
+	return ids, nil
 }
 
 // rawJSON keeps SQL NULL as nil.

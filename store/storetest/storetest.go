@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"EmptyPatchesReadTheRow", testEmptyPatchesReadTheRow},
 		{"ChatListQuery", testChatListQuery},
 		{"MalformedJSONRefused", testMalformedJSONRefused},
+		{"ChatMCPServerIDs", testChatMCPServerIDs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1957,4 +1958,68 @@ func testMalformedJSONRefused(t *testing.T, b *bundle) {
 		require.ErrorIs(t, err, store.ErrInvariant, name)
 	}
 	require.Empty(t, b.messages(t, b.chat.ID))
+}
+
+// A chat's MCP server selection keeps three meanings apart: NULL (every
+// configured server), an empty list (none) and a list, in its order.
+func testChatMCPServerIDs(t *testing.T, b *bundle) {
+	one, two := uuid.New(), uuid.New()
+	require.Nil(t, b.chat.MCPServerIDs, "no selection is NULL")
+	none := b.newChat(t, func(p *store.ChatInsertParams) { p.MCPServerIDs = []uuid.UUID{} })
+	require.NotNil(t, none.MCPServerIDs, "an empty selection is not NULL")
+	require.Empty(t, none.MCPServerIDs)
+	require.Equal(t, none, b.get(t, none.ID))
+	some := b.newChat(t, func(p *store.ChatInsertParams) { p.MCPServerIDs = []uuid.UUID{two, one} })
+	require.Equal(t, []uuid.UUID{two, one}, some.MCPServerIDs)
+	require.Equal(t, some, b.get(t, some.ID))
+
+	patch := func(ids []uuid.UUID) store.Chat {
+		t.Helper()
+		var c store.Chat
+		b.transition(t, b.chat.ID, func(tx store.Tx) error {
+			var err error
+			c, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{MCPServerIDs: store.Some(ids)})
+			return err
+		})
+		require.Equal(t, c, b.get(t, b.chat.ID))
+		return c
+	}
+	require.Equal(t, []uuid.UUID{one}, patch([]uuid.UUID{one}).MCPServerIDs)
+	c := patch([]uuid.UUID{})
+	require.NotNil(t, c.MCPServerIDs)
+	require.Empty(t, c.MCPServerIDs)
+	require.Nil(t, patch(nil).MCPServerIDs, "a nil selection writes NULL")
+	patch([]uuid.UUID{one, two})
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Title: store.Some("other")})
+		return err
+	})
+	require.Equal(t, []uuid.UUID{one, two}, b.get(t, b.chat.ID).MCPServerIDs, "an unset field is left alone")
+
+	// Lists carry it too.
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		cs, err := tx.ChatList(b.ctx, store.ChatListParams{})
+		require.NoError(t, err)
+		byID := map[uuid.UUID]store.Chat{}
+		for _, c := range cs {
+			byID[c.ID] = c
+		}
+		require.Equal(t, []uuid.UUID{one, two}, byID[b.chat.ID].MCPServerIDs)
+		require.NotNil(t, byID[none.ID].MCPServerIDs)
+		require.Empty(t, byID[none.ID].MCPServerIDs)
+		many, err := tx.ChatGetMany(b.ctx, []uuid.UUID{some.ID})
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{two, one}, many[0].MCPServerIDs)
+		return nil
+	}))
+
+	// The database refuses a selection that is not a list of ids.
+	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
+		_, err := b.exec(b.ctx, tx, q(b.s,
+			`UPDATE chats SET mcp_server_ids = '{"a":1}' WHERE id = ?`,
+			`UPDATE chats SET mcp_server_ids = ARRAY[NULL]::uuid[] WHERE id = $1`), b.chat.ID.String())
+		return err
+	})
+	require.ErrorIs(t, err, store.ErrInvariant)
+	require.Equal(t, []uuid.UUID{one, two}, b.get(t, b.chat.ID).MCPServerIDs)
 }

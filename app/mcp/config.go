@@ -1,0 +1,225 @@
+// Package mcp connects chatd to Model Context Protocol servers and offers
+// their tools to chats.
+//
+// The configuration is the mcpServers JSON file users already have for
+// Claude Desktop, Cursor or VS Code (ParseConfig). A Manager connects each
+// server lazily, once per process, shares it between every chat, keeps its
+// tools/list cached (refreshed on notifications/tools/list_changed) and
+// reconnects with backoff when it dies. Its tools are tools.Tool values
+// named SERVER__TOOL, each with an effect class for the worker's journal.
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// DefaultTimeout bounds one tools/call when a server sets no timeout.
+const DefaultTimeout = 60 * time.Second
+
+// namespace derives the servers' ids from their names (ServerID).
+var namespace = uuid.MustParse("d59b39a0-6310-4bda-a293-102441916aa7")
+
+// ServerID is the stable id of the server named name: the same name gives
+// the same id on every replica and after every restart.
+func ServerID(name string) uuid.UUID {
+	return uuid.NewSHA1(namespace, []byte(name))
+}
+
+// Config is a parsed MCP configuration file.
+type Config struct {
+	// Servers are sorted by name.
+	Servers []Server
+}
+
+// Server is one configured MCP server. Exactly one of Command (stdio) and
+// URL (Streamable HTTP, falling back to HTTP+SSE) is set.
+type Server struct {
+	Name string
+	ID   uuid.UUID
+	// Command, Args and Env start a stdio server. Env is added to the
+	// child's PATH, HOME, LANG and TMPDIR, taken literally.
+	Command string
+	Args    []string
+	Env     map[string]string
+	// URL and Headers reach an HTTP server.
+	URL     string
+	Headers map[string]string
+	// Include, when not empty, keeps only these tools (the server's own
+	// names); Exclude then drops these.
+	Include, Exclude []string
+	// Effects sets a tool's effect class (store.EffectPure, EffectIdempotent
+	// or EffectEffectful), keyed by the server's own tool name.
+	Effects map[string]string
+	// Timeout bounds one tools/call (DefaultTimeout when unset).
+	Timeout time.Duration
+	// Disabled servers are listed but never connected.
+	Disabled bool
+}
+
+// Stdio reports whether the server is started as a child process.
+func (s Server) Stdio() bool { return s.Command != "" }
+
+// validName is the rule for server names. No underscore: the first "__" of
+// a tool name then always ends the server's part.
+var validName = regexp.MustCompile(`^[a-zA-Z0-9-]{1,32}$`)
+
+// LoadConfig reads and parses the file at path.
+func LoadConfig(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("mcp config: %w", err)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// ParseConfig parses an mcpServers JSON document. Unknown keys are
+// ignored; an error names the server and the field at fault.
+func ParseConfig(data []byte) (Config, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return Config{}, fmt.Errorf("mcp config: not a JSON object: %w", err)
+	}
+	raw, ok := top["mcpServers"]
+	if !ok {
+		return Config{}, errors.New(`mcp config: no "mcpServers" object`)
+	}
+	names, err := objectKeys(raw)
+	if err != nil {
+		return Config{}, fmt.Errorf(`mcp config: "mcpServers" must be an object of servers: %w`, err)
+	}
+	var servers map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &servers); err != nil {
+		return Config{}, fmt.Errorf(`mcp config: "mcpServers" must be an object of servers: %w`, err)
+	}
+	var cfg Config
+	for _, name := range names {
+		s, err := parseServer(name, servers[name])
+		if err != nil {
+			return Config{}, fmt.Errorf("mcp config: server %q: %w", name, err)
+		}
+		cfg.Servers = append(cfg.Servers, s)
+	}
+	slices.SortFunc(cfg.Servers, func(a, b Server) int { return strings.Compare(a.Name, b.Name) })
+	return cfg, nil
+}
+
+// objectKeys lists the keys of a JSON object in order and refuses a key
+// given twice (encoding/json would silently keep the last).
+func objectKeys(raw json.RawMessage) ([]string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, errors.New("not an object")
+	}
+	var keys []string
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key := tok.(string) // an object's tokens alternate key, value
+		if seen[key] {
+			return nil, fmt.Errorf("server %q is given twice", key)
+		}
+		seen[key] = true
+		keys = append(keys, key)
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil, err
+		}
+	}
+	return keys, nil
+}
+
+func parseServer(name string, raw json.RawMessage) (Server, error) {
+	s := Server{Name: name, ID: ServerID(name), Timeout: DefaultTimeout}
+	if !validName.MatchString(name) {
+		return s, errors.New("name: must be 1 to 32 letters, digits or '-'")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return s, errors.New("must be an object")
+	}
+	get := func(key string, into any, want string) error {
+		v, ok := fields[key]
+		if !ok || string(v) == "null" {
+			return nil
+		}
+		if err := json.Unmarshal(v, into); err != nil {
+			return fmt.Errorf("%s: must be %s", key, want)
+		}
+		return nil
+	}
+	var toolsField struct {
+		Include []string `json:"include"`
+		Exclude []string `json:"exclude"`
+	}
+	var timeout string
+	for _, err := range []error{
+		get("command", &s.Command, "a string"),
+		get("args", &s.Args, "an array of strings"),
+		get("env", &s.Env, "an object of strings"),
+		get("url", &s.URL, "a string"),
+		get("headers", &s.Headers, "an object of strings"),
+		get("tools", &toolsField, `an object {"include": [...], "exclude": [...]} of tool names`),
+		get("effects", &s.Effects, "an object of tool name to pure, idempotent or effectful"),
+		get("timeout", &timeout, `a duration string such as "60s"`),
+		get("disabled", &s.Disabled, "true or false"),
+	} {
+		if err != nil {
+			return s, err
+		}
+	}
+	s.Include, s.Exclude = toolsField.Include, toolsField.Exclude
+	switch {
+	case s.Command != "" && s.URL != "":
+		return s, errors.New("command, url: give one, not both")
+	case s.Command == "" && s.URL == "":
+		if _, ok := fields["command"]; ok {
+			return s, errors.New("command: must not be empty")
+		}
+		return s, errors.New("command or url: one is required")
+	case s.Command != "" && len(s.Headers) > 0:
+		return s, errors.New("headers: only for a url server")
+	case s.URL != "" && (len(s.Args) > 0 || len(s.Env) > 0):
+		return s, errors.New("args, env: only for a command server")
+	}
+	if s.URL != "" {
+		u, err := url.Parse(s.URL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return s, errors.New("url: must be an http:// or https:// URL")
+		}
+	}
+	for tool, effect := range s.Effects {
+		switch effect {
+		case store.EffectPure, store.EffectIdempotent, store.EffectEffectful:
+		default:
+			return s, fmt.Errorf("effects.%s: %q is not pure, idempotent or effectful", tool, effect)
+		}
+	}
+	if timeout != "" {
+		d, err := time.ParseDuration(timeout)
+		if err != nil || d <= 0 {
+			return s, fmt.Errorf(`timeout: %q is not a positive duration such as "60s"`, timeout)
+		}
+		s.Timeout = d
+	}
+	return s, nil
+}

@@ -1,0 +1,448 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
+)
+
+// Defaults for Options' zero values.
+const (
+	// DefaultConnectTimeout bounds one connection attempt (start the
+	// server, initialize, tools/list), and so how long Tools waits for a
+	// server still connecting.
+	DefaultConnectTimeout = 20 * time.Second
+	// DefaultMinBackoff and DefaultMaxBackoff pace reconnection: the wait
+	// doubles after every failed attempt, from the first to the second.
+	DefaultMinBackoff = time.Second
+	DefaultMaxBackoff = time.Minute
+)
+
+// Options are a Manager's collaborators and settings.
+type Options struct {
+	// Log receives connection failures and the servers' stderr (discarded
+	// when nil).
+	Log *slog.Logger
+	// Registerer, when set, gets the chatd_mcp_server_failures_total
+	// counter.
+	Registerer prometheus.Registerer
+	// Clock paces the connect timeout and the reconnection backoff
+	// (clock.Real when nil). A tools/call's timeout is the server's
+	// Timeout in real time.
+	Clock clock.Clock
+	// ConnectTimeout: DefaultConnectTimeout when zero.
+	ConnectTimeout time.Duration
+	// MinBackoff, MaxBackoff: DefaultMinBackoff, DefaultMaxBackoff when zero.
+	MinBackoff, MaxBackoff time.Duration
+}
+
+// Manager holds the connections to the configured MCP servers, shared by
+// every chat of the process.
+type Manager struct {
+	log                                    *slog.Logger
+	clock                                  clock.Clock
+	connectTimeout, minBackoff, maxBackoff time.Duration
+	failures                               *prometheus.CounterVec
+	servers                                []*server // sorted by name
+	byID                                   map[uuid.UUID]*server
+
+	// dial, when set, replaces the configured transport (tests connect
+	// in-memory servers through it).
+	dial func(Server) mcp.Transport
+
+	ctx    context.Context // ends at Close
+	cancel context.CancelFunc
+	mu     sync.Mutex // guards closed and the WaitGroup's Add
+	closed bool
+	wg     sync.WaitGroup // one per started server
+}
+
+var (
+	_ tools.Source = (*Manager)(nil)
+	_ tools.Tool   = (*Tool)(nil)
+)
+
+// NewManager returns a manager for cfg's servers. It connects nothing
+// until the first Tools or Status call.
+func NewManager(cfg Config, opts Options) *Manager {
+	m := &Manager{
+		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{},
+		connectTimeout: opts.ConnectTimeout, minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
+	}
+	if m.log == nil {
+		m.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if m.clock == nil {
+		m.clock = clock.Real{}
+	}
+	if m.connectTimeout <= 0 {
+		m.connectTimeout = DefaultConnectTimeout
+	}
+	if m.minBackoff <= 0 {
+		m.minBackoff = DefaultMinBackoff
+	}
+	if m.maxBackoff <= 0 {
+		m.maxBackoff = DefaultMaxBackoff
+	}
+	m.maxBackoff = max(m.maxBackoff, m.minBackoff)
+	m.failures = registerFailures(opts.Registerer)
+	m.ctx, m.cancel = context.WithCancel(context.Background())
+	for _, sc := range cfg.Servers {
+		s := &server{cfg: sc, refresh: make(chan struct{}, 1), changed: make(chan struct{}), state: sdk.MCPStateConnecting}
+		s.transport = sdk.MCPTransportStreamableHTTP
+		if sc.Stdio() {
+			s.transport = sdk.MCPTransportStdio
+		}
+		if sc.Disabled {
+			s.state = sdk.MCPStateDisabled
+		}
+		m.servers = append(m.servers, s)
+		m.byID[sc.ID] = s
+	}
+	slices.SortFunc(m.servers, func(a, b *server) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
+	return m
+}
+
+// registerFailures registers the failure counter on r, reusing one a
+// previous manager registered there.
+func registerFailures(r prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "chatd_mcp_server_failures_total",
+		Help: "MCP server connection attempts that failed and connections that were lost, by server.",
+	}, []string{"server"})
+	if r == nil {
+		return c
+	}
+	if err := r.Register(c); err != nil {
+		var already prometheus.AlreadyRegisteredError
+		if errors.As(err, &already) {
+			if existing, ok := already.ExistingCollector.(*prometheus.CounterVec); ok {
+				return existing
+			}
+		}
+	}
+	return c
+}
+
+// Has reports whether id is a configured server's id (disabled ones
+// included).
+func (m *Manager) Has(id uuid.UUID) bool {
+	_, ok := m.byID[id]
+	return ok
+}
+
+// Tools lists the tools of the servers named by ids (nil: every
+// configured server; empty: none; unknown ids are ignored), sorted by
+// name. It starts connecting servers not yet used and waits for those
+// still connecting, at most the connect timeout and while ctx lasts.
+// Servers that are failed or disabled are left out.
+func (m *Manager) Tools(ctx context.Context, ids []uuid.UUID) []tools.Tool {
+	if ids != nil && len(ids) == 0 {
+		return nil
+	}
+	var selected []*server
+	for _, s := range m.servers {
+		if s.cfg.Disabled || ids != nil && !slices.Contains(ids, s.cfg.ID) {
+			continue
+		}
+		m.start(s)
+		selected = append(selected, s)
+	}
+	m.awaitSettled(ctx, selected)
+	var out []tools.Tool
+	for _, s := range selected {
+		s.mu.Lock()
+		if s.state == sdk.MCPStateConnected {
+			for _, t := range s.tools {
+				out = append(out, t)
+			}
+		}
+		s.mu.Unlock()
+	}
+	slices.SortFunc(out, func(a, b tools.Tool) int { return strings.Compare(a.Name(), b.Name()) })
+	return out
+}
+
+// awaitSettled waits until none of servers is connecting, at most the
+// connect timeout and while ctx lasts.
+func (m *Manager) awaitSettled(ctx context.Context, servers []*server) {
+	var timer clock.Timer
+	for _, s := range servers {
+		for {
+			s.mu.Lock()
+			state, changed := s.state, s.changed
+			s.mu.Unlock()
+			if state != sdk.MCPStateConnecting {
+				break
+			}
+			if timer == nil {
+				timer = m.clock.NewTimer(m.connectTimeout)
+				defer timer.Stop()
+			}
+			select {
+			case <-changed:
+			case <-ctx.Done():
+				return
+			case <-timer.C():
+				return
+			case <-m.ctx.Done():
+				return
+			}
+		}
+	}
+}
+
+// Status lists every configured server, sorted by name, with its state
+// and tools. It starts connecting servers not yet used and does not wait
+// for them. It never shows a server's env, headers or args.
+func (m *Manager) Status(context.Context) []sdk.MCPServer {
+	out := make([]sdk.MCPServer, 0, len(m.servers))
+	for _, s := range m.servers {
+		if !s.cfg.Disabled {
+			m.start(s)
+		}
+		s.mu.Lock()
+		st := sdk.MCPServer{ID: s.cfg.ID, Name: s.cfg.Name, Transport: s.transport, State: s.state, Tools: []sdk.MCPTool{}}
+		if s.lastErr != "" {
+			e := s.lastErr
+			st.LastError = &e
+		}
+		if s.state == sdk.MCPStateConnected {
+			for _, t := range s.tools {
+				st.Tools = append(st.Tools, sdk.MCPTool{
+					Name: t.name, MCPName: t.mcpName, Description: t.desc, Effect: t.effect, EffectSource: t.effectSource,
+				})
+			}
+		}
+		s.mu.Unlock()
+		out = append(out, st)
+	}
+	return out
+}
+
+// Close disconnects every server, stopping the stdio children, and waits
+// for every goroutine the manager started.
+func (m *Manager) Close() error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	m.wg.Wait()
+	return nil
+}
+
+// start launches s's connection loop once.
+func (m *Manager) start(s *server) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return
+	}
+	s.once.Do(func() {
+		m.wg.Add(1)
+		go m.run(s)
+	})
+}
+
+// run keeps s connected until Close: it connects, serves the session
+// until it ends, and reconnects with backoff.
+func (m *Manager) run(s *server) {
+	defer m.wg.Done()
+	log := m.log.With("mcp_server", s.cfg.Name)
+	failures := 0
+	for m.ctx.Err() == nil {
+		c, err := m.connect(s)
+		if err != nil {
+			if m.ctx.Err() != nil {
+				return
+			}
+			m.failures.WithLabelValues(s.cfg.Name).Inc()
+			log.Warn("MCP server failed to connect; its tools are left out", "err", err, "retry_in", m.backoff(failures))
+			s.set(sdk.MCPStateFailed, s.redact(err.Error()), "", nil)
+			if !m.sleep(m.backoff(failures)) {
+				return
+			}
+			failures++
+			continue
+		}
+		log.Info("MCP server connected", "transport", c.transport, "tools", len(c.tools))
+		s.set(sdk.MCPStateConnected, "", c.transport, c)
+		began := m.clock.Now()
+		err = m.serve(s, c, log)
+		c.close()
+		if m.ctx.Err() != nil {
+			return
+		}
+		if m.clock.Now().Sub(began) >= m.maxBackoff {
+			failures = 0 // it had been up a while: this is not a crash loop
+		}
+		m.failures.WithLabelValues(s.cfg.Name).Inc()
+		msg := "connection lost"
+		if err != nil {
+			msg += ": " + err.Error()
+		}
+		log.Warn("MCP server connection lost; reconnecting", "err", err, "retry_in", m.backoff(failures))
+		// Tools waits for a server that is connecting: worth it after a
+		// first loss, not for one that keeps dying.
+		state := sdk.MCPStateConnecting
+		if failures > 0 {
+			state = sdk.MCPStateFailed
+		}
+		s.set(state, s.redact(msg), "", nil)
+		if !m.sleep(m.backoff(failures)) {
+			return
+		}
+		failures++
+	}
+}
+
+// serve waits for the session to end or Close, and refreshes the tools
+// on notifications/tools/list_changed.
+func (m *Manager) serve(s *server, c *session, log *slog.Logger) error {
+	for {
+		select {
+		case <-m.ctx.Done():
+			return nil
+		case <-c.done:
+			return c.waitErr
+		case <-s.refresh:
+			ctx, cancel := m.bounded()
+			list, err := m.listTools(ctx, s, c.cs)
+			cancel()
+			if err != nil {
+				log.Warn("MCP server's tools/list failed after list_changed; keeping the previous tools", "err", err)
+				continue
+			}
+			log.Info("MCP server's tools changed", "tools", len(list))
+			s.mu.Lock()
+			if s.session == c {
+				s.tools = list
+				s.notifyLocked()
+			}
+			s.mu.Unlock()
+		}
+	}
+}
+
+// bounded is a context of the manager's lifetime that ends after the
+// connect timeout on the manager's clock.
+func (m *Manager) bounded() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(m.ctx)
+	stop := m.after(m.connectTimeout, func() { cancel(fmt.Errorf("no answer within %s", m.connectTimeout)) })
+	return ctx, func() {
+		stop()
+		cancel(context.Canceled)
+	}
+}
+
+// backoff is the wait before the attempt after n failures.
+func (m *Manager) backoff(n int) time.Duration {
+	d := m.minBackoff
+	for range min(n, 30) {
+		d *= 2
+		if d >= m.maxBackoff {
+			return m.maxBackoff
+		}
+	}
+	return d
+}
+
+// sleep waits d on the manager's clock; false when Close came first.
+func (m *Manager) sleep(d time.Duration) bool {
+	t := m.clock.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C():
+		return true
+	case <-m.ctx.Done():
+		return false
+	}
+}
+
+// server is one configured server and its connection state.
+type server struct {
+	cfg     Server
+	once    sync.Once
+	refresh chan struct{} // notifications/tools/list_changed, coalesced
+
+	mu        sync.Mutex
+	state     string
+	transport string
+	lastErr   string
+	session   *session      // while connected
+	tools     []*Tool       // while connected, sorted by name
+	changed   chan struct{} // closed and replaced on every change
+}
+
+// set records a state change and wakes the waiters. transport is kept
+// when empty.
+func (s *server) set(state, lastErr, transport string, c *session) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state, s.lastErr, s.session = state, lastErr, c
+	s.tools = nil
+	if c != nil {
+		s.tools = c.tools
+	}
+	if transport != "" {
+		s.transport = transport
+	}
+	s.notifyLocked()
+}
+
+// notifyLocked wakes everyone waiting for a change of s.
+func (s *server) notifyLocked() {
+	close(s.changed)
+	s.changed = make(chan struct{})
+}
+
+// poke asks for a tools/list refresh.
+func (s *server) poke() {
+	select {
+	case s.refresh <- struct{}{}:
+	default:
+	}
+}
+
+// current returns the live session, waiting while the server is
+// connecting (at most the connect timeout, while ctx lasts).
+func (m *Manager) current(ctx context.Context, s *server) (*session, error) {
+	m.start(s)
+	m.awaitSettled(ctx, []*server{s})
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.session != nil {
+		return s.session, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	msg := s.state
+	if s.lastErr != "" {
+		msg += ": " + s.lastErr
+	}
+	return nil, fmt.Errorf("MCP server %s is not connected (%s)", s.cfg.Name, msg)
+}
+
+// redact removes the configured URL's credentials and query from a
+// message that is shown to users.
+func (s *server) redact(msg string) string {
+	if s.cfg.URL == "" {
+		return msg
+	}
+	return strings.ReplaceAll(msg, s.cfg.URL, redactURL(s.cfg.URL))
+}
