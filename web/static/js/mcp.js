@@ -229,8 +229,9 @@ export class ToolsPopover {
       'aria-label': `Use ${s.name} in this chat`, title: on ? `Turn ${s.name} off for this chat` : `Turn ${s.name} on for this chat`,
       'aria-disabled': this.busy.has(s.id) ? 'true' : null, onclick: () => { if (!this.busy.has(s.id)) this.flip(s, !on); },
     }, h('span', { class: 'switch-knob', 'aria-hidden': 'true' }));
-    const err = (s.state === 'failed' || s.state === 'disabled') && s.last_error
-      ? h('div', { class: 'mcp-error', text: s.last_error }) : null;
+    let err = null;
+    if ((s.state === 'failed' || s.state === 'disabled') && s.last_error) err = h('div', { class: 'mcp-error', text: s.last_error });
+    else if (s.state === 'disabled') err = h('div', { class: 'mcp-note muted', text: 'Turned off in chatd’s MCP configuration: its tools are never offered.' });
     return h('section', { class: 'mcp-server' + (on ? '' : ' off'), dataset: { server: s.name }, 'aria-label': s.name },
       h('div', { class: 'mcp-server-head' },
         h('span', { class: 'mcp-server-name', text: s.name }),
