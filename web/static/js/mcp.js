@@ -29,8 +29,17 @@ let pollTimer = null;
 // show MCP details know to rebuild.
 export let mcpVersion = 0;
 
+let serversJSON = '';
+
 function setServers(list) {
-  servers = Array.isArray(list) ? list : [];
+  list = Array.isArray(list) ? list : [];
+  const json = JSON.stringify(list);
+  if (loaded && json === serversJSON) {
+    schedulePoll();
+    return;
+  }
+  serversJSON = json;
+  servers = list;
   byTool = new Map();
   for (const s of servers) {
     for (const t of s.tools || []) byTool.set(t.name, { server: s, tool: t });
