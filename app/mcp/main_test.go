@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -27,7 +28,8 @@ func TestMain(m *testing.M) {
 }
 
 // runHelper serves, over stdin/stdout, "env" (the child's environment,
-// one variable a line, sorted) and "exit" (the process exits mid-call).
+// one variable a line, sorted), "exit" (the process exits mid-call) and
+// "pid".
 func runHelper() {
 	s := mcp.NewServer(&mcp.Implementation{Name: "helper", Version: "1"}, nil)
 	s.AddTool(&mcp.Tool{Name: "env", InputSchema: json.RawMessage(`{"type":"object"}`)},
@@ -40,6 +42,10 @@ func runHelper() {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			os.Exit(3)
 			return nil, nil
+		})
+	s.AddTool(&mcp.Tool{Name: "pid", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil
 		})
 	_ = s.Run(context.Background(), &mcp.StdioTransport{})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -151,8 +152,8 @@ func (m *Manager) Has(id uuid.UUID) bool {
 // still connecting, at most the connect timeout and while ctx lasts.
 // Servers that are failed or disabled are left out.
 func (m *Manager) Tools(ctx context.Context, ids []uuid.UUID) []tools.Tool {
-	if ids != nil && len(ids) == 0 {
-		return nil
+	if ids != nil && len(ids) == 0 || m.ctx.Err() != nil {
+		return nil // none asked for, or closed
 	}
 	var selected []*server
 	for _, s := range m.servers {
@@ -283,8 +284,8 @@ func (m *Manager) run(s *server) {
 		s.set(sdk.MCPStateConnected, "", c.transport, c)
 		began := m.clock.Now()
 		err = m.serve(s, c, log)
-		c.close()
 		if m.ctx.Err() != nil {
+			c.close()
 			return
 		}
 		if m.clock.Now().Sub(began) >= m.maxBackoff {
@@ -303,6 +304,7 @@ func (m *Manager) run(s *server) {
 			state = sdk.MCPStateFailed
 		}
 		s.set(state, s.redact(msg), "", nil)
+		c.close() // after set: no call picks the dead session up meanwhile
 		if !m.sleep(m.backoff(failures)) {
 			return
 		}
@@ -423,6 +425,9 @@ func (s *server) poke() {
 func (m *Manager) current(ctx context.Context, s *server) (*session, error) {
 	m.start(s)
 	m.awaitSettled(ctx, []*server{s})
+	if m.ctx.Err() != nil {
+		return nil, fmt.Errorf("MCP server %s: chatd is shutting down", s.cfg.Name)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.session != nil {
@@ -439,10 +444,25 @@ func (m *Manager) current(ctx context.Context, s *server) (*session, error) {
 }
 
 // redact removes the configured URL's credentials and query from a
-// message that is shown to users.
+// message that is shown to users, in whatever form the message spells
+// the URL.
 func (s *server) redact(msg string) string {
 	if s.cfg.URL == "" {
 		return msg
 	}
-	return strings.ReplaceAll(msg, s.cfg.URL, redactURL(s.cfg.URL))
+	clean := redactURL(s.cfg.URL)
+	msg = strings.ReplaceAll(msg, s.cfg.URL, clean)
+	p, err := url.Parse(s.cfg.URL)
+	if err != nil {
+		return msg
+	}
+	msg = strings.ReplaceAll(msg, p.Redacted(), clean)
+	if p.RawQuery != "" {
+		msg = strings.ReplaceAll(msg, "?"+p.RawQuery, "")
+		msg = strings.ReplaceAll(msg, p.RawQuery, "")
+	}
+	if pw, ok := p.User.Password(); ok && pw != "" {
+		msg = strings.ReplaceAll(msg, pw, "***")
+	}
+	return msg
 }

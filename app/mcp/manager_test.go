@@ -1,11 +1,13 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"slices"
 	"sync"
@@ -431,11 +433,45 @@ func TestConnectTimeout(t *testing.T) {
 	require.Contains(t, *m.Status(t.Context())[0].LastError, "no answer within 5s")
 }
 
-func TestCloseStopsConnecting(t *testing.T) {
+func TestClosedManagerOffersNothing(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	f.m.Status(t.Context())
+	echo := find(t, f.m.Tools(t.Context(), nil), "t__echo")
 	require.NoError(t, f.m.Close())
 	require.Empty(t, f.m.Tools(t.Context(), nil))
-	require.NoError(t, f.m.Close())
+	_, err := echo.Run(t.Context(), json.RawMessage(`{"message":"late"}`))
+	require.ErrorContains(t, err, "shutting down")
+	require.NoError(t, f.m.Close(), "Close is idempotent")
+}
+
+func TestUnknownConfiguredToolsAreLogged(t *testing.T) {
+	t.Parallel()
+	var buf safeBuffer
+	ts := newTestServer(t)
+	m := NewManager(Config{Servers: []Server{{Name: "t", ID: ServerID("t"), Command: "x", Timeout: time.Minute,
+		Include: []string{"echo", "ecko"}, Exclude: []string{"wirte"}, Effects: map[string]string{"echo": "pure", "fial": "pure"}}}},
+		Options{Log: slog.New(slog.NewTextHandler(&buf, nil))})
+	defer m.Close()
+	m.dial = ts.dial(t)
+	require.Len(t, m.Tools(t.Context(), nil), 1)
+	require.Contains(t, buf.String(), "MCP config names tools the server does not list")
+	require.Contains(t, buf.String(), "tools=\"[ecko wirte fial]\"")
+}
+
+// safeBuffer is a bytes.Buffer for concurrent log writes.
+type safeBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *safeBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *safeBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -97,15 +98,18 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (json.RawMessage, 
 // filtered by include/exclude, named, with their effect classes.
 func (m *Manager) listTools(ctx context.Context, s *server, cs *mcp.ClientSession) ([]*Tool, error) {
 	var listed []*mcp.Tool
+	served := map[string]bool{}
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			return nil, fmt.Errorf("tools/list: %w", err)
 		}
+		served[t.Name] = true
 		if len(s.cfg.Include) > 0 && !slices.Contains(s.cfg.Include, t.Name) || slices.Contains(s.cfg.Exclude, t.Name) {
 			continue
 		}
 		listed = append(listed, t)
 	}
+	m.warnUnknown(s, served)
 	mcpNames := make([]string, len(listed))
 	for i, t := range listed {
 		mcpNames[i] = t.Name
@@ -145,4 +149,21 @@ func effectOf(cfg Server, t *mcp.Tool) (effect, source string) {
 		}
 	}
 	return store.EffectEffectful, sdk.MCPEffectSourceDefault
+}
+
+// warnUnknown logs the config's tool names the server does not list: a
+// typo in exclude would otherwise offer a tool silently.
+func (m *Manager) warnUnknown(s *server, served map[string]bool) {
+	var unknown []string
+	for _, group := range [][]string{s.cfg.Include, s.cfg.Exclude, slices.Sorted(maps.Keys(s.cfg.Effects))} {
+		for _, name := range group {
+			if !served[name] && !slices.Contains(unknown, name) {
+				unknown = append(unknown, name)
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		m.log.Warn("MCP config names tools the server does not list (tools.include, tools.exclude or effects)",
+			"mcp_server", s.cfg.Name, "tools", unknown)
+	}
 }
