@@ -71,6 +71,37 @@ func listenAdmin(path string) (*net.UnixListener, error) {
 	return ln, nil
 }
 
+// sameUser is a listener that closes connections from processes of other
+// users (SO_PEERCRED on Linux; root is let in too, as it could read the
+// database anyway): defence in depth behind the socket's mode 0600.
+type sameUser struct {
+	*net.UnixListener
+	allow  func(uid int) bool
+	refuse func(uid int, err error)
+}
+
+// ownUserOrRoot lets in the server's own user and root.
+func ownUserOrRoot(uid int) bool { return uid == os.Getuid() || uid == 0 }
+
+// Accept returns the next connection of the server's own user.
+func (l sameUser) Accept() (net.Conn, error) {
+	for {
+		c, err := l.AcceptUnix()
+		if err != nil {
+			return nil, err
+		}
+		if !peerCredentialsChecked {
+			return c, nil
+		}
+		uid, err := peerUID(c)
+		if err == nil && l.allow(uid) {
+			return c, nil
+		}
+		l.refuse(uid, err)
+		_ = c.Close()
+	}
+}
+
 // startAdmin serves admin commands on the SQLite file's socket. Failing to
 // listen (a path too long for a socket, say) is logged and not fatal:
 // only the CLI beside the server is lost.
@@ -86,9 +117,12 @@ func (a *App) startAdmin() *adminSocket {
 				Handler:           admin.Handler(&admin.Ops{Tokens: a.tokens}),
 				ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			}}
+			guarded := sameUser{UnixListener: ln, allow: ownUserOrRoot, refuse: func(uid int, err error) {
+				a.log.Warn("admin socket: refused a connection from another user", "peer_uid", uid, "err", err)
+			}}
 			go func() {
 				defer close(s.done)
-				_ = s.srv.Serve(ln)
+				_ = s.srv.Serve(guarded)
 			}()
 			a.log.Info("admin socket", "path", path)
 			return s

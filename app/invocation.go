@@ -95,6 +95,7 @@ type ClaimView struct {
 	Kind            string          `json:"kind"`
 	State           string          `json:"state"`
 	ContentSHA256   string          `json:"content_sha256"`
+	RequestSHA256   string          `json:"request_sha256"` // "" for claims from before it existed
 	ChatID          uuid.UUID       `json:"chat_id"`
 	MessageID       *int64          `json:"message_id,omitempty"`
 	QueuedMessageID *int64          `json:"queued_message_id,omitempty"`
@@ -126,7 +127,7 @@ func (t *Tools) Inspect(ctx context.Context, requestID uuid.UUID) (Inspection, e
 		}
 		in.Claim = ClaimView{
 			RequestID: inv.RequestID, AuditID: inv.AuditID, CallerID: inv.CallerID, Kind: inv.Kind, State: string(inv.State),
-			ContentSHA256: inv.ContentSHA256, ChatID: inv.ChatID, MessageID: inv.MessageID,
+			ContentSHA256: inv.ContentSHA256, RequestSHA256: inv.RequestSHA256, ChatID: inv.ChatID, MessageID: inv.MessageID,
 			QueuedMessageID: inv.QueuedMessageID, Outcome: inv.Outcome, Review: inv.Review,
 			CreatedAt: inv.CreatedAt.Format(inspectTimeFormat),
 		}

@@ -101,13 +101,20 @@ type Reader interface {
 	QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error)
 
 	// HeartbeatAt reads a lease's last heartbeat (ErrNotFound when none).
+	// It is the stamp as written (see LeaseWindow for which clock wrote
+	// it); whether the lease is fresh is HeartbeatFresh's question.
 	HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error)
 
-	// HeartbeatOldestForeign reads the oldest fresh heartbeat (newer than
-	// p.LeaseCutoff) of the leases that workers other than p.Self hold on
-	// unarchived runnable chats: when it goes stale, a chat needs taking
-	// over. It reports false when there is none or without p.LeaseCutoff.
-	HeartbeatOldestForeign(ctx context.Context, p AcquirableParams) (time.Time, bool, error)
+	// HeartbeatFresh reports whether the lease of (chat, runner) has a
+	// heartbeat inside w (false when there is no heartbeat row).
+	HeartbeatFresh(ctx context.Context, chatID, runnerID uuid.UUID, w LeaseWindow) (bool, error)
+
+	// HeartbeatOldestForeign reports how long, by the lease clock (see
+	// LeaseWindow), until the oldest fresh lease that a worker other than
+	// p.Self holds on an unarchived runnable chat goes stale: then a chat
+	// needs taking over. It reports false when there is none or without
+	// p.Leases.
+	HeartbeatOldestForeign(ctx context.Context, p AcquirableParams) (time.Duration, bool, error)
 
 	// ChatListAcquirable lists unarchived chats in a runnable status
 	// (running, interrupting, requires_action) that no live worker owns, in
@@ -219,35 +226,43 @@ type Tx interface {
 	QueueDeleteAll(ctx context.Context, chatID uuid.UUID) (int64, error)
 
 	// HeartbeatInsert records a runner's lease on a chat (Acquire's initial
-	// heartbeat), replacing an existing row for the same pair.
-	HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at time.Time) error
+	// heartbeat), replacing an existing row for the same pair. The
+	// heartbeat is stamped by the lease clock: now, the caller's time, or
+	// the database's (see LeaseWindow).
+	HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, now time.Time) error
 
-	// HeartbeatRenew sets heartbeat_at = now for the given leases that are
-	// still fresh (heartbeat_at > cutoff) and whose chat is still owned by
-	// that runner; it returns the renewed ones. A stale lease is never revived.
-	HeartbeatRenew(ctx context.Context, leases []Lease, now, cutoff time.Time) ([]Lease, error)
+	// HeartbeatRenew stamps a new heartbeat (by the lease clock, as
+	// HeartbeatInsert) on the given leases that are still fresh in w and
+	// whose chat is still owned by that runner; it returns the renewed
+	// ones. A stale lease is never revived.
+	HeartbeatRenew(ctx context.Context, leases []Lease, w LeaseWindow) ([]Lease, error)
 
-	// HeartbeatDeleteStale removes leases with heartbeat_at < cutoff.
-	HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error)
+	// HeartbeatDeleteStale removes the leases whose heartbeat is older than
+	// w allows (strictly older than w.Timeout).
+	HeartbeatDeleteStale(ctx context.Context, w LeaseWindow) (int64, error)
 
 	// AdmissionLock serialises capacity admission until the transaction
 	// ends (a Postgres advisory lock; SQLite's writer lock already does).
 	AdmissionLock(ctx context.Context) error
 
 	// ReplicaUpsert publishes a replica's relay address (several replicas
-	// on Postgres: streams dial the replica that runs a chat).
+	// on Postgres: streams dial the replica that runs a chat). The record
+	// is stamped by the lease clock: r.UpdatedAt, the caller's time, or the
+	// database's (see LeaseWindow).
 	ReplicaUpsert(ctx context.Context, r Replica) error
 
 	// ReplicaDelete removes a replica's record.
 	ReplicaDelete(ctx context.Context, workerID uuid.UUID) error
 
-	// ReplicaTouch sets a replica's updated_at = now (its worker does on
-	// every heartbeat tick) and reports whether the record exists.
+	// ReplicaTouch stamps a replica's record as refreshed (its worker does
+	// on every heartbeat tick) by the lease clock, as HeartbeatInsert, and
+	// reports whether the record exists.
 	ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error)
 
-	// ReplicaDeleteStale removes the records of replicas whose updated_at
-	// is older than cutoff: they are dead, and nobody may dial them.
-	ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error)
+	// ReplicaDeleteStale removes the records of replicas not refreshed for
+	// longer than w allows (strictly older than w.Timeout): they are dead,
+	// and nobody may dial them.
+	ReplicaDeleteStale(ctx context.Context, w LeaseWindow) (int64, error)
 
 	// UserInsert creates a user.
 	UserInsert(ctx context.Context, p UserInsertParams) (User, error)
@@ -440,15 +455,32 @@ type Lease struct {
 	RunnerID uuid.UUID
 }
 
-// AcquirableParams say which owners count as alive. With LeaseCutoff set
+// LeaseWindow says which heartbeats (and replica records) are fresh: those
+// stamped less than Timeout ago by the lease clock, so a stamp exactly
+// Timeout old is stale.
+//
+// The lease clock is the store's choice, and one clock stamps and judges
+// every lease. A store that one process owns (SQLite) uses the caller's
+// clock: Now, and the stamps the caller passes. A store that several
+// replicas share (Postgres) ignores the caller's times and uses the
+// database's, statement_timestamp(), for stamps and for judging alike, so
+// clock skew between replicas can neither steal a live chat (a slow
+// stamp looking stale to a fast clock) nor strand a dead one (a fast
+// stamp looking fresh to a slow clock).
+type LeaseWindow struct {
+	Now     time.Time
+	Timeout time.Duration
+}
+
+// AcquirableParams say which owners count as alive. With Leases set
 // (several replicas), an owner is alive while its heartbeat row for
-// (chat, runner) is newer than the cutoff. Without it (one process owns a
+// (chat, runner) is fresh in that window. Without it (one process owns a
 // SQLite file), only Self is alive: any other worker id belongs to a
 // process that has died.
 type AcquirableParams struct {
-	Self        uuid.UUID
-	LeaseCutoff *time.Time
-	Limit       int // see ListLimit
+	Self   uuid.UUID
+	Leases *LeaseWindow
+	Limit  int // see ListLimit
 }
 
 // Page sizes of the list operations that take a Limit (ChatList,
@@ -615,7 +647,10 @@ var AllInvocationStates = []InvocationState{
 type Invocation struct {
 	RequestID     uuid.UUID
 	CallerID      uuid.UUID
-	ContentSHA256 string // hex
+	ContentSHA256 string // hex SHA-256 of the message text
+	// RequestSHA256 is the hex SHA-256 of the whole request's canonical
+	// JSON (docs/API.md); empty on claims admitted before it existed.
+	RequestSHA256 string
 	Kind          string // "create_chat" or "send_message"
 	ChatID        uuid.UUID
 	AuditID       uuid.UUID
@@ -707,6 +742,8 @@ type Replica struct {
 	// TokenHash is the hex SHA-256 of the token this replica presents on
 	// the others' parts endpoints; the token itself is never stored.
 	TokenHash string
+	// UpdatedAt is when the record was last refreshed, by the lease clock
+	// (see LeaseWindow).
 	UpdatedAt time.Time
 }
 

@@ -57,20 +57,21 @@ func (s *Server) transition(r *http.Request, c *caller, id uuid.UUID, fn func(t 
 	return chat, err
 }
 
-func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) error {
+func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (err error) {
 	var req struct {
 		sdk.CreateChatRequest
 		RequestID json.RawMessage `json:"request_id"`
 		// Raw, so a bad entry gets a 400 that names it.
 		MCPServerIDs json.RawMessage `json:"mcp_server_ids"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := decodeDurable(r, &req); err != nil {
 		return err
 	}
 	requestID, err := parseRequestID(req.RequestID)
 	if err != nil {
 		return err
 	}
+	defer func() { err = withRequestID(err, requestID) }()
 	parts, err := s.inputParts(req.Content, true)
 	if err != nil {
 		return err
@@ -124,7 +125,16 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) e
 		}
 	}()
 	if requestID.Valid {
-		return s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(parts), kindCreateChat, uuid.NullUUID{},
+		req.CreateChatRequest.MCPServerIDs = servers // the selection as parsed: null, [] or the ids
+		b, err := sdk.CreateChatBinding(req.CreateChatRequest)
+		if err != nil {
+			return err
+		}
+		key, err := bindRequest(b, req.Content)
+		if err != nil {
+			return err
+		}
+		return s.admitDurable(w, r, c, requestID.UUID, key,
 			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
 				if err := create(t); err != nil {
 					return uuid.Nil, nil, nil, 0, nil, err

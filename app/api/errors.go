@@ -60,7 +60,8 @@ func (s *Server) handle(h handlerFunc) http.Handler {
 // writeError is the one place errors become HTTP answers. Transition
 // errors keep their detail ("SendMessage not allowed from A0"). Unexpected
 // errors (500s) are logged with the server's logger; the client only learns
-// that the server logged the cause.
+// that the server logged the cause. The answer to a request that carried a
+// valid request_id (withRequestID) carries it, whatever the error.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		ae *apiError
@@ -109,8 +110,15 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		s.deps.Log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		ae = newError(http.StatusInternalServerError, sdk.CodeInternal, "Internal error.", "The server logged the cause.")
 	}
+	// Copy the answer: ae may be a shared value (errChatNotFound).
+	resp := ae.resp
+	var rq *requestError
+	if errors.As(err, &rq) && resp.RequestID == nil {
+		id := rq.id
+		resp.RequestID = &id
+	}
 	setRetryAfter(w, err)
-	writeJSON(w, ae.status, ae.resp)
+	writeJSON(w, ae.status, resp)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

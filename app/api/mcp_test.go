@@ -128,6 +128,45 @@ func TestChatMCPServerSelection(t *testing.T) {
 			}
 		})
 
+		// The selection changes what runs, so a durable create binds it:
+		// the same request id with another selection is a conflict, and
+		// null (every server) is not [] (none).
+		t.Run("durable create binds it", func(t *testing.T) {
+			for _, tc := range []struct {
+				name        string
+				first, then any // absent when nil
+			}{
+				{"another list", []uuid.UUID{one}, []uuid.UUID{two}},
+				{"every server then none", nil, []uuid.UUID{}},
+				{"none then every server", []uuid.UUID{}, json.RawMessage(`null`)},
+			} {
+				body := func(ids any) map[string]any {
+					b := map[string]any{"title": "bound", "content": sdk.Text("go")}
+					if ids != nil {
+						b["mcp_server_ids"] = ids
+					}
+					return b
+				}
+				requestID := uuid.New()
+				first, then := body(tc.first), body(tc.then)
+				first["request_id"], then["request_id"] = requestID, requestID
+				require.NoError(t, f.alice.Do(f.ctx, http.MethodPost, "/chats", first, nil), tc.name)
+				// No worker runs here: the same request is in progress.
+				var e *sdk.Error
+				require.ErrorAs(t, f.alice.Do(f.ctx, http.MethodPost, "/chats", first, nil), &e, tc.name)
+				require.Equal(t, sdk.CodeInvocationInProgress, e.Code, "%s: the same request", tc.name)
+				require.ErrorAs(t, f.alice.Do(f.ctx, http.MethodPost, "/chats", then, nil), &e, tc.name)
+				require.Equal(t, sdk.CodeInvocationConflict, e.Code, tc.name)
+			}
+			// Repeats are dropped before hashing: the SDK's binding of a list
+			// with a repeat is the server's.
+			withRepeat, err := sdk.CreateChatBinding(sdk.CreateChatRequest{MCPServerIDs: []uuid.UUID{two, one, two}})
+			require.NoError(t, err)
+			without, err := sdk.CreateChatBinding(sdk.CreateChatRequest{MCPServerIDs: []uuid.UUID{two, one}})
+			require.NoError(t, err)
+			require.Equal(t, without, withRepeat)
+		})
+
 		t.Run("patch", func(t *testing.T) {
 			id, _ := f.create(t, map[string]any{"title": "patched", "mcp_server_ids": []uuid.UUID{one}})
 			for _, tc := range []struct {

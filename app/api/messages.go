@@ -76,19 +76,20 @@ func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid
 		ModelConfigID: m, ReasoningEffort: effort}, nil
 }
 
-func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) error {
-	id, err := pathUUID(r, "chat")
-	if err != nil {
-		return err
-	}
+func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) (err error) {
 	var req struct {
 		sdk.CreateChatMessageRequest
 		RequestID json.RawMessage `json:"request_id"`
 	}
-	if err := decodeJSON(r, &req); err != nil {
+	if err := decodeDurable(r, &req); err != nil {
 		return err
 	}
 	requestID, err := parseRequestID(req.RequestID)
+	if err != nil {
+		return err
+	}
+	defer func() { err = withRequestID(err, requestID) }()
+	id, err := pathUUID(r, "chat")
 	if err != nil {
 		return err
 	}
@@ -124,7 +125,15 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		}
 	}()
 	if requestID.Valid {
-		return s.admitDurable(w, r, c, requestID.UUID, ContentSHA256(in.Content), kindSendMessage, uuid.NullUUID{UUID: id, Valid: true},
+		b, err := sdk.SendMessageBinding(id, req.CreateChatMessageRequest)
+		if err != nil {
+			return err
+		}
+		key, err := bindRequest(b, req.Content)
+		if err != nil {
+			return err
+		}
+		return s.admitDurable(w, r, c, requestID.UUID, key,
 			func(t *chatstate.Tx) (uuid.UUID, *int64, *int64, int, any, error) {
 				res, err := send(t)
 				if err != nil {

@@ -1,12 +1,14 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -18,23 +20,89 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-// Invocation kinds.
-const (
-	kindCreateChat  = "create_chat"
-	kindSendMessage = "send_message"
-)
+// claimKey is what a submission (or a lookup) must match in an existing
+// claim besides its caller. Empty fields are not compared.
+type claimKey struct {
+	Kind   string        // the endpoint: sdk.EndpointCreateChat or sdk.EndpointSendMessage
+	ChatID uuid.NullUUID // send_message: the chat in the path
+	// RequestSHA256 is the hash of the whole request (sdk.RequestBinding);
+	// claims admitted before it existed have none and are matched by the
+	// rest.
+	RequestSHA256 string
+	// ContentSHA256 is the hash of the message text (sdk.ContentSHA256),
+	// which clients that hash only text send to lookups.
+	ContentSHA256 string
+}
 
-// ContentSHA256 is the hash a durable request is bound to: the hex SHA-256
-// of the message text, i.e. the text of its text parts concatenated in
-// order (clients compute the same for GET /requests/{id}).
-func ContentSHA256(parts []sdk.ChatMessagePart) string {
-	h := sha256.New()
-	for _, p := range parts {
-		if p.Type == sdk.PartText {
-			h.Write([]byte(p.Text))
-		}
+// matches reports whether inv was claimed for this key.
+func (k claimKey) matches(inv store.Invocation) bool {
+	switch {
+	case k.Kind != "" && inv.Kind != k.Kind:
+		return false
+	case k.ChatID.Valid && inv.ChatID != k.ChatID.UUID:
+		return false
+	case k.RequestSHA256 != "" && inv.RequestSHA256 != "" && inv.RequestSHA256 != k.RequestSHA256:
+		return false
+	case k.ContentSHA256 != "" && inv.ContentSHA256 != k.ContentSHA256:
+		return false
 	}
-	return hex.EncodeToString(h.Sum(nil))
+	return true
+}
+
+// bindRequest is the claim key of a durable submission: its endpoint, its
+// chat, request_sha256 of b and the text hash of its content.
+func bindRequest(b sdk.RequestBinding, content []sdk.ChatMessagePart) (claimKey, error) {
+	hash, err := b.SHA256()
+	if err != nil {
+		return claimKey{}, validation("body", "the request has no canonical JSON form (RFC 8785): "+err.Error())
+	}
+	k := claimKey{Kind: b.Endpoint, RequestSHA256: hash, ContentSHA256: sdk.ContentSHA256(content)}
+	if b.ChatID != nil {
+		k.ChatID = uuid.NullUUID{UUID: *b.ChatID, Valid: true}
+	}
+	return k, nil
+}
+
+// requestError is an error answering a request that carried a valid
+// request_id: writeError puts the id into the answer.
+type requestError struct {
+	err error
+	id  uuid.UUID
+}
+
+func (e *requestError) Error() string { return e.err.Error() }
+func (e *requestError) Unwrap() error { return e.err }
+
+// withRequestID marks err as the answer to the durable request id, so its
+// error body carries request_id whatever the error is.
+func withRequestID(err error, id uuid.NullUUID) error {
+	if err == nil || !id.Valid {
+		return err
+	}
+	return &requestError{err: err, id: id.UUID}
+}
+
+// decodeDurable is decodeJSON for a body that may carry request_id:
+// when the body does not decode, the id is still read from it if it can
+// be, so the error answer carries it.
+func decodeDurable(r *http.Request, v any) error {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	r.Body = io.NopCloser(bytes.NewReader(raw))
+	if err := decodeJSON(r, v); err != nil {
+		var idOnly struct {
+			RequestID json.RawMessage `json:"request_id"`
+		}
+		if json.Unmarshal(raw, &idOnly) == nil {
+			if id, perr := parseRequestID(idOnly.RequestID); perr == nil {
+				return withRequestID(err, id)
+			}
+		}
+		return err
+	}
+	return nil
 }
 
 // parseRequestID reads request_id: absent or null is "not durable"; any
@@ -68,13 +136,17 @@ func invocationError(status int, code, message string, requestID uuid.NullUUID, 
 // claimConflict checks an existing claim against a new submission (or a
 // lookup) and returns the error it answers with, or nil when the claim is
 // completed and its outcome can be replayed.
-func claimConflict(inv store.Invocation, caller uuid.UUID, hash string, chat uuid.NullUUID) error {
+func claimConflict(inv store.Invocation, caller uuid.UUID, key claimKey) error {
 	id := uuid.NullUUID{UUID: inv.RequestID, Valid: true}
 	switch {
-	case inv.CallerID != caller || (hash != "" && inv.ContentSHA256 != hash) || (chat.Valid && inv.ChatID != chat.UUID):
+	case inv.CallerID != caller:
 		// The audit reference is not revealed to another caller.
 		return invocationError(http.StatusConflict, sdk.CodeInvocationConflict,
 			"This request_id was used for a different caller or different content; use a new UUID for new work.", id, uuid.Nil)
+	case !key.matches(inv):
+		// The caller's own claim: its audit reference is the caller's.
+		return invocationError(http.StatusConflict, sdk.CodeInvocationConflict,
+			"This request_id was used for a different request (endpoint, chat or content); use a new UUID for new work.", id, inv.AuditID)
 	case inv.State == store.InvocationAdmitted:
 		e := invocationError(http.StatusConflict, sdk.CodeInvocationInProgress,
 			"This request is admitted and still running (or queued); check again later.", id, inv.AuditID)
@@ -138,7 +210,7 @@ func (e *errReplay) Error() string { return "request already claimed" }
 // an existing claim is answered instead (replay or an INVOCATION_* error),
 // and a concurrent claim of the same id loses the race, rolls back and is
 // answered from the winner's claim.
-func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller, requestID uuid.UUID, hash, kind string, chat uuid.NullUUID,
+func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller, requestID uuid.UUID, key claimKey,
 	fn func(t *chatstate.Tx) (chatID uuid.UUID, msgID, queuedID *int64, status int, body any, err error)) error {
 	ctx := r.Context()
 	for attempt := 0; ; attempt++ {
@@ -163,7 +235,8 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 				return err
 			}
 			claim, err := t.AdmitRequest(chatstate.Claim{
-				RequestID: requestID, CallerID: c.user.ID, ContentSHA256: hash, Kind: kind, ChatID: chatID,
+				RequestID: requestID, CallerID: c.user.ID, ContentSHA256: key.ContentSHA256, RequestSHA256: key.RequestSHA256,
+				Kind: key.Kind, ChatID: chatID,
 				MessageID: msgID, QueuedMessageID: queuedID, Response: raw,
 			})
 			if err != nil {
@@ -179,7 +252,7 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 		var rep *errReplay
 		switch {
 		case errors.As(err, &rep):
-			if err := claimConflict(rep.inv, c.user.ID, hash, chat); err != nil {
+			if err := claimConflict(rep.inv, c.user.ID, key); err != nil {
 				return err
 			}
 			var body map[string]any
@@ -208,8 +281,9 @@ func (s *Server) admitDurable(w http.ResponseWriter, r *http.Request, c *caller,
 	}
 }
 
-// lookupRequest is GET /requests/{request_id}?content_sha256=HEX: a
-// read-only lookup that never creates a claim.
+// lookupRequest is GET /requests/{request_id}?request_sha256=HEX&content_sha256=HEX:
+// a read-only lookup that never creates a claim. Either hash is optional;
+// each one given must match.
 func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller) error {
 	parsed, err := uuid.Parse(r.PathValue("request_id"))
 	if err != nil || parsed == uuid.Nil {
@@ -217,11 +291,21 @@ func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller
 			"The request id must be a non-nil UUID.", uuid.NullUUID{}, uuid.Nil)
 	}
 	id := uuid.NullUUID{UUID: parsed, Valid: true}
-	hash := strings.ToLower(r.URL.Query().Get("content_sha256"))
-	if hash != "" {
-		if b, err := hex.DecodeString(hash); err != nil || len(b) != sha256.Size {
-			return validation("content_sha256", "must be 64 hex digits (SHA-256 of the message text)")
+	var key claimKey
+	for _, q := range []struct {
+		name, what string
+		into       *string
+	}{
+		{"request_sha256", "SHA-256 of the request's canonical JSON", &key.RequestSHA256},
+		{"content_sha256", "SHA-256 of the message text", &key.ContentSHA256},
+	} {
+		hash := strings.ToLower(r.URL.Query().Get(q.name))
+		if hash != "" {
+			if b, err := hex.DecodeString(hash); err != nil || len(b) != sha256.Size {
+				return withRequestID(validation(q.name, "must be 64 hex digits ("+q.what+")"), id)
+			}
 		}
+		*q.into = hash
 	}
 	var body map[string]any
 	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
@@ -233,14 +317,14 @@ func (s *Server) lookupRequest(w http.ResponseWriter, r *http.Request, c *caller
 		if err != nil {
 			return err
 		}
-		if err := claimConflict(inv, c.user.ID, hash, uuid.NullUUID{}); err != nil {
+		if err := claimConflict(inv, c.user.ID, key); err != nil {
 			return err
 		}
 		body, err = replay(r.Context(), tx, inv)
 		return err
 	})
 	if err != nil {
-		return err
+		return withRequestID(err, id)
 	}
 	writeJSON(w, http.StatusOK, body)
 	return nil

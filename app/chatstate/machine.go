@@ -149,14 +149,11 @@ func (m *Machine) needsOwner(ctx context.Context, tx store.Tx, c store.Chat, now
 	if c.Archived || !isRunnableStatus(c.Status) || m.cfg.LeaseTimeout == 0 {
 		return false, nil // not runnable, or owned and leases are in memory
 	}
-	at, err := tx.HeartbeatAt(ctx, c.ID, c.RunnerID.UUID)
-	if errors.Is(err, store.ErrNotFound) {
-		return true, nil
-	}
+	fresh, err := m.leaseFresh(ctx, tx, c, now)
 	if err != nil {
-		return false, fmt.Errorf("read heartbeat of chat %s: %w", c.ID, err)
+		return false, err
 	}
-	return !at.After(now.Add(-m.cfg.LeaseTimeout)), nil
+	return !fresh, nil
 }
 
 // UpdatePayload is the chat:update:{chat_id} payload: the committed values

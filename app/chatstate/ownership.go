@@ -74,7 +74,9 @@ func (t *Tx) LockOwner(userID uuid.UUID) error {
 // recordLease writes the initial heartbeat of a runner's lease, when
 // leases are heartbeat rows (several replicas: Config.LeaseTimeout set).
 // With in-memory heartbeats (one process owns a SQLite file) nothing
-// would ever renew or remove the row, so none is written.
+// would ever renew or remove the row, so none is written. The store
+// stamps it by its lease clock (the database's on Postgres; see
+// store.LeaseWindow).
 func (t *Tx) recordLease(chatID, runnerID uuid.UUID) error {
 	if t.m.cfg.LeaseTimeout == 0 {
 		return nil
@@ -85,19 +87,32 @@ func (t *Tx) recordLease(chatID, runnerID uuid.UUID) error {
 	return nil
 }
 
-// RenewLeases sets heartbeat_at = now for the given leases that are still
-// fresh (heartbeat_at > cutoff) and whose chat that runner still owns, and
-// returns the renewed ones. It runs under the admission lock, so a lease
-// that admission counted as stale cannot come back; a stale lease is never
-// revived. Leases are rows only with several replicas (Postgres).
-func (m *Machine) RenewLeases(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
+// leaseFresh reports whether c's owner holds a fresh lease at now, by the
+// store's lease clock (needsOwner: with leases as rows, an owner with a
+// stale or missing heartbeat counts as gone).
+func (m *Machine) leaseFresh(ctx context.Context, tx store.Reader, c store.Chat, now time.Time) (bool, error) {
+	fresh, err := tx.HeartbeatFresh(ctx, c.ID, c.RunnerID.UUID, store.LeaseWindow{Now: now, Timeout: m.cfg.LeaseTimeout})
+	if err != nil {
+		return false, fmt.Errorf("read heartbeat of chat %s: %w", c.ID, err)
+	}
+	return fresh, nil
+}
+
+// RenewLeases stamps a new heartbeat on the given leases that are still
+// fresh in w and whose chat that runner still owns, and returns the
+// renewed ones. Freshness and the new stamp come from the store's lease
+// clock (on Postgres the database's, whatever w.Now says). It runs under
+// the admission lock, so a lease that admission counted as stale cannot
+// come back; a stale lease is never revived. Leases are rows only with
+// several replicas (Postgres).
+func (m *Machine) RenewLeases(ctx context.Context, leases []store.Lease, w store.LeaseWindow) ([]store.Lease, error) {
 	var renewed []store.Lease
 	err := m.store.InTx(ctx, func(tx store.Tx) error {
 		if err := tx.AdmissionLock(ctx); err != nil {
 			return fmt.Errorf("lock admission: %w", err)
 		}
 		var err error
-		renewed, err = tx.HeartbeatRenew(ctx, leases, now, cutoff)
+		renewed, err = tx.HeartbeatRenew(ctx, leases, w)
 		if err != nil {
 			return fmt.Errorf("renew %d leases: %w", len(leases), err)
 		}
@@ -106,14 +121,14 @@ func (m *Machine) RenewLeases(ctx context.Context, leases []store.Lease, now, cu
 	return renewed, err
 }
 
-// DeleteStaleLeases removes lease rows whose heartbeat is older than
-// cutoff: their runners are gone, and acquisition already treats them as
+// DeleteStaleLeases removes lease rows whose heartbeat is older than w
+// allows: their runners are gone, and acquisition already treats them as
 // unowned.
-func (m *Machine) DeleteStaleLeases(ctx context.Context, cutoff time.Time) (int64, error) {
+func (m *Machine) DeleteStaleLeases(ctx context.Context, w store.LeaseWindow) (int64, error) {
 	var n int64
 	err := m.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
-		n, err = tx.HeartbeatDeleteStale(ctx, cutoff)
+		n, err = tx.HeartbeatDeleteStale(ctx, w)
 		if err != nil {
 			return fmt.Errorf("delete stale leases: %w", err)
 		}
@@ -122,9 +137,10 @@ func (m *Machine) DeleteStaleLeases(ctx context.Context, cutoff time.Time) (int6
 	return n, err
 }
 
-// TouchReplica marks the replica record of workerID as alive at now (the
-// replica registry is not chat state; it lives here beside the leases it
-// follows). It reports whether the record exists.
+// TouchReplica marks the replica record of workerID as alive now, by the
+// store's lease clock (the replica registry is not chat state; it lives
+// here beside the leases it follows). It reports whether the record
+// exists.
 func (m *Machine) TouchReplica(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error) {
 	var found bool
 	err := m.store.InTx(ctx, func(tx store.Tx) error {
@@ -139,14 +155,14 @@ func (m *Machine) TouchReplica(ctx context.Context, workerID uuid.UUID, now time
 }
 
 // DeleteStaleReplicas removes the records of replicas that have not been
-// refreshed since cutoff: a live replica refreshes its record on every
+// refreshed within w: a live replica refreshes its record on every
 // heartbeat tick, so those replicas are dead (their leases are stale too)
 // and no stream may be relayed to them.
-func (m *Machine) DeleteStaleReplicas(ctx context.Context, cutoff time.Time) (int64, error) {
+func (m *Machine) DeleteStaleReplicas(ctx context.Context, w store.LeaseWindow) (int64, error) {
 	var n int64
 	err := m.store.InTx(ctx, func(tx store.Tx) error {
 		var err error
-		n, err = tx.ReplicaDeleteStale(ctx, cutoff)
+		n, err = tx.ReplicaDeleteStale(ctx, w)
 		return err
 	})
 	if err != nil {

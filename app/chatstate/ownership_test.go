@@ -34,10 +34,16 @@ func TestAcquireWritesAHeartbeatRowOnlyWithLeases(t *testing.T) {
 					return err
 				}))
 				require.Equal(t, runner, f.snap(t, id).Chat.RunnerID.UUID, "acquired")
-				var at time.Time
+				var (
+					at    time.Time
+					fresh bool
+				)
 				err := f.s.ReadTx(f.ctx, func(tx store.Reader) error {
 					var err error
-					at, err = tx.HeartbeatAt(f.ctx, id, runner)
+					if at, err = tx.HeartbeatAt(f.ctx, id, runner); err != nil {
+						return err
+					}
+					fresh, err = tx.HeartbeatFresh(f.ctx, id, runner, store.LeaseWindow{Now: f.clock(), Timeout: 30 * time.Second})
 					return err
 				})
 				if !c.row {
@@ -45,7 +51,13 @@ func TestAcquireWritesAHeartbeatRowOnlyWithLeases(t *testing.T) {
 					return
 				}
 				require.NoError(t, err)
-				require.Equal(t, f.clock(), at)
+				require.True(t, fresh, "the initial heartbeat makes a fresh lease")
+				if dbtest.DatabaseLeaseClock(f.s) {
+					// The fixture's clock is months from the real time.
+					require.NotEqual(t, f.clock(), at, "stamped by the database's clock, not the machine's")
+					return
+				}
+				require.Equal(t, f.clock(), at, "stamped by the machine's clock")
 			})
 		}
 	})

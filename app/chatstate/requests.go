@@ -91,7 +91,8 @@ func (t *Tx) changeRequest(requestID uuid.UUID, from, to store.InvocationState, 
 type Claim struct {
 	RequestID     uuid.UUID
 	CallerID      uuid.UUID
-	ContentSHA256 string // hex
+	ContentSHA256 string // hex SHA-256 of the message text
+	RequestSHA256 string // hex SHA-256 of the request's canonical JSON
 	Kind          string // "create_chat" or "send_message"
 	ChatID        uuid.UUID
 	// MessageID is the request's user message when it entered history;
@@ -108,7 +109,7 @@ type Claim struct {
 // claimed is store.ErrConflict (a concurrent admission won the race).
 func (t *Tx) AdmitRequest(c Claim) (store.Invocation, error) {
 	inv := store.Invocation{
-		RequestID: c.RequestID, CallerID: c.CallerID, ContentSHA256: c.ContentSHA256, Kind: c.Kind,
+		RequestID: c.RequestID, CallerID: c.CallerID, ContentSHA256: c.ContentSHA256, RequestSHA256: c.RequestSHA256, Kind: c.Kind,
 		ChatID: c.ChatID, AuditID: uuid.New(), State: store.InvocationAdmitted, MessageID: c.MessageID,
 		QueuedMessageID: c.QueuedMessageID, Response: c.Response, CreatedAt: t.now, UpdatedAt: t.now,
 	}

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 )
@@ -255,4 +257,183 @@ func (c *Client) Me(ctx context.Context) (User, error) {
 // Text is a one-part text content, for convenience.
 func Text(s string) []ChatMessagePart {
 	return []ChatMessagePart{{Type: PartText, Text: s}}
+}
+
+// LookupOptions are the optional hashes of GET /requests/{id}: each one
+// given must match the claim (else INVOCATION_CONFLICT).
+type LookupOptions struct {
+	// RequestSHA256 is the hash of the whole request (RequestBinding.SHA256).
+	RequestSHA256 string
+	// ContentSHA256 is the older text-only hash (ContentSHA256).
+	ContentSHA256 string
+}
+
+// RequestResult is a durable request's saved answer, as a lookup or a
+// replay returns it.
+type RequestResult struct {
+	RequestID uuid.UUID       `json:"request_id"`
+	AuditID   uuid.UUID       `json:"audit_id"`
+	Replayed  bool            `json:"replayed"`
+	Outcome   *RequestOutcome `json:"outcome,omitempty"`
+	// Messages are the turn's messages: the request's message and its replies.
+	Messages []ChatMessage `json:"messages"`
+	// Body is the whole answer: the original admission answer
+	// (CreateChatResponse or CreateChatMessageResponse) with the fields
+	// above; decode it into the endpoint's own type.
+	Body json.RawMessage `json:"-"`
+}
+
+// LookupRequest looks a durable request up without creating a claim or
+// starting work (GET /requests/{id}). Its errors are *Error: notably
+// INVOCATION_NOT_FOUND (nothing was admitted under id: sending it again
+// is safe), INVOCATION_IN_PROGRESS, INVOCATION_UNRESOLVED,
+// INVOCATION_RECONCILED and INVOCATION_CONFLICT.
+func (c *Client) LookupRequest(ctx context.Context, id uuid.UUID, opts LookupOptions) (RequestResult, error) {
+	q := url.Values{}
+	if opts.RequestSHA256 != "" {
+		q.Set("request_sha256", opts.RequestSHA256)
+	}
+	if opts.ContentSHA256 != "" {
+		q.Set("content_sha256", opts.ContentSHA256)
+	}
+	path := "/requests/" + id.String()
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var raw json.RawMessage
+	if err := c.Do(ctx, http.MethodGet, path, nil, &raw); err != nil {
+		return RequestResult{}, err
+	}
+	var out RequestResult
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return RequestResult{}, fmt.Errorf("decode request %s: %w", id, err)
+	}
+	out.Body = raw
+	return out, nil
+}
+
+// RetryPolicy says how SendWithID and CreateChatWithID retry a durable
+// request whose answer was lost. The zero value makes 4 attempts with a
+// backoff from 250 ms doubling to 4 s.
+type RetryPolicy struct {
+	// Attempts is the number of sends, at least 1 (0: 4).
+	Attempts int
+	// Backoff is the wait before attempt n (n >= 1, the second send);
+	// nil: 250 ms doubling, at most 4 s.
+	Backoff func(n int) time.Duration
+}
+
+func (p RetryPolicy) attempts() int {
+	if p.Attempts <= 0 {
+		return 4
+	}
+	return p.Attempts
+}
+
+func (p RetryPolicy) wait(ctx context.Context, n int) error {
+	d := 250 * time.Millisecond << min(n-1, 4) // 250 ms .. 4 s
+	if p.Backoff != nil {
+		d = p.Backoff(n)
+	}
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// Retryable reports whether err may have lost the answer of a request the
+// server could have admitted, so that the outcome must be looked up before
+// sending again: a transport error, a 5xx answer (AUDIT_UNAVAILABLE,
+// STORAGE_FULL, a proxy's 502) or RATE_LIMITED. Any other *Error is the
+// server's definite answer.
+func Retryable(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+	}
+	return e.StatusCode >= 500 || e.Code == CodeRateLimited
+}
+
+// SendWithID sends req to the chat as the durable request id, and on a
+// lost answer (Retryable) looks the request up and sends it again with the
+// SAME id only when nothing was admitted (INVOCATION_NOT_FOUND), so the
+// message is admitted at most once. A request that was admitted answers
+// with its saved answer (Replayed set) once its turn has ended; while it
+// runs or waits in the queue the error is *Error INVOCATION_IN_PROGRESS
+// (its ChatID, RequestID and AuditID are set): follow the chat's stream or
+// call LookupRequest later, never send it under a new id.
+func (c *Client) SendWithID(ctx context.Context, chatID, id uuid.UUID, req CreateChatMessageRequest, p RetryPolicy) (CreateChatMessageResponse, error) {
+	req.RequestID = &id
+	b, err := SendMessageBinding(chatID, req)
+	if err != nil {
+		return CreateChatMessageResponse{}, err
+	}
+	var out CreateChatMessageResponse
+	err = c.durable(ctx, id, b, p, func() error {
+		out = CreateChatMessageResponse{}
+		return c.Do(ctx, http.MethodPost, "/chats/"+chatID.String()+"/messages", req, &out)
+	}, &out)
+	return out, err
+}
+
+// CreateChatWithID creates a chat as the durable request id, retrying as
+// SendWithID does.
+func (c *Client) CreateChatWithID(ctx context.Context, id uuid.UUID, req CreateChatRequest, p RetryPolicy) (CreateChatResponse, error) {
+	req.RequestID = &id
+	b, err := CreateChatBinding(req)
+	if err != nil {
+		return CreateChatResponse{}, err
+	}
+	var out CreateChatResponse
+	err = c.durable(ctx, id, b, p, func() error {
+		out = CreateChatResponse{}
+		return c.Do(ctx, http.MethodPost, "/chats", req, &out)
+	}, &out)
+	return out, err
+}
+
+// durable runs send until it answers definitely, looking the request up
+// after every lost answer; a saved answer found by the lookup is decoded
+// into out.
+func (c *Client) durable(ctx context.Context, id uuid.UUID, b RequestBinding, p RetryPolicy, send func() error, out any) error {
+	hash, err := b.SHA256()
+	if err != nil {
+		return err
+	}
+	var last error
+	for n := range p.attempts() {
+		if n > 0 {
+			if err := p.wait(ctx, n); err != nil {
+				return errors.Join(last, err)
+			}
+			res, err := c.LookupRequest(ctx, id, LookupOptions{RequestSHA256: hash})
+			var e *Error
+			switch {
+			case err == nil:
+				if err := json.Unmarshal(res.Body, out); err != nil {
+					return fmt.Errorf("decode request %s: %w", id, err)
+				}
+				return nil
+			case errors.As(err, &e) && e.Code == CodeInvocationNotFound:
+				// Nothing was admitted: sending again under id is safe.
+			case Retryable(err):
+				last = err
+				continue // the lookup's answer was lost too
+			default:
+				return err // in progress, unresolved, reconciled, conflict
+			}
+		}
+		last = send()
+		if !Retryable(last) {
+			return last
+		}
+	}
+	return last
 }

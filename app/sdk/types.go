@@ -162,6 +162,10 @@ type ChatMessage struct {
 	ReasoningEffort *string           `json:"reasoning_effort,omitempty"`
 	// Compressed marks the visible half of a compaction or clear boundary.
 	Compressed bool `json:"compressed,omitempty"`
+	// RequestID is the durable request that admitted this user message
+	// (absent for messages sent without one, and for replies), so clients
+	// can match stream events to their requests.
+	RequestID *uuid.UUID `json:"request_id,omitempty"`
 }
 
 // ChatQueuedMessage is a message waiting in a chat's queue.
@@ -171,6 +175,8 @@ type ChatQueuedMessage struct {
 	ModelConfigID *uuid.UUID        `json:"model_config_id"`
 	Content       []ChatMessagePart `json:"content"`
 	CreatedAt     time.Time         `json:"created_at"`
+	// RequestID is the durable request that admitted this message, if any.
+	RequestID *uuid.UUID `json:"request_id,omitempty"`
 }
 
 // CreateChatRequest is the body of POST /chats.

@@ -61,7 +61,7 @@ func ToMessage(m store.Message) sdk.ChatMessage {
 	out := sdk.ChatMessage{
 		ID: m.ID, ChatID: m.ChatID, CreatedBy: uuidPtr(m.CreatedBy), ModelConfigID: uuidPtr(m.ModelConfigID),
 		CreatedAt: m.CreatedAt, Role: m.Role, QueuedMessageID: m.QueuedMessageID,
-		ReasoningEffort: strPtr(m.ReasoningEffort), Compressed: m.Compressed,
+		ReasoningEffort: strPtr(m.ReasoningEffort), Compressed: m.Compressed, RequestID: uuidPtr(m.RequestID),
 	}
 	if err := json.Unmarshal(m.Content, &out.Content); err != nil || out.Content == nil {
 		out.Content = []sdk.ChatMessagePart{}
@@ -87,7 +87,8 @@ func ToMessages(ms []store.Message) []sdk.ChatMessage {
 
 // ToQueued projects a queued message row to its wire form.
 func ToQueued(q store.QueuedMessage) sdk.ChatQueuedMessage {
-	out := sdk.ChatQueuedMessage{ID: q.ID, ChatID: q.ChatID, ModelConfigID: uuidPtr(q.ModelConfigID), CreatedAt: q.CreatedAt}
+	out := sdk.ChatQueuedMessage{ID: q.ID, ChatID: q.ChatID, ModelConfigID: uuidPtr(q.ModelConfigID), CreatedAt: q.CreatedAt,
+		RequestID: uuidPtr(q.RequestID)}
 	if err := json.Unmarshal(q.Content, &out.Content); err != nil || out.Content == nil {
 		out.Content = []sdk.ChatMessagePart{}
 	}

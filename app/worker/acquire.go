@@ -34,18 +34,21 @@ func (w *Worker) acquireLoop(ctx context.Context, wake <-chan struct{}) {
 
 // nextPassIn is how long the acquisition loop waits for its next timed
 // pass: AcquireInterval, or less when a lease another replica holds goes
-// stale sooner (a heartbeat exactly LeaseTimeout old is stale).
+// stale sooner (a heartbeat exactly LeaseTimeout old is stale). The store
+// measures that wait by its lease clock (the database's on Postgres), so
+// a replica whose clock is off neither waits too long for a dead
+// replica's lease nor wakes too early for a live one.
 func (w *Worker) nextPassIn(ctx context.Context) time.Duration {
 	if !w.cfg.Leases {
 		return w.cfg.AcquireInterval
 	}
 	var (
-		oldest time.Time
-		found  bool
+		d     time.Duration
+		found bool
 	)
 	err := w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
-		oldest, found, err = tx.HeartbeatOldestForeign(ctx, w.acquireParams())
+		d, found, err = tx.HeartbeatOldestForeign(ctx, w.acquireParams())
 		return err
 	})
 	if err != nil {
@@ -57,7 +60,6 @@ func (w *Worker) nextPassIn(ctx context.Context) time.Duration {
 	if !found {
 		return w.cfg.AcquireInterval
 	}
-	d := oldest.Add(w.cfg.LeaseTimeout).Sub(w.clock.Now())
 	return min(max(d, time.Millisecond), w.cfg.AcquireInterval)
 }
 
@@ -231,15 +233,12 @@ func (w *Worker) ownerAlive(ctx context.Context, tx store.Reader, c store.Chat) 
 	if !w.cfg.Leases {
 		return c.WorkerID.UUID == w.id && w.manager.has(c.ID, c.RunnerID.UUID), nil
 	}
-	at, err := tx.HeartbeatAt(ctx, c.ID, c.RunnerID.UUID)
-	if errors.Is(err, store.ErrNotFound) {
-		return false, nil
-	}
-	if err != nil {
-		return false, err
-	}
-	return at.After(w.leaseCutoff()), nil
+	return tx.HeartbeatFresh(ctx, c.ID, c.RunnerID.UUID, w.leaseWindow())
 }
 
-// leaseCutoff is the time before which a heartbeat is stale.
-func (w *Worker) leaseCutoff() time.Time { return w.clock.Now().Add(-w.cfg.LeaseTimeout) }
+// leaseWindow is the lease timeout at the worker's time. A store shared by
+// replicas judges it by the database's clock instead of Now (see
+// store.LeaseWindow).
+func (w *Worker) leaseWindow() store.LeaseWindow {
+	return store.LeaseWindow{Now: w.clock.Now(), Timeout: w.cfg.LeaseTimeout}
+}

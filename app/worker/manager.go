@@ -163,11 +163,11 @@ func (m *manager) touchReplica(ctx context.Context) {
 // the lease timeout (three missed heartbeat ticks), which is also when its
 // leases are stale.
 func (m *manager) cleanupOnce(ctx context.Context) {
-	cutoff := m.w.leaseCutoff()
-	if _, err := m.w.deps.Machine.DeleteStaleLeases(ctx, cutoff); err != nil && ctx.Err() == nil {
+	lw := m.w.leaseWindow()
+	if _, err := m.w.deps.Machine.DeleteStaleLeases(ctx, lw); err != nil && ctx.Err() == nil {
 		m.w.log.Warn("delete stale heartbeats", "err", err)
 	}
-	n, err := m.w.deps.Machine.DeleteStaleReplicas(ctx, cutoff)
+	n, err := m.w.deps.Machine.DeleteStaleReplicas(ctx, lw)
 	if err != nil && ctx.Err() == nil {
 		m.w.log.Warn("delete dead replicas", "err", err)
 	}
@@ -190,8 +190,7 @@ func (m *manager) renewOnce(ctx context.Context) {
 	}
 	tickCtx, cancel := context.WithTimeout(ctx, m.w.cfg.LeaseTimeout/3)
 	defer cancel()
-	now := m.w.clock.Now()
-	renewed, err := m.w.deps.Machine.RenewLeases(tickCtx, leases, now, now.Add(-m.w.cfg.LeaseTimeout))
+	renewed, err := m.w.deps.Machine.RenewLeases(tickCtx, leases, m.w.leaseWindow())
 	if err != nil {
 		if ctx.Err() == nil {
 			m.w.log.Warn("renew heartbeats", "err", err)

@@ -39,17 +39,17 @@ func TestHeartbeatRenewsFreshLeasesAndDropsStaleOnes(t *testing.T) {
 		call := g.provider.next(t)
 		rid := g.chat(id).RunnerID.UUID
 
-		g.clock.Advance(10 * time.Second)
+		g.elapse(10 * time.Second)
 		g.w.manager.renewOnce(g.ctx)
-		require.WithinDuration(t, g.clock.Now(), g.heartbeatAt(id, rid), time.Millisecond, "a fresh lease is renewed")
+		g.requireStampedNow(id, rid, "a fresh lease is renewed")
 		require.Equal(t, 1, g.w.Runners())
 
-		g.clock.Advance(25 * time.Second) // 35s after Acquire, 25s after the renewal
+		g.elapse(25 * time.Second) // 35s after Acquire, 25s after the renewal
 		g.w.manager.renewOnce(g.ctx)
-		require.WithinDuration(t, g.clock.Now(), g.heartbeatAt(id, rid), time.Millisecond)
+		g.requireStampedNow(id, rid, "renewed again")
 		require.NoError(t, call.ctx.Err(), "the generation goes on while the lease is fresh")
 
-		g.clock.Advance(31 * time.Second) // missed three heartbeats
+		g.elapse(31 * time.Second) // missed three heartbeats
 		g.w.manager.renewOnce(g.ctx)
 		eventually(t, func() bool { return g.w.Runners() == 0 }, "the runner of a stale lease is cleaned up")
 		require.Error(t, call.ctx.Err(), "its generation stops")

@@ -110,17 +110,23 @@ const rigActionTimeout = time.Minute
 // setupOn builds a fixture over s; nothing runs until the test steps it.
 func setupOn(t testing.TB, s store.Store, cfg Config) *fixture {
 	t.Helper()
-	return setupWith(t, s, cfg, nil)
+	return setupAt(t, s, cfg, time.Now().UTC().Truncate(time.Millisecond), nil)
 }
 
 // setupWith is setupOn with the worker's deps adjusted by deps (server
 // tools, an MCP source) before the worker is built.
 func setupWith(t testing.TB, s store.Store, cfg Config, deps func(*Deps)) *fixture {
 	t.Helper()
+	return setupAt(t, s, cfg, time.Now().UTC().Truncate(time.Millisecond), deps)
+}
+
+// setupAt is setupWith with the fixture's clock starting at start.
+func setupAt(t testing.TB, s store.Store, cfg Config, start time.Time, deps func(*Deps)) *fixture {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	g := &fixture{
 		t: t, ctx: ctx, store: s, pubsub: pubsub.NewMemory(),
-		clock:    clock.NewFake(time.Now().UTC().Truncate(time.Millisecond)),
+		clock:    clock.NewFake(start),
 		provider: newFakeProvider(),
 	}
 	g.machine = chatstate.New(s, g.pubsub, chatstate.Config{

@@ -39,8 +39,10 @@ const (
 	DefaultCompactThresholdPercent = 80
 	DefaultTitleConcurrency        = 2
 	// DefaultMCPToolsWait bounds how long a generation step waits for MCP
-	// servers that are still connecting before it goes on without them.
-	DefaultMCPToolsWait = 10 * time.Second
+	// servers that are still connecting before it goes on without them:
+	// the MCP client's own connect timeout (mcp.DefaultConnectTimeout), so
+	// a server that starts at all is waited for on the first turn.
+	DefaultMCPToolsWait = 20 * time.Second
 )
 
 // Config tunes the worker. Zero values take the Defaults.
@@ -233,8 +235,8 @@ func (w *Worker) Stop() {
 func (w *Worker) acquireParams() store.AcquirableParams {
 	p := store.AcquirableParams{Self: w.id, Limit: 100}
 	if w.cfg.Leases {
-		cutoff := w.leaseCutoff()
-		p.LeaseCutoff = &cutoff
+		lw := w.leaseWindow()
+		p.Leases = &lw
 	}
 	return p
 }

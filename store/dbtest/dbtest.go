@@ -81,6 +81,35 @@ func Each(t *testing.T, fn func(t *testing.T, newStore func(t testing.TB) store.
 	})
 }
 
+// DatabaseLeaseClock reports whether s stamps and judges leases by the
+// database's clock (Postgres) rather than the caller's (SQLite); see
+// store.LeaseWindow.
+func DatabaseLeaseClock(s store.Store) bool { return s.Dialect() == "postgres" }
+
+// AgeLeases lets d pass for the leases and replica records of s, by the
+// clock s judges them with. Postgres judges by the database's clock, which
+// a test cannot move, so every heartbeat and replica record moves d into
+// the past. SQLite judges by the caller's clock: the test advances its
+// fake clock, and AgeLeases does nothing. Tests that let a lease go stale
+// do both.
+func AgeLeases(t testing.TB, s store.Store, d time.Duration) {
+	t.Helper()
+	if !DatabaseLeaseClock(s) {
+		return
+	}
+	pg, ok := s.(*postgres.Store)
+	require.True(t, ok, "a Postgres store from this package, got %T", s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, stmt := range []string{
+		`UPDATE chat_heartbeats SET heartbeat_at = heartbeat_at - $1::bigint * interval '1 microsecond'`,
+		`UPDATE chat_replicas SET updated_at = updated_at - $1::bigint * interval '1 microsecond'`,
+	} {
+		_, err := pg.Pool().Exec(ctx, stmt, d.Microseconds())
+		require.NoError(t, err, stmt)
+	}
+}
+
 func migrateUp(t testing.TB, provider func() (*goose.Provider, error)) {
 	t.Helper()
 	p, err := provider()

@@ -13,7 +13,8 @@ import (
 // invocationColumns lists the invocations columns in the order
 // scanInvocation reads them.
 const invocationColumns = `request_id, caller_id, content_sha256, kind, chat_id, audit_id, state,
-	message_id, queued_message_id, response, outcome, review, created_at, updated_at, completed_at`
+	message_id, queued_message_id, response, outcome, review, created_at, updated_at, completed_at,
+	request_sha256`
 
 func scanInvocation(row pgx.Row) (store.Invocation, error) {
 	var (
@@ -22,7 +23,7 @@ func scanInvocation(row pgx.Row) (store.Invocation, error) {
 	)
 	err := row.Scan(&inv.RequestID, &inv.CallerID, &inv.ContentSHA256, &inv.Kind, &inv.ChatID,
 		&inv.AuditID, &inv.State, &inv.MessageID, &inv.QueuedMessageID, &response, &outcome, &review,
-		&inv.CreatedAt, &inv.UpdatedAt, &inv.CompletedAt)
+		&inv.CreatedAt, &inv.UpdatedAt, &inv.CompletedAt, &inv.RequestSHA256)
 	if err != nil {
 		return store.Invocation{}, translate(err)
 	}
@@ -39,10 +40,10 @@ func scanInvocation(row pgx.Row) (store.Invocation, error) {
 // is store.ErrConflict.
 func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
 	_, err := t.tx.Exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
 		inv.RequestID, inv.CallerID, inv.ContentSHA256, inv.Kind, inv.ChatID, inv.AuditID, inv.State,
 		inv.MessageID, inv.QueuedMessageID, inv.Response, inv.Outcome, inv.Review,
-		inv.CreatedAt, inv.UpdatedAt, inv.CompletedAt)
+		inv.CreatedAt, inv.UpdatedAt, inv.CompletedAt, inv.RequestSHA256)
 	if err != nil {
 		return fmt.Errorf("insert invocation %s: %w", inv.RequestID, translate(err))
 	}

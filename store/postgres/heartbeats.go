@@ -12,14 +12,28 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
+// Postgres's lease clock is the database's: replicas on different hosts
+// disagree about the time, so every heartbeat and replica record is
+// stamped with statement_timestamp() and judged against it, and the
+// callers' times are ignored; only a window's Timeout is used (see
+// store.LeaseWindow). statement_timestamp(), not now(): an acquisition
+// may wait seconds for the admission lock, and its stamp must not start
+// out that old.
+
+// staleBefore is the SQL expression of the instant at or before which a
+// heartbeat is stale in w, by the database's clock.
+func staleBefore(a *args, w store.LeaseWindow) string {
+	return `(statement_timestamp() - ` + a.add(w.Timeout.Microseconds()) + `::bigint * interval '1 microsecond')`
+}
+
 // HeartbeatInsert records a runner's lease on a chat, replacing the row of
 // the same (chat, runner) pair: Acquire may run again for a runner whose
-// earlier row was not cleaned up yet.
-func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at time.Time) error {
+// earlier row was not cleaned up yet. The database's clock stamps it.
+func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, _ time.Time) error {
 	_, err := t.tx.Exec(ctx, `
-		INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES ($1, $2, $3)
+		INSERT INTO chat_heartbeats (chat_id, runner_id, heartbeat_at) VALUES ($1, $2, statement_timestamp())
 		ON CONFLICT (chat_id, runner_id) DO UPDATE SET heartbeat_at = EXCLUDED.heartbeat_at`,
-		chatID, runnerID, at)
+		chatID, runnerID)
 	if err != nil {
 		return fmt.Errorf("insert heartbeat of chat %s runner %s: %w", chatID, runnerID, translate(err))
 	}
@@ -28,7 +42,7 @@ func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at
 
 // HeartbeatRenew renews, in one statement, the fresh leases whose chat is
 // still owned by that runner (spec: "Heartbeat loop"), and returns them.
-func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
+func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, w store.LeaseWindow) ([]store.Lease, error) {
 	if len(leases) == 0 {
 		return []store.Lease{}, nil
 	}
@@ -37,12 +51,13 @@ func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cuto
 	for i, l := range leases {
 		chats[i], runners[i] = l.ChatID, l.RunnerID
 	}
+	a := args{chats, runners}
 	rows, err := t.tx.Query(ctx, `
-		UPDATE chat_heartbeats hb SET heartbeat_at = $3
+		UPDATE chat_heartbeats hb SET heartbeat_at = statement_timestamp()
 		FROM unnest($1::uuid[], $2::uuid[]) AS runners(chat_id, runner_id)
 		JOIN chats c ON c.id = runners.chat_id AND c.runner_id = runners.runner_id AND c.worker_id IS NOT NULL
-		WHERE hb.chat_id = runners.chat_id AND hb.runner_id = runners.runner_id AND hb.heartbeat_at > $4
-		RETURNING hb.chat_id, hb.runner_id`, chats, runners, now, cutoff)
+		WHERE hb.chat_id = runners.chat_id AND hb.runner_id = runners.runner_id AND hb.heartbeat_at > `+staleBefore(&a, w)+`
+		RETURNING hb.chat_id, hb.runner_id`, a...)
 	if err != nil {
 		return nil, fmt.Errorf("renew heartbeats: %w", translate(err))
 	}
@@ -68,49 +83,67 @@ func (t *tx) HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.
 	return at.UTC(), nil
 }
 
+// HeartbeatFresh reports whether a lease has a fresh heartbeat.
+func (t *tx) HeartbeatFresh(ctx context.Context, chatID, runnerID uuid.UUID, w store.LeaseWindow) (bool, error) {
+	a := args{chatID, runnerID}
+	var fresh bool
+	err := t.tx.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM chat_heartbeats
+		WHERE chat_id = $1 AND runner_id = $2 AND heartbeat_at > `+staleBefore(&a, w)+`)`, a...).Scan(&fresh)
+	if err != nil {
+		return false, fmt.Errorf("check heartbeat of chat %s runner %s: %w", chatID, runnerID, translate(err))
+	}
+	return fresh, nil
+}
+
 // HeartbeatDeleteStale removes stale leases.
-func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < $1`, cutoff)
+func (t *tx) HeartbeatDeleteStale(ctx context.Context, w store.LeaseWindow) (int64, error) {
+	var a args
+	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < `+staleBefore(&a, w), a...)
 	if err != nil {
 		return 0, fmt.Errorf("delete stale heartbeats: %w", translate(err))
 	}
 	return tag.RowsAffected(), nil
 }
 
-// HeartbeatOldestForeign reads the oldest fresh heartbeat among the
-// leases other workers hold on runnable chats.
-func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParams) (time.Time, bool, error) {
-	if p.LeaseCutoff == nil {
-		return time.Time{}, false, nil
+// HeartbeatOldestForeign reports how long, by the database's clock, until
+// the oldest fresh lease that other workers hold on runnable chats goes
+// stale. The database measures the duration: a timestamp would have to be
+// compared with the caller's clock.
+func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParams) (time.Duration, bool, error) {
+	if p.Leases == nil {
+		return 0, false, nil
 	}
-	var at *time.Time
-	err := t.tx.QueryRow(ctx, `SELECT MIN(hb.heartbeat_at) FROM chats c
-		JOIN chat_heartbeats hb ON hb.chat_id = c.id AND hb.runner_id = c.runner_id
+	a := args{p.Self}
+	stale := staleBefore(&a, *p.Leases)
+	var micros *int64
+	err := t.tx.QueryRow(ctx, `SELECT (EXTRACT(EPOCH FROM MIN(hb.heartbeat_at) - `+stale+`) * 1000000)::bigint
+		FROM chats c JOIN chat_heartbeats hb ON hb.chat_id = c.id AND hb.runner_id = c.runner_id
 		WHERE NOT c.archived AND c.status IN ('running', 'interrupting', 'requires_action')
-		AND c.worker_id IS NOT NULL AND c.worker_id <> $1 AND hb.heartbeat_at > $2`,
-		p.Self, *p.LeaseCutoff).Scan(&at)
+		AND c.worker_id IS NOT NULL AND c.worker_id <> $1 AND hb.heartbeat_at > `+stale, a...).Scan(&micros)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", translate(err))
+		return 0, false, fmt.Errorf("oldest foreign heartbeat: %w", translate(err))
 	}
-	if at == nil {
-		return time.Time{}, false, nil
+	if micros == nil {
+		return 0, false, nil
 	}
-	return at.UTC(), true, nil
+	return time.Duration(*micros) * time.Microsecond, true, nil
 }
 
-// ReplicaTouch marks a replica's record as refreshed at now.
-func (t *tx) ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time) (bool, error) {
-	tag, err := t.tx.Exec(ctx, `UPDATE chat_replicas SET updated_at = $2 WHERE worker_id = $1`, workerID, now)
+// ReplicaTouch marks a replica's record as refreshed now, by the
+// database's clock.
+func (t *tx) ReplicaTouch(ctx context.Context, workerID uuid.UUID, _ time.Time) (bool, error) {
+	tag, err := t.tx.Exec(ctx, `UPDATE chat_replicas SET updated_at = statement_timestamp() WHERE worker_id = $1`, workerID)
 	if err != nil {
 		return false, fmt.Errorf("touch replica %s: %w", workerID, translate(err))
 	}
 	return tag.RowsAffected() > 0, nil
 }
 
-// ReplicaDeleteStale removes the records of replicas not refreshed since
-// cutoff.
-func (t *tx) ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_replicas WHERE updated_at < $1`, cutoff)
+// ReplicaDeleteStale removes the records of replicas not refreshed within
+// the window, by the database's clock.
+func (t *tx) ReplicaDeleteStale(ctx context.Context, w store.LeaseWindow) (int64, error) {
+	var a args
+	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_replicas WHERE updated_at < `+staleBefore(&a, w), a...)
 	if err != nil {
 		return 0, fmt.Errorf("delete stale replicas: %w", translate(err))
 	}
@@ -119,9 +152,9 @@ func (t *tx) ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, e
 
 // ownerAlive is the SQL condition "the chat aliased c has a live owner".
 func ownerAlive(p store.AcquirableParams, a *args, c string) string {
-	if p.LeaseCutoff != nil {
+	if p.Leases != nil {
 		return `(` + c + `.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
-			WHERE hb.chat_id = ` + c + `.id AND hb.runner_id = ` + c + `.runner_id AND hb.heartbeat_at > ` + a.add(*p.LeaseCutoff) + `))`
+			WHERE hb.chat_id = ` + c + `.id AND hb.runner_id = ` + c + `.runner_id AND hb.heartbeat_at > ` + staleBefore(a, *p.Leases) + `))`
 	}
 	return `(` + c + `.worker_id IS NOT NULL AND ` + c + `.worker_id = ` + a.add(p.Self) + `)`
 }

@@ -217,11 +217,12 @@ func (t *tx) TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error) 
 	return tag.RowsAffected(), nil
 }
 
-// ReplicaUpsert publishes a replica's relay address.
+// ReplicaUpsert publishes a replica's relay address, stamped by the
+// database's clock (r.UpdatedAt is ignored; see heartbeats.go).
 func (t *tx) ReplicaUpsert(ctx context.Context, r store.Replica) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token_hash, updated_at) VALUES ($1, $2, $3, $4)
+	_, err := t.tx.Exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token_hash, updated_at) VALUES ($1, $2, $3, statement_timestamp())
 		ON CONFLICT (worker_id) DO UPDATE SET address = EXCLUDED.address, token_hash = EXCLUDED.token_hash, updated_at = EXCLUDED.updated_at`,
-		r.WorkerID, r.Address, r.TokenHash, r.UpdatedAt)
+		r.WorkerID, r.Address, r.TokenHash)
 	if err != nil {
 		return fmt.Errorf("upsert replica %s: %w", r.WorkerID, translate(err))
 	}

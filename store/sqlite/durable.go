@@ -13,7 +13,8 @@ import (
 // invocationColumns lists the invocations columns in the order
 // scanInvocation reads them.
 const invocationColumns = `request_id, caller_id, content_sha256, kind, chat_id, audit_id, state,
-	message_id, queued_message_id, response, outcome, review, created_at, updated_at, completed_at`
+	message_id, queued_message_id, response, outcome, review, created_at, updated_at, completed_at,
+	request_sha256`
 
 func scanInvocation(row rowScanner) (store.Invocation, error) {
 	var (
@@ -23,7 +24,8 @@ func scanInvocation(row rowScanner) (store.Invocation, error) {
 		response, outcome, review, completed sql.NullString
 	)
 	err := row.Scan(&reqID, &caller, &inv.ContentSHA256, &inv.Kind, &chatID, &audit, &inv.State,
-		&inv.MessageID, &inv.QueuedMessageID, &response, &outcome, &review, &created, &updated, &completed)
+		&inv.MessageID, &inv.QueuedMessageID, &response, &outcome, &review, &created, &updated, &completed,
+		&inv.RequestSHA256)
 	if err != nil {
 		return store.Invocation{}, translate(err)
 	}
@@ -51,11 +53,11 @@ func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
 		return fmt.Errorf("insert invocation %s: %w", inv.RequestID, err)
 	}
 	_, err := t.exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		inv.RequestID.String(), inv.CallerID.String(), inv.ContentSHA256, inv.Kind, inv.ChatID.String(),
 		inv.AuditID.String(), inv.State, nullInt(inv.MessageID), nullInt(inv.QueuedMessageID),
 		nullJSON(inv.Response), nullJSON(inv.Outcome), nullJSON(inv.Review),
-		ts(inv.CreatedAt), ts(inv.UpdatedAt), tsPtr(inv.CompletedAt))
+		ts(inv.CreatedAt), ts(inv.UpdatedAt), tsPtr(inv.CompletedAt), inv.RequestSHA256)
 	if err != nil {
 		return fmt.Errorf("insert invocation %s: %w", inv.RequestID, err)
 	}

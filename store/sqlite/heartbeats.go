@@ -13,6 +13,13 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
+// SQLite's lease clock is the caller's: one process owns the database
+// file, so every stamp and every judgement comes from one clock (see
+// store.LeaseWindow).
+
+// leaseCutoff is the stamp at or before which a heartbeat is stale in w.
+func leaseCutoff(w store.LeaseWindow) string { return ts(w.Now.Add(-w.Timeout)) }
+
 // HeartbeatInsert records a runner's lease on a chat, replacing the row of
 // the same (chat, runner) pair: Acquire may run again for a runner whose
 // earlier row was not cleaned up yet.
@@ -31,7 +38,7 @@ func (t *tx) HeartbeatInsert(ctx context.Context, chatID, runnerID uuid.UUID, at
 // still owned by that runner (spec: "Heartbeat loop"), and returns them.
 // The leases travel as one JSON array of [chat, runner] pairs, as the two
 // uuid[] do on Postgres.
-func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cutoff time.Time) ([]store.Lease, error) {
+func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, w store.LeaseWindow) ([]store.Lease, error) {
 	if len(leases) == 0 {
 		return []store.Lease{}, nil
 	}
@@ -50,7 +57,7 @@ func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, now, cuto
 			SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(?))
 		AND EXISTS (SELECT 1 FROM chats c WHERE c.id = hb.chat_id
 			AND c.runner_id = hb.runner_id AND c.worker_id IS NOT NULL)
-		RETURNING chat_id, runner_id`, ts(now), ts(cutoff), string(list))
+		RETURNING chat_id, runner_id`, ts(w.Now), leaseCutoff(w), string(list))
 	if err != nil {
 		return nil, fmt.Errorf("renew heartbeats: %w", translate(err))
 	}
@@ -88,38 +95,50 @@ func (t *tx) HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.
 	return parsed, nil
 }
 
+// HeartbeatFresh reports whether a lease has a fresh heartbeat.
+func (t *tx) HeartbeatFresh(ctx context.Context, chatID, runnerID uuid.UUID, w store.LeaseWindow) (bool, error) {
+	var fresh bool
+	err := t.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM chat_heartbeats
+		WHERE chat_id = ? AND runner_id = ? AND heartbeat_at > ?)`,
+		chatID.String(), runnerID.String(), leaseCutoff(w)).Scan(&fresh)
+	if err != nil {
+		return false, fmt.Errorf("check heartbeat of chat %s runner %s: %w", chatID, runnerID, translate(err))
+	}
+	return fresh, nil
+}
+
 // HeartbeatDeleteStale removes stale leases.
-func (t *tx) HeartbeatDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < ?`, ts(cutoff))
+func (t *tx) HeartbeatDeleteStale(ctx context.Context, w store.LeaseWindow) (int64, error) {
+	n, err := t.exec(ctx, `DELETE FROM chat_heartbeats WHERE heartbeat_at < ?`, leaseCutoff(w))
 	if err != nil {
 		return 0, fmt.Errorf("delete stale heartbeats: %w", err)
 	}
 	return n, nil
 }
 
-// HeartbeatOldestForeign reads the oldest fresh heartbeat among the
-// leases other workers hold on runnable chats.
-func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParams) (time.Time, bool, error) {
-	if p.LeaseCutoff == nil {
-		return time.Time{}, false, nil
+// HeartbeatOldestForeign reports how long until the oldest fresh lease
+// that other workers hold on runnable chats goes stale.
+func (t *tx) HeartbeatOldestForeign(ctx context.Context, p store.AcquirableParams) (time.Duration, bool, error) {
+	if p.Leases == nil {
+		return 0, false, nil
 	}
 	var at sql.NullString
 	err := t.tx.QueryRowContext(ctx, `SELECT MIN(hb.heartbeat_at) FROM chats c
 		JOIN chat_heartbeats hb ON hb.chat_id = c.id AND hb.runner_id = c.runner_id
 		WHERE c.archived = 0 AND c.status IN ('running', 'interrupting', 'requires_action')
 		AND c.worker_id IS NOT NULL AND c.worker_id <> ? AND hb.heartbeat_at > ?`,
-		p.Self.String(), ts(*p.LeaseCutoff)).Scan(&at)
+		p.Self.String(), leaseCutoff(*p.Leases)).Scan(&at)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", translate(err))
+		return 0, false, fmt.Errorf("oldest foreign heartbeat: %w", translate(err))
 	}
 	if !at.Valid {
-		return time.Time{}, false, nil
+		return 0, false, nil
 	}
-	parsed, err := parseTS(at.String)
+	oldest, err := parseTS(at.String)
 	if err != nil {
-		return time.Time{}, false, fmt.Errorf("oldest foreign heartbeat: %w", err)
+		return 0, false, fmt.Errorf("oldest foreign heartbeat: %w", err)
 	}
-	return parsed, true, nil
+	return oldest.Add(p.Leases.Timeout).Sub(p.Leases.Now), true, nil
 }
 
 // ReplicaTouch marks a replica's record as refreshed at now.
@@ -131,10 +150,10 @@ func (t *tx) ReplicaTouch(ctx context.Context, workerID uuid.UUID, now time.Time
 	return n > 0, nil
 }
 
-// ReplicaDeleteStale removes the records of replicas not refreshed since
-// cutoff.
-func (t *tx) ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM chat_replicas WHERE updated_at < ?`, ts(cutoff))
+// ReplicaDeleteStale removes the records of replicas not refreshed within
+// the window.
+func (t *tx) ReplicaDeleteStale(ctx context.Context, w store.LeaseWindow) (int64, error) {
+	n, err := t.exec(ctx, `DELETE FROM chat_replicas WHERE updated_at < ?`, leaseCutoff(w))
 	if err != nil {
 		return 0, fmt.Errorf("delete stale replicas: %w", err)
 	}
@@ -143,9 +162,9 @@ func (t *tx) ReplicaDeleteStale(ctx context.Context, cutoff time.Time) (int64, e
 
 // ownerAlive is the SQL condition "the chat aliased c has a live owner".
 func ownerAlive(p store.AcquirableParams, a *args, c string) string {
-	if p.LeaseCutoff != nil {
+	if p.Leases != nil {
 		return `(` + c + `.worker_id IS NOT NULL AND EXISTS (SELECT 1 FROM chat_heartbeats hb
-			WHERE hb.chat_id = ` + c + `.id AND hb.runner_id = ` + c + `.runner_id AND hb.heartbeat_at > ` + a.add(ts(*p.LeaseCutoff)) + `))`
+			WHERE hb.chat_id = ` + c + `.id AND hb.runner_id = ` + c + `.runner_id AND hb.heartbeat_at > ` + a.add(leaseCutoff(*p.Leases)) + `))`
 	}
 	return `(` + c + `.worker_id IS NOT NULL AND ` + c + `.worker_id = ` + a.add(p.Self.String()) + `)`
 }

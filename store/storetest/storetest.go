@@ -1097,50 +1097,161 @@ func (b *bundle) own(t *testing.T, id, worker, runner uuid.UUID, at time.Time) {
 	})
 }
 
+// leaseTimeout is the lease timeout of the lease cases.
+const leaseTimeout = 30 * time.Second
+
+// leaseClock is the caller's clock of the lease cases, and the way they
+// make time pass for leases. The lease clock (store.LeaseWindow) is the
+// caller's on SQLite and the database's on Postgres. The caller's clock
+// starts at b.now, months away from the real time, so a store that stamped
+// with one clock and judged with the other would fail these cases.
+type leaseClock struct {
+	b   *bundle
+	now time.Time
+}
+
+func (b *bundle) leaseClock() *leaseClock { return &leaseClock{b: b, now: b.now} }
+
+// databaseClock reports whether the store stamps and judges leases by the
+// database's clock (Postgres) rather than the caller's (SQLite).
+func (c *leaseClock) databaseClock() bool { return c.b.s.Dialect() == "postgres" }
+
+// window is the lease window at the caller's time.
+func (c *leaseClock) window() store.LeaseWindow {
+	return store.LeaseWindow{Now: c.now, Timeout: leaseTimeout}
+}
+
+// elapse lets d pass for every lease and replica record: the caller's
+// clock moves on, and where the database's clock judges (it cannot be
+// moved) every stamp moves d into the past instead.
+func (c *leaseClock) elapse(t *testing.T, d time.Duration) {
+	t.Helper()
+	c.now = c.now.Add(d)
+	if !c.databaseClock() {
+		return
+	}
+	require.NoError(t, c.b.s.InTx(c.b.ctx, func(tx store.Tx) error {
+		for _, stmt := range []string{
+			`UPDATE chat_heartbeats SET heartbeat_at = heartbeat_at - $1::bigint * interval '1 microsecond'`,
+			`UPDATE chat_replicas SET updated_at = updated_at - $1::bigint * interval '1 microsecond'`,
+		} {
+			if _, err := c.b.exec(c.b.ctx, tx, stmt, d.Microseconds()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+// requireStamped checks that a stamp written at the caller's time c.now
+// came from the lease clock: c.now itself on SQLite; on Postgres the
+// database's clock, never the caller's (table.column holds at, and the
+// database must find it within the last minute of its own time).
+func (c *leaseClock) requireStamped(t *testing.T, table, column string, at time.Time, msg string) {
+	t.Helper()
+	if !c.databaseClock() {
+		require.True(t, c.now.Equal(at), "%s: stamped with the caller's time %v, got %v", msg, c.now, at)
+		return
+	}
+	require.False(t, c.now.Equal(at), "%s: the database's clock stamps, not the caller's", msg)
+	var n int64
+	require.NoError(t, c.b.s.InTx(c.b.ctx, func(tx store.Tx) error {
+		var err error
+		// A no-op update counts matching rows portably.
+		n, err = c.b.exec(c.b.ctx, tx, `UPDATE `+table+` SET `+column+` = `+column+` WHERE `+column+` = $1
+			AND `+column+` <= statement_timestamp() AND `+column+` > statement_timestamp() - interval '1 minute'`, at)
+		return err
+	}))
+	require.Equal(t, int64(1), n, "%s: stamped by the database's clock, got %v", msg, at)
+}
+
+// requireUntil checks a duration the store measured by its lease clock
+// from the state the test set up: exactly want on the caller's clock; on
+// the database's, which runs on while the test runs, at most want and
+// not far below it.
+func (c *leaseClock) requireUntil(t *testing.T, want, got time.Duration, msg string) {
+	t.Helper()
+	if !c.databaseClock() {
+		require.Equal(t, want, got, msg)
+		return
+	}
+	require.LessOrEqual(t, got, want, msg)
+	require.Greater(t, got, want-10*time.Second, msg)
+}
+
+// fresh asks the store whether a lease is fresh at the caller's time.
+func (c *leaseClock) fresh(t *testing.T, chatID, runnerID uuid.UUID) bool {
+	t.Helper()
+	var fresh bool
+	require.NoError(t, c.b.s.ReadTx(c.b.ctx, func(tx store.Reader) error {
+		var err error
+		fresh, err = tx.HeartbeatFresh(c.b.ctx, chatID, runnerID, c.window())
+		return err
+	}))
+	return fresh
+}
+
 func testHeartbeatLeases(t *testing.T, b *bundle) {
-	worker, r1, r2 := uuid.New(), uuid.New(), uuid.New()
-	t0 := b.now
-	b.own(t, b.chat.ID, worker, r1, t0)
+	worker, r1, r2, r3 := uuid.New(), uuid.New(), uuid.New(), uuid.New()
+	c := b.leaseClock()
+	b.own(t, b.chat.ID, worker, r1, c.now)
 	other := b.newChat(t, nil)
-	b.own(t, other.ID, worker, r2, t0)
-	renew := func(now time.Time, leases ...store.Lease) []store.Lease {
+	b.own(t, other.ID, worker, r2, c.now)
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		at, err := tx.HeartbeatAt(b.ctx, b.chat.ID, r1)
+		require.NoError(t, err)
+		c.requireStamped(t, "chat_heartbeats", "heartbeat_at", at, "the initial heartbeat")
+		_, err = tx.HeartbeatAt(b.ctx, b.chat.ID, uuid.New())
+		require.ErrorIs(t, err, store.ErrNotFound)
+		return nil
+	}))
+	renew := func(leases ...store.Lease) []store.Lease {
 		var out []store.Lease
 		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 			var err error
-			out, err = tx.HeartbeatRenew(b.ctx, leases, now, now.Add(-30*time.Second))
+			out, err = tx.HeartbeatRenew(b.ctx, leases, c.window())
 			return err
 		}))
 		return out
 	}
 	l1, l2 := store.Lease{ChatID: b.chat.ID, RunnerID: r1}, store.Lease{ChatID: other.ID, RunnerID: r2}
-	require.ElementsMatch(t, []store.Lease{l1, l2}, renew(t0.Add(9*time.Second), l1, l2))
-	require.Equal(t, []store.Lease{l1}, renew(t0.Add(9*time.Second), l1, l1), "a lease named twice is renewed once")
+	c.elapse(t, 9*time.Second)
+	require.ElementsMatch(t, []store.Lease{l1, l2}, renew(l1, l2))
+	require.Equal(t, []store.Lease{l1}, renew(l1, l1), "a lease named twice is renewed once")
 	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		at, err := tx.HeartbeatAt(b.ctx, b.chat.ID, r1)
-		require.True(t, t0.Add(9*time.Second).Equal(at), "renewed to now")
-		_, err2 := tx.HeartbeatAt(b.ctx, b.chat.ID, uuid.New())
-		require.ErrorIs(t, err2, store.ErrNotFound)
-		return err
+		require.NoError(t, err)
+		c.requireStamped(t, "chat_heartbeats", "heartbeat_at", at, "the renewal")
+		return nil
 	}))
 
 	// A lease whose chat moved to another runner is not renewed.
-	b.own(t, other.ID, worker, uuid.New(), t0.Add(10*time.Second))
-	require.Equal(t, []store.Lease{l1}, renew(t0.Add(18*time.Second), l1, l2))
+	b.own(t, other.ID, worker, r3, c.now)
+	c.elapse(t, 9*time.Second)
+	require.Equal(t, []store.Lease{l1}, renew(l1, l2))
 
-	// A stale lease is never revived.
-	require.Empty(t, renew(t0.Add(18*time.Second+31*time.Second), l1))
-	require.Empty(t, renew(t0.Add(60*time.Second), store.Lease{ChatID: uuid.New(), RunnerID: uuid.New()}))
-
+	// l1 was renewed 29 s ago: fresh; r3's lease is 38 s old: stale.
+	c.elapse(t, 29*time.Second)
+	require.True(t, c.fresh(t, b.chat.ID, r1), "renewed: fresh for the lease timeout")
+	require.False(t, c.fresh(t, other.ID, r3), "older than the lease timeout")
+	require.False(t, c.fresh(t, b.chat.ID, uuid.New()), "no heartbeat row")
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
-		n, err := tx.HeartbeatDeleteStale(b.ctx, t0.Add(10*time.Second))
-		require.Equal(t, int64(1), n, "only l2 (renewed at t0+9s) is older than the cutoff")
+		n, err := tx.HeartbeatDeleteStale(b.ctx, c.window())
+		require.Equal(t, int64(2), n, "l2 and r3's lease are stale, l1 is not")
 		return err
 	}))
+	require.True(t, c.fresh(t, b.chat.ID, r1))
+
+	// A stale lease is never revived.
+	c.elapse(t, 2*time.Second)
+	require.False(t, c.fresh(t, b.chat.ID, r1))
+	require.Empty(t, renew(l1))
+	require.Empty(t, renew(store.Lease{ChatID: uuid.New(), RunnerID: uuid.New()}))
 }
 
 func testAcquirableAndOwned(t *testing.T, b *bundle) {
 	self, other := uuid.New(), uuid.New()
-	t0 := b.now
+	c := b.leaseClock()
 	setStatus := func(id uuid.UUID, p store.ChatPatch) {
 		b.transition(t, id, func(tx store.Tx) error {
 			_, err := tx.ChatUpdate(b.ctx, id, p)
@@ -1148,12 +1259,13 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 		})
 	}
 	unowned := b.chat.ID
-	ownedFresh := b.newChat(t, nil).ID
-	b.own(t, ownedFresh, other, uuid.New(), t0)
 	ownedStale := b.newChat(t, nil).ID
-	b.own(t, ownedStale, other, uuid.New(), t0.Add(-time.Minute))
+	b.own(t, ownedStale, other, uuid.New(), c.now)
 	ownedBySelf := b.newChat(t, nil).ID
-	b.own(t, ownedBySelf, self, uuid.New(), t0.Add(-time.Minute))
+	b.own(t, ownedBySelf, self, uuid.New(), c.now)
+	c.elapse(t, time.Minute) // both leases go stale
+	ownedFresh := b.newChat(t, nil).ID
+	b.own(t, ownedFresh, other, uuid.New(), c.now)
 	waiting := b.newChat(t, nil).ID
 	setStatus(waiting, store.ChatPatch{Status: store.Some(store.ChatStatusWaiting)})
 	archived := b.newChat(t, nil).ID
@@ -1164,7 +1276,11 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 		p.ParentChatID = uuid.NullUUID{UUID: unowned, Valid: true}
 		p.RootChatID = uuid.NullUUID{UUID: unowned, Valid: true}
 	}).ID
-	b.own(t, child, self, uuid.New(), t0)
+	b.own(t, child, self, uuid.New(), c.now)
+	leases := func(self uuid.UUID) store.AcquirableParams {
+		w := c.window()
+		return store.AcquirableParams{Self: self, Leases: &w}
+	}
 
 	list := func(p store.AcquirableParams) []uuid.UUID {
 		var ids []uuid.UUID
@@ -1178,9 +1294,8 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 		}))
 		return ids
 	}
-	cutoff := t0.Add(-30 * time.Second)
 	require.ElementsMatch(t, []uuid.UUID{unowned, ownedStale, ownedBySelf, action},
-		list(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff}), "leases decide liveness")
+		list(leases(self)), "leases decide liveness")
 	require.ElementsMatch(t, []uuid.UUID{unowned, ownedFresh, ownedStale, action},
 		list(store.AcquirableParams{Self: self}), "without leases only Self is alive")
 
@@ -1193,36 +1308,40 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 		}))
 		return r, s
 	}
-	r, s := count(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff})
+	r, s := count(leases(self))
 	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedFresh is a root, child a subagent")
 	r, s = count(store.AcquirableParams{Self: self})
 	require.Equal(t, [2]int64{1, 1}, [2]int64{r, s}, "ownedBySelf and child")
 
-	oldest := func(p store.AcquirableParams) (time.Time, bool) {
+	until := func(p store.AcquirableParams) (time.Duration, bool) {
 		var (
-			at    time.Time
+			d     time.Duration
 			found bool
 		)
 		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 			var err error
-			at, found, err = tx.HeartbeatOldestForeign(b.ctx, p)
+			d, found, err = tx.HeartbeatOldestForeign(b.ctx, p)
 			return err
 		}))
-		return at, found
+		return d, found
 	}
-	b.own(t, waiting, other, uuid.New(), t0.Add(-10*time.Second)) // not runnable: never taken over
-	at, found := oldest(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff})
+	b.own(t, waiting, other, uuid.New(), c.now) // not runnable: never taken over
+	c.elapse(t, 5*time.Second)
+	d, found := until(leases(self))
 	require.True(t, found)
-	require.True(t, t0.Equal(at), "ownedFresh: the only fresh lease of another worker on a runnable chat, got %v", at)
-	b.own(t, ownedFresh, other, uuid.New(), t0.Add(5*time.Second))
-	at, found = oldest(store.AcquirableParams{Self: self, LeaseCutoff: &cutoff})
+	c.requireUntil(t, 25*time.Second, d, "ownedFresh: the only fresh lease of another worker on a runnable chat")
+	b.own(t, ownedFresh, other, uuid.New(), c.now)
+	d, found = until(leases(self))
 	require.True(t, found)
-	require.True(t, t0.Add(5*time.Second).Equal(at), "a lease's newest heartbeat counts, got %v", at)
-	at, found = oldest(store.AcquirableParams{Self: other, LeaseCutoff: &cutoff})
+	c.requireUntil(t, leaseTimeout, d, "the lease of the chat's current runner counts")
+	d, found = until(leases(other))
 	require.True(t, found)
-	require.True(t, t0.Equal(at), "for other, self's fresh child lease (ownedBySelf's is stale), got %v", at)
-	_, found = oldest(store.AcquirableParams{Self: self})
-	require.False(t, found, "no leases without a cutoff")
+	c.requireUntil(t, 25*time.Second, d, "for other, self's fresh child lease (ownedBySelf's is stale)")
+	_, found = until(store.AcquirableParams{Self: self})
+	require.False(t, found, "no leases without a window")
+	c.elapse(t, 25*time.Second)
+	_, found = until(leases(other))
+	require.False(t, found, "a lease exactly the lease timeout old is stale")
 }
 
 // testRequiresActionHoldsNoSlot: a chat in requires_action keeps its live
@@ -1230,9 +1349,9 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 // limiter; it counts again once it runs.
 func testRequiresActionHoldsNoSlot(t *testing.T, b *bundle) {
 	self := uuid.New()
-	cutoff := b.now.Add(-30 * time.Second)
-	for _, p := range []store.AcquirableParams{{Self: self, LeaseCutoff: &cutoff}, {Self: self}} {
-		leases := p.LeaseCutoff != nil
+	w := b.leaseClock().window()
+	for _, p := range []store.AcquirableParams{{Self: self, Leases: &w}, {Self: self}} {
+		leases := p.Leases != nil
 		b.own(t, b.chat.ID, self, uuid.New(), b.now)
 		b.transition(t, b.chat.ID, func(tx store.Tx) error {
 			_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Status: store.Some(store.ChatStatusRequiresAction)})
@@ -1296,8 +1415,8 @@ func testAcquirableFairOrder(t *testing.T, b *bundle) {
 	bobAction := at(4*time.Second, bob.ID, store.ChatStatusRequiresAction)
 	bobNewer := at(5*time.Second, bob.ID, store.ChatStatusInterrupting)
 
-	cutoff := b.now.Add(-30 * time.Second)
-	for _, p := range []store.AcquirableParams{{Self: self, LeaseCutoff: &cutoff}, {Self: self}} {
+	w := b.leaseClock().window()
+	for _, p := range []store.AcquirableParams{{Self: self, Leases: &w}, {Self: self}} {
 		var (
 			ids     []uuid.UUID
 			byOwner map[uuid.UUID]int64
@@ -1314,7 +1433,7 @@ func testAcquirableFairOrder(t *testing.T, b *bundle) {
 			return err
 		}))
 		require.Equal(t, []uuid.UUID{bobAction, bobNew, bobNewer, aliceOlder, aliceOld}, ids,
-			"leases %v: requires_action, then the owner with fewer slots, then oldest", p.LeaseCutoff != nil)
+			"leases %v: requires_action, then the owner with fewer slots, then oldest", p.Leases != nil)
 		require.Equal(t, map[uuid.UUID]int64{b.user.ID: 1}, byOwner)
 	}
 }
@@ -1352,13 +1471,17 @@ func testMessagesByRevision(t *testing.T, b *bundle) {
 
 func testReplicas(t *testing.T, b *bundle) {
 	w := uuid.New()
-	r := store.Replica{WorkerID: w, Address: "http://10.0.0.1:8080", TokenHash: "9b1a", UpdatedAt: b.now}
+	c := b.leaseClock()
+	r := store.Replica{WorkerID: w, Address: "http://10.0.0.1:8080", TokenHash: "9b1a", UpdatedAt: c.now}
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaUpsert(b.ctx, r) }))
-	r.Address, r.UpdatedAt = "http://10.0.0.2:8080", b.now.Add(time.Second)
+	c.elapse(t, time.Second)
+	r.Address, r.TokenHash, r.UpdatedAt = "http://10.0.0.2:8080", "77c0", c.now
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ReplicaUpsert(b.ctx, r) }))
 	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		got, err := tx.ReplicaGet(b.ctx, w)
 		require.NoError(t, err)
+		c.requireStamped(t, "chat_replicas", "updated_at", got.UpdatedAt, "an upsert")
+		got.UpdatedAt = r.UpdatedAt
 		require.Equal(t, r, got)
 		_, err = tx.ReplicaGet(b.ctx, uuid.New())
 		require.ErrorIs(t, err, store.ErrNotFound)
@@ -1368,33 +1491,45 @@ func testReplicas(t *testing.T, b *bundle) {
 }
 
 // testReplicaTouchAndDeleteStale: a replica refreshes its record; the
-// records not refreshed since a cutoff are removed, the others stay.
+// records not refreshed within the lease window are removed, the others
+// stay.
 func testReplicaTouchAndDeleteStale(t *testing.T, b *bundle) {
 	alive, dead, unknown := uuid.New(), uuid.New(), uuid.New()
+	c := b.leaseClock()
 	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 		for _, id := range []uuid.UUID{alive, dead} {
-			if err := tx.ReplicaUpsert(b.ctx, store.Replica{WorkerID: id, Address: "http://x", TokenHash: "t", UpdatedAt: b.now}); err != nil {
+			if err := tx.ReplicaUpsert(b.ctx, store.Replica{WorkerID: id, Address: "http://x", TokenHash: "t", UpdatedAt: c.now}); err != nil {
 				return err
 			}
 		}
-		found, err := tx.ReplicaTouch(b.ctx, alive, b.now.Add(40*time.Second))
+		return nil
+	}))
+	c.elapse(t, 40*time.Second)
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		found, err := tx.ReplicaTouch(b.ctx, alive, c.now)
 		require.True(t, found)
 		if err != nil {
 			return err
 		}
-		found, err = tx.ReplicaTouch(b.ctx, unknown, b.now.Add(40*time.Second))
+		found, err = tx.ReplicaTouch(b.ctx, unknown, c.now)
 		require.False(t, found, "no record to refresh")
-		return err
-	}))
-	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
-		n, err := tx.ReplicaDeleteStale(b.ctx, b.now.Add(10*time.Second))
-		require.Equal(t, int64(1), n)
 		return err
 	}))
 	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
 		r, err := tx.ReplicaGet(b.ctx, alive)
 		require.NoError(t, err)
-		require.True(t, b.now.Add(40*time.Second).Equal(r.UpdatedAt), "refreshed, got %v", r.UpdatedAt)
+		c.requireStamped(t, "chat_replicas", "updated_at", r.UpdatedAt, "a touch")
+		return nil
+	}))
+	c.elapse(t, leaseTimeout-time.Second)
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+		n, err := tx.ReplicaDeleteStale(b.ctx, c.window())
+		require.Equal(t, int64(1), n, "only the record older than the lease timeout goes")
+		return err
+	}))
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		_, err := tx.ReplicaGet(b.ctx, alive)
+		require.NoError(t, err, "the refreshed record stays")
 		_, err = tx.ReplicaGet(b.ctx, dead)
 		require.ErrorIs(t, err, store.ErrNotFound, "the dead replica's record is gone")
 		return nil
@@ -1490,7 +1625,8 @@ func testInvocations(t *testing.T, b *bundle) {
 	done := b.now.Add(time.Minute)
 	full := store.Invocation{
 		RequestID: uuid.New(), CallerID: b.user.ID, ContentSHA256: fmt.Sprintf("%x", sha256.Sum256([]byte("hi"))),
-		Kind: "send_message", ChatID: b.chat.ID, AuditID: uuid.New(), State: store.InvocationCompleted,
+		RequestSHA256: fmt.Sprintf("%x", sha256.Sum256([]byte(`{"endpoint":"send_message"}`))),
+		Kind:          "send_message", ChatID: b.chat.ID, AuditID: uuid.New(), State: store.InvocationCompleted,
 		MessageID: &msgID, QueuedMessageID: &queuedID,
 		Response:  json.RawMessage(`{"type":"AuditOpened","audit":"a1"}`),
 		Outcome:   json.RawMessage(`{"text":"done","usage":[1,2]}`),
@@ -1738,9 +1874,10 @@ func testEmptyListsAreNotNil(t *testing.T, b *bundle) {
 		empty("ChatListAcquirable", chats, err)
 		ids, err := tx.MessageSoftDeleteFrom(b.ctx, b.chat.ID, 1)
 		empty("MessageSoftDeleteFrom", ids, err)
-		leases, err := tx.HeartbeatRenew(b.ctx, nil, b.now, b.now.Add(-time.Minute))
+		w := b.leaseClock().window()
+		leases, err := tx.HeartbeatRenew(b.ctx, nil, w)
 		empty("HeartbeatRenew of no leases", leases, err)
-		leases, err = tx.HeartbeatRenew(b.ctx, []store.Lease{{ChatID: b.chat.ID, RunnerID: uuid.New()}}, b.now, b.now.Add(-time.Minute))
+		leases, err = tx.HeartbeatRenew(b.ctx, []store.Lease{{ChatID: b.chat.ID, RunnerID: uuid.New()}}, w)
 		empty("HeartbeatRenew of unknown leases", leases, err)
 		return nil
 	})
