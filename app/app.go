@@ -24,6 +24,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
@@ -225,6 +226,13 @@ func (a *App) init(ctx context.Context) error {
 		// Nothing connects before the first chat or status asks.
 		a.mcp = mcp.NewManager(mcfg, mcp.Options{Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock})
 		wdeps.MCP, mcpServers = a.mcp, a.mcp
+	}
+	if a.cfg.HookURL != "" {
+		if wdeps.Hooks, err = hooks.New(hooks.Config{
+			URL: a.cfg.HookURL, Secret: a.cfg.HookSecret, MaxConcurrent: a.cfg.HookMaxConcurrent, Clock: a.clock,
+		}); err != nil {
+			return fmt.Errorf("lifecycle hooks (CHATD_HOOK_URL, CHATD_HOOK_SECRET): %w", err)
+		}
 	}
 	a.worker = worker.New(wcfg, wdeps)
 	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {

@@ -107,6 +107,14 @@ type Config struct {
 	WebhookURL string
 	// Tools adds server-side tools (tests register their own).
 	Tools []tools.Tool
+	// HookURL, when set, turns lifecycle hooks on: events are POSTed there,
+	// signed with HookSecret (required with it).
+	HookURL    string
+	HookSecret string
+	// HookMaxConcurrent caps concurrent hook dispatches of this replica
+	// (hooks.DefaultMaxConcurrent when zero); half is reserved for work
+	// chats already admitted.
+	HookMaxConcurrent int
 	// MCPConfig is the path of an mcpServers JSON file whose MCP servers'
 	// tools the chats may use (none when empty). A bad file stops startup.
 	MCPConfig string
@@ -149,6 +157,8 @@ func FromEnv() Config {
 	}
 	c.WebhookURL = os.Getenv("CHATD_WEBHOOK_URL")
 	c.MCPConfig = os.Getenv("CHATD_MCP_CONFIG")
+	c.HookURL, c.HookSecret = os.Getenv("CHATD_HOOK_URL"), os.Getenv("CHATD_HOOK_SECRET")
+	c.HookMaxConcurrent = envLimit("CHATD_HOOK_MAX_CONCURRENT", 0)
 	c.CookieSecure = os.Getenv("CHATD_COOKIE_SECURE")
 	c.TrustedProxies = os.Getenv("CHATD_TRUSTED_PROXIES")
 	c.MetricsAddr = os.Getenv("CHATD_METRICS_ADDR")
@@ -160,6 +170,7 @@ func FromEnv() Config {
 	c.Worker.MaxRetries, _ = strconv.Atoi(os.Getenv("CHATD_MAX_GENERATION_RETRIES"))
 	c.Worker.MaxSteps, _ = strconv.Atoi(os.Getenv("CHATD_MAX_STEPS_PER_TURN"))
 	c.Worker.CompactThresholdPercent, _ = strconv.Atoi(os.Getenv("CHATD_COMPACT_THRESHOLD_PERCENT"))
+	c.Worker.AutoArchiveDays = envLimit("CHATD_AUTO_ARCHIVE_DAYS", 0)
 	c.Limits = api.Limits{
 		WritesPerMinute:      envLimit("CHATD_WRITES_PER_MINUTE", api.DefaultWritesPerMinute),
 		LoginsPerMinute:      envLimit("CHATD_LOGINS_PER_MINUTE", api.DefaultLoginsPerMinute),

@@ -123,6 +123,18 @@ type Reader interface {
 	// then the oldest (updated_at, id).
 	ChatListAcquirable(ctx context.Context, p AcquirableParams) ([]Chat, error)
 
+	// ChatListArchivable lists the root chats the auto-archive loop may
+	// archive (spec: "Auto-archive loop"), oldest first (created_at, id):
+	// unarchived, unpinned, not running, interrupting or requires_action,
+	// created before p.Cutoff, no descendant running, interrupting or
+	// requires_action, and no non-deleted message in the family created at
+	// or after p.Cutoff.
+	ChatListArchivable(ctx context.Context, p ArchivableParams) ([]Chat, error)
+
+	// MessageNewestInFamily reads when the newest non-deleted message of a
+	// root chat and its descendants was created; false when there is none.
+	MessageNewestInFamily(ctx context.Context, rootID uuid.UUID) (time.Time, bool, error)
+
 	// ChatCountOwned counts the chats that hold a slot of the concurrent
 	// agent limiter, split into root chats and subagent (child) chats: a
 	// live owner holds them and they are not in requires_action (a chat
@@ -480,6 +492,14 @@ type LeaseWindow struct {
 type AcquirableParams struct {
 	Self   uuid.UUID
 	Leases *LeaseWindow
+	Limit  int // see ListLimit
+}
+
+// ArchivableParams select auto-archive candidates (ChatListArchivable).
+type ArchivableParams struct {
+	// Cutoff: a candidate was created, and its family last messaged,
+	// before this instant.
+	Cutoff time.Time
 	Limit  int // see ListLimit
 }
 

@@ -1,7 +1,9 @@
 package chatstate
 
 import (
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -91,4 +93,83 @@ func parentsFirst(root uuid.UUID, family []store.Chat) []store.Chat {
 		level = next
 	}
 	return out
+}
+
+// ErrNotArchivable: a chat the auto-archive loop read as a candidate no
+// longer qualifies once it is locked (a message arrived, it was pinned or
+// archived, it started running, ...). AutoArchive changed nothing.
+var ErrNotArchivable = errors.New("chat no longer qualifies for auto-archive")
+
+// AutoArchiveCutoff is the auto-archive cutoff (spec: "Auto-archive
+// loop"): 00:00 UTC of now's day minus days.
+func AutoArchiveCutoff(now time.Time, days int) time.Time {
+	y, m, d := now.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).AddDate(0, 0, -days)
+}
+
+// AutoArchive archives an old, unused root chat family the way PATCH
+// archived=true does (SetArchivedFamily), after locking the root and then
+// every descendant and rechecking, under those locks, the candidate rules
+// of store.Reader.ChatListArchivable against cutoff: the candidate read
+// holds no lock, so a message may have arrived since. A family that no
+// longer qualifies is not archived and the error wraps ErrNotArchivable;
+// the caller rolls the bundle back, so nothing changed.
+func (t *Tx) AutoArchive(rootID uuid.UUID, cutoff time.Time) (Result, error) {
+	skip := func(reason string) error {
+		return fmt.Errorf("auto-archive chat %s: %s: %w", rootID, reason, ErrNotArchivable)
+	}
+	root, st, err := t.LockState(rootID)
+	if err != nil {
+		return Result{}, err
+	}
+	switch {
+	case st == StateN:
+		return Result{}, skip("it no longer exists")
+	case root.RootChatID.Valid:
+		return Result{}, skip("it is not a root chat")
+	case root.Archived:
+		return Result{}, skip("it is archived")
+	case root.PinOrder != 0:
+		return Result{}, skip("it is pinned")
+	case !root.CreatedAt.Before(cutoff):
+		return Result{}, skip("it was created after the cutoff")
+	}
+	if err := archivable(root, st); err != nil {
+		return Result{}, skip(err.Error())
+	}
+	family, err := t.tx.ChatDescendants(t.ctx, rootID)
+	if err != nil {
+		return Result{}, fmt.Errorf("list family of chat %s: %w", rootID, err)
+	}
+	for _, member := range parentsFirst(rootID, family) {
+		c, st, err := t.LockState(member.ID)
+		if err != nil {
+			return Result{}, err
+		}
+		if err := archivable(c, st); err != nil {
+			return Result{}, skip(fmt.Sprintf("its descendant %s: %s", member.ID, err))
+		}
+	}
+	newest, ok, err := t.tx.MessageNewestInFamily(t.ctx, rootID)
+	if err != nil {
+		return Result{}, err
+	}
+	if ok && !newest.Before(cutoff) {
+		return Result{}, skip("its family has a message after the cutoff")
+	}
+	return t.SetArchivedFamily(rootID, true)
+}
+
+// archivable is the per-member status rule of auto-archive: no running,
+// interrupting or requires_action work, and a state SetArchived(true) may
+// leave (an invalid chat, or a descendant archived on its own, would fail
+// the family's archive as it fails PATCH).
+func archivable(c store.Chat, st State) error {
+	if isRunnableStatus(c.Status) {
+		return fmt.Errorf("it is %s", c.Status)
+	}
+	if _, ok := Allowed(st, SetArchivedTrue); !ok {
+		return fmt.Errorf("it cannot be archived from %s", st)
+	}
+	return nil
 }

@@ -261,7 +261,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 		return r.finishTurn(ctx, f) // nothing to compact: the marker is dropped
 	}
 	if v.complete() || v.steps() >= r.w.cfg.MaxSteps {
-		return r.finishTurn(ctx, f)
+		return r.stopTurn(ctx, f, v)
 	}
 	model, err := r.w.deps.Models.Resolve(v.modelID())
 	if err != nil {
@@ -485,7 +485,18 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) e
 	for cut > 0 && v.active[cut-1].Role == store.RoleUser && !chatstate.IsBoundaryAnchor(v.active[cut-1]) {
 		cut--
 	}
-	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: llm.SummaryInstruction}}})
+	guide, err := r.preCompact(ctx, v, source)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return r.hookFailed(ctx, fence{ev: ev}, err)
+	}
+	instruction := llm.SummaryInstruction
+	if guide != "" {
+		instruction += "\n\n" + guide
+	}
+	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: instruction}}})
 	progress := []sdk.ChatMessagePart{{Type: sdk.PartReasoning, Text: "Summarizing the conversation…"}}
 	resp, done, err := r.callModel(ctx, ev, model, llm.Request{Model: model.Name, Messages: msgs}, progress)
 	if err != nil || done {
@@ -499,8 +510,19 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) e
 	}
 	args, _ := json.Marshal(map[string]any{"source": source, "threshold_percent": r.w.cfg.CompactThresholdPercent})
 	result, _ := json.Marshal(map[string]any{"source": source, "summary": summary.String(), "context_limit_tokens": model.ContextLimit})
-	triplet, err := chatstate.BoundaryTriplet(r.chatID,
-		"Summary of the conversation so far:\n\n"+summary.String(), chatstate.ToolChatSummarized, args, result)
+	// post_compact runs once the summary exists and its effects commit
+	// with it: model context joins the summary the model reads (so it does
+	// not resume a finished turn), user context follows as a prompt. A
+	// failed dispatch keeps the summary and stops the chat.
+	modelContext, userContext, hookErr := r.postCompact(ctx, v, source)
+	if hookErr != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	text := "Summary of the conversation so far:\n\n" + summary.String()
+	if modelContext != "" {
+		text += "\n\n" + modelContext
+	}
+	triplet, err := chatstate.BoundaryTriplet(r.chatID, text, chatstate.ToolChatSummarized, args, result)
 	if err != nil {
 		return err
 	}
@@ -511,8 +533,15 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) e
 			RequestID: m.RequestID, // the turn's request stays findable after the boundary
 		})
 	}
+	triplet = append(triplet, userContext...)
 	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
-		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: triplet, Compaction: true})
-		return err
+		if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: triplet, Compaction: true}); err != nil {
+			return err
+		}
+		if hookErr != nil {
+			_, err := t.FinishError(r.chatID, hookError(hookErr))
+			return err
+		}
+		return nil
 	})
 }

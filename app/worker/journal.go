@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/google/uuid"
@@ -44,10 +45,17 @@ func (v view) turnRequest() uuid.NullUUID {
 // gets an error result saying the tool is unavailable, and is not run.
 func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstate.ToolCall, server toolset) error {
 	request := v.turnRequest()
+	all := calls
+	// pre_tool_use may deny calls or replace their input; a failed hook
+	// leaves its calls unrun, with error results, and stops the chat below.
+	calls, denied, extra, hookErr := r.preToolUse(ctx, v, calls)
+	if hookErr != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	results := map[string]sdk.ChatMessagePart{}
 	var toRun []chatstate.ToolCall
 	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
-		results, toRun = map[string]sdk.ChatMessagePart{}, nil
+		results, toRun = maps.Clone(denied), nil
 		var unresolved []string
 		for _, c := range calls {
 			// A new entry records the tool's effect class. A call whose
@@ -81,7 +89,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		_, err := t.MarkUnresolved(r.chatID, request, unresolved)
 		return err
 	})
-	if err != nil || len(toRun) == 0 && len(results) < len(calls) {
+	if err != nil || len(toRun) == 0 && len(results) < len(all) {
 		return err // stopped for review, or fenced out
 	}
 
@@ -117,14 +125,24 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 	if ctx.Err() != nil {
 		return ctx.Err() // interrupted: the journal keeps them "started"
 	}
-	parts := make([]sdk.ChatMessagePart, 0, len(calls))
-	for _, c := range calls {
+	// A failed hook keeps the results (the calls that ran did) and stops
+	// the chat in the same transaction.
+	var after []store.MessageInsertParams
+	if hookErr == nil {
+		after, hookErr = r.postToolUse(ctx, v, toRun, results)
+	}
+	if hookErr != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	parts := make([]sdk.ChatMessagePart, 0, len(all))
+	for _, c := range all {
 		parts = append(parts, results[c.ID])
 	}
 	content, err := chatstate.EncodeParts(parts)
 	if err != nil {
 		return err
 	}
+	messages := append([]store.MessageInsertParams{{Role: store.RoleTool, Content: content}}, append(extra, after...)...)
 	return r.commit(ctx, f, func(t *chatstate.Tx) error {
 		for _, c := range toRun {
 			p := results[c.ID]
@@ -132,8 +150,15 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 				return err
 			}
 		}
-		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
-		return err
+		if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: messages}); err != nil {
+			return err
+		}
+		if hookErr != nil {
+			r.w.log.Warn("lifecycle hook failed; stopping the chat", "chat_id", r.chatID, "err", hookErr)
+			_, err := t.FinishError(r.chatID, hookError(hookErr))
+			return err
+		}
+		return nil
 	})
 }
 

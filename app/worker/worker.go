@@ -17,6 +17,7 @@ import (
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
@@ -73,6 +74,11 @@ type Config struct {
 	// MCPToolsWait bounds the wait for MCP servers still connecting at the
 	// start of a step; their tools are left out of that step.
 	MCPToolsWait time.Duration
+	// AutoArchiveDays turns on the auto-archive loop: root chat families
+	// unused since 00:00 UTC this many days ago are archived. 0 is off.
+	AutoArchiveDays int
+	// AutoArchiveInterval is the time between auto-archive ticks.
+	AutoArchiveInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -93,6 +99,7 @@ func (c Config) withDefaults() Config {
 	def(&c.BackoffBase, DefaultBackoffBase)
 	def(&c.BackoffMax, DefaultBackoffMax)
 	def(&c.MCPToolsWait, DefaultMCPToolsWait)
+	def(&c.AutoArchiveInterval, DefaultAutoArchiveInterval)
 	defInt(&c.MaxRetries, DefaultMaxRetries)
 	defInt(&c.MaxSteps, DefaultMaxSteps)
 	defInt(&c.RootLimit, DefaultRootLimit)
@@ -133,6 +140,8 @@ type Deps struct {
 	Tools *tools.Registry
 	// MCP supplies the MCP servers' tools per chat (nil: none).
 	MCP tools.Source
+	// Hooks dispatches lifecycle hook events (nil: hooks off).
+	Hooks *hooks.Dispatcher
 	// Clock is the time source (clock.Real when nil).
 	Clock clock.Clock
 	Log   *slog.Logger
@@ -206,6 +215,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	w.goLoop(ctx, w.manager.heartbeatLoop)
 	for range w.cfg.TitleConcurrency {
 		w.goLoop(ctx, w.titleLoop)
+	}
+	if w.cfg.AutoArchiveDays > 0 {
+		w.goLoop(ctx, w.autoArchiveLoop)
 	}
 	return nil
 }

@@ -268,3 +268,44 @@ func (t *tx) ChatCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 	}
 	return n, nil
 }
+
+// ChatListArchivable lists the auto-archive candidates: old, unused root
+// chat families (see store.Reader).
+func (t *tx) ChatListArchivable(ctx context.Context, p store.ArchivableParams) ([]store.Chat, error) {
+	var a args
+	cutoff := a.add(p.Cutoff)
+	rows, err := t.tx.Query(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
+		WHERE c.root_chat_id IS NULL AND NOT c.archived AND c.pin_order = 0
+		AND c.status NOT IN ('running', 'interrupting', 'requires_action')
+		AND c.created_at < `+cutoff+`
+		AND NOT EXISTS (SELECT 1 FROM chats d WHERE d.root_chat_id = c.id
+			AND d.status IN ('running', 'interrupting', 'requires_action'))
+		AND NOT EXISTS (SELECT 1 FROM chat_messages m WHERE NOT m.deleted AND m.created_at >= `+cutoff+`
+			AND (m.chat_id = c.id OR m.chat_id IN (SELECT d.id FROM chats d WHERE d.root_chat_id = c.id)))
+		ORDER BY c.created_at, c.id
+		LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
+	if err != nil {
+		return nil, fmt.Errorf("list archivable chats: %w", translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("list archivable chats: %w", err)
+	}
+	return chats, nil
+}
+
+// MessageNewestInFamily reads the newest non-deleted message time of a
+// root chat's family.
+func (t *tx) MessageNewestInFamily(ctx context.Context, rootID uuid.UUID) (time.Time, bool, error) {
+	var at *time.Time
+	err := t.tx.QueryRow(ctx, `SELECT MAX(m.created_at) FROM chat_messages m
+		WHERE NOT m.deleted AND (m.chat_id = $1 OR m.chat_id IN (SELECT d.id FROM chats d WHERE d.root_chat_id = $1))`,
+		rootID).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("newest message in family of chat %s: %w", rootID, translate(err))
+	}
+	if at == nil {
+		return time.Time{}, false, nil
+	}
+	return at.UTC(), true, nil
+}

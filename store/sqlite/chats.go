@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -325,4 +326,48 @@ func (t *tx) ChatCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 		return 0, fmt.Errorf("count chats of owner %s: %w", ownerID, translate(err))
 	}
 	return n, nil
+}
+
+// ChatListArchivable lists the auto-archive candidates: old, unused root
+// chat families (see store.Reader).
+func (t *tx) ChatListArchivable(ctx context.Context, p store.ArchivableParams) ([]store.Chat, error) {
+	var a args
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
+		WHERE c.root_chat_id IS NULL AND c.archived = 0 AND c.pin_order = 0
+		AND c.status NOT IN ('running', 'interrupting', 'requires_action')
+		AND c.created_at < `+a.add(ts(p.Cutoff))+`
+		AND NOT EXISTS (SELECT 1 FROM chats d WHERE d.root_chat_id = c.id
+			AND d.status IN ('running', 'interrupting', 'requires_action'))
+		AND NOT EXISTS (SELECT 1 FROM chat_messages m WHERE m.deleted = 0 AND m.created_at >= `+a.add(ts(p.Cutoff))+`
+			AND (m.chat_id = c.id OR m.chat_id IN (SELECT d.id FROM chats d WHERE d.root_chat_id = c.id)))
+		ORDER BY c.created_at, c.id
+		LIMIT `+a.add(store.ListLimit(p.Limit)), a...)
+	if err != nil {
+		return nil, fmt.Errorf("list archivable chats: %w", translate(err))
+	}
+	chats, err := collect(rows, scanChat)
+	if err != nil {
+		return nil, fmt.Errorf("list archivable chats: %w", err)
+	}
+	return chats, nil
+}
+
+// MessageNewestInFamily reads the newest non-deleted message time of a
+// root chat's family.
+func (t *tx) MessageNewestInFamily(ctx context.Context, rootID uuid.UUID) (time.Time, bool, error) {
+	var at sql.NullString
+	err := t.tx.QueryRowContext(ctx, `SELECT MAX(m.created_at) FROM chat_messages m
+		WHERE m.deleted = 0 AND (m.chat_id = ? OR m.chat_id IN (SELECT d.id FROM chats d WHERE d.root_chat_id = ?))`,
+		rootID.String(), rootID.String()).Scan(&at)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("newest message in family of chat %s: %w", rootID, translate(err))
+	}
+	if !at.Valid {
+		return time.Time{}, false, nil
+	}
+	parsed, err := parseTS(at.String)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("newest message in family of chat %s: %w", rootID, err)
+	}
+	return parsed, true, nil
 }

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ChatListQuery", testChatListQuery},
 		{"MalformedJSONRefused", testMalformedJSONRefused},
 		{"ChatMCPServerIDs", testChatMCPServerIDs},
+		{"ChatListArchivable", testChatListArchivable},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -2159,4 +2160,102 @@ func testChatMCPServerIDs(t *testing.T, b *bundle) {
 	})
 	require.ErrorIs(t, err, store.ErrInvariant)
 	require.Equal(t, []uuid.UUID{one, two}, b.get(t, b.chat.ID).MCPServerIDs)
+}
+
+func testChatListArchivable(t *testing.T, b *bundle) {
+	cutoff := b.now.Add(-24 * time.Hour)
+	old, recent := cutoff.Add(-time.Hour), cutoff
+	chat := func(status store.ChatStatus, created time.Time, parent *store.Chat) store.Chat {
+		return b.newChat(t, func(p *store.ChatInsertParams) {
+			p.Status, p.Now = status, created
+			if parent != nil {
+				p.ParentChatID = uuid.NullUUID{UUID: parent.ID, Valid: true}
+				p.RootChatID = uuid.NullUUID{UUID: parent.Root(), Valid: true}
+			}
+		})
+	}
+	message := func(c store.Chat, at time.Time) store.Message {
+		var m store.Message
+		b.transition(t, c.ID, func(tx store.Tx) error {
+			var err error
+			m, err = tx.MessageInsert(b.ctx, store.MessageInsertParams{ChatID: c.ID, Role: "user", Content: b.text("hi"), Now: at})
+			return err
+		})
+		return m
+	}
+	patch := func(c store.Chat, p store.ChatPatch) {
+		b.transition(t, c.ID, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(b.ctx, c.ID, p)
+			return err
+		})
+	}
+
+	idle := chat(store.ChatStatusWaiting, old.Add(-3*time.Hour), nil)
+	oldMessage := chat(store.ChatStatusWaiting, old.Add(-2*time.Hour), nil)
+	message(oldMessage, old)
+	failed := chat(store.ChatStatusError, old.Add(-time.Hour), nil)
+	deletedRecent := chat(store.ChatStatusWaiting, old, nil)
+	m := message(deletedRecent, recent)
+	b.transition(t, deletedRecent.ID, func(tx store.Tx) error {
+		_, err := tx.MessageUpdate(b.ctx, deletedRecent.ID, m.ID, store.MessagePatch{Deleted: store.Some(true)})
+		return err
+	})
+	oldChild := chat(store.ChatStatusWaiting, old, &idle)
+	message(oldChild, old)
+
+	recentMessage := chat(store.ChatStatusWaiting, old, nil)
+	message(recentMessage, recent)
+	childMessaged := chat(store.ChatStatusWaiting, old, nil)
+	grandchild := chat(store.ChatStatusWaiting, old, &childMessaged)
+	message(chat(store.ChatStatusWaiting, old, &grandchild), recent)
+	childRunning := chat(store.ChatStatusWaiting, old, nil)
+	chat(store.ChatStatusRunning, old, &childRunning)
+	pinned := chat(store.ChatStatusWaiting, old, nil)
+	patch(pinned, store.ChatPatch{PinOrder: store.Some(int64(1))})
+	archived := chat(store.ChatStatusWaiting, old, nil)
+	patch(archived, store.ChatPatch{Archived: store.Some(true)})
+	chat(store.ChatStatusRunning, old, nil)
+	chat(store.ChatStatusInterrupting, old, nil)
+	chat(store.ChatStatusRequiresAction, old, nil)
+	chat(store.ChatStatusWaiting, cutoff, nil) // created at the cutoff is not before it
+
+	list := func(p store.ArchivableParams) []uuid.UUID {
+		ids := []uuid.UUID{}
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			cs, err := tx.ChatListArchivable(b.ctx, p)
+			for _, c := range cs {
+				ids = append(ids, c.ID)
+			}
+			return err
+		}))
+		return ids
+	}
+	require.Equal(t, []uuid.UUID{idle.ID, oldMessage.ID, failed.ID, deletedRecent.ID},
+		list(store.ArchivableParams{Cutoff: cutoff}), "oldest first; only old, unused, idle root families")
+	require.Equal(t, []uuid.UUID{idle.ID, oldMessage.ID}, list(store.ArchivableParams{Cutoff: cutoff, Limit: 2}))
+	require.Contains(t, list(store.ArchivableParams{Cutoff: recent.Add(time.Microsecond)}), recentMessage.ID,
+		"a later cutoff makes the message old")
+
+	newest := func(id uuid.UUID) (time.Time, bool) {
+		var (
+			at time.Time
+			ok bool
+		)
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			var err error
+			at, ok, err = tx.MessageNewestInFamily(b.ctx, id)
+			return err
+		}))
+		return at, ok
+	}
+	at, ok := newest(childMessaged.ID)
+	require.True(t, ok)
+	require.True(t, recent.Equal(at), "a grandchild's message counts for its root: %s", at)
+	at, ok = newest(idle.ID)
+	require.True(t, ok)
+	require.True(t, old.Equal(at))
+	_, ok = newest(deletedRecent.ID)
+	require.False(t, ok, "deleted messages do not count")
+	_, ok = newest(uuid.New())
+	require.False(t, ok)
 }
