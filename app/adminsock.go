@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/store"
 )
 
@@ -114,7 +116,7 @@ func (a *App) startAdmin() *adminSocket {
 		var ln *net.UnixListener
 		if ln, err = listenAdmin(path); err == nil {
 			s := &adminSocket{path: path, done: make(chan struct{}), srv: &http.Server{
-				Handler:           admin.Handler(&admin.Ops{Tokens: a.tokens}),
+				Handler:           admin.Handler(&admin.Ops{Tokens: a.tokens, Invocations: invocations{store: a.store, machine: a.machine}}),
 				ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			}}
 			guarded := sameUser{UnixListener: ln, allow: ownUserOrRoot, refuse: func(uid int, err error) {
@@ -128,7 +130,7 @@ func (a *App) startAdmin() *adminSocket {
 			return s
 		}
 	}
-	a.log.Warn("no admin socket: chatd token list/revoke cannot reach this server", "err", err)
+	a.log.Warn("no admin socket: chatd token and chatd invocation cannot reach this server", "err", err)
 	return nil
 }
 
@@ -178,6 +180,16 @@ func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() 
 	if err != nil {
 		return nil, nil, err
 	}
-	tokens := auth.New(s, cfg.withDefaults().Clock, nil, auth.Config{SessionTTL: cfg.SessionTTL})
-	return admin.Local(&admin.Ops{Tokens: tokens}), s.Close, nil
+	tokens := auth.New(s, cfg.Clock, nil, auth.Config{SessionTTL: cfg.SessionTTL})
+	// A review is published on the store's own pubsub (Postgres NOTIFY),
+	// so serving replicas pick it up at once.
+	log := slog.Default()
+	pub, closePub, err := openPubsub(ctx, s, log)
+	if err != nil {
+		s.Close()
+		return nil, nil, err
+	}
+	m := chatstate.New(s, pub, machineConfig(cfg, sharedByReplicas(s), log, cfg.Clock))
+	ops := &admin.Ops{Tokens: tokens, Invocations: invocations{store: s, machine: m}}
+	return admin.Local(ops), func() error { closePub(); return s.Close() }, nil
 }

@@ -2,14 +2,15 @@ package app
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/pressly/goose/v3"
 
+	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
@@ -57,127 +58,32 @@ func (t *Tools) Close() error { return t.store.Close() }
 
 // Review is the operator's assessment for Reconcile (the JSON of
 // `chatd invocation reconcile --review FILE.json`).
-type Review struct {
-	// Assessment says what the operator found (required).
-	Assessment string `json:"assessment"`
-	// Result becomes the result of each unresolved tool call, so the model
-	// learns what happened; the assessment is used when it is absent.
-	Result json.RawMessage `json:"result,omitempty"`
-	// IsError marks the result as a failure.
-	IsError bool `json:"is_error,omitempty"`
-}
-
-// Validate reports what is wrong with a review, naming the field.
-func (r Review) Validate() error {
-	if r.Assessment == "" {
-		return errors.New(`"assessment" is required`)
-	}
-	if len(r.Result) > 0 && !json.Valid(r.Result) {
-		return errors.New(`"result" must be JSON`)
-	}
-	return nil
-}
+type Review = sdk.ReconcileRequest
 
 // Inspection is what Inspect reports: a claim, its chat, its turn and its
 // tool journal.
-type Inspection struct {
-	Claim   ClaimView            `json:"claim"`
-	Chat    *ChatView            `json:"chat,omitempty"`
-	Turn    []sdk.ChatMessage    `json:"turn"`
-	Journal []store.JournalEntry `json:"tool_journal"`
-}
+type Inspection = admin.Inspection
 
 // ClaimView is a durable request claim as an operator sees it.
-type ClaimView struct {
-	RequestID       uuid.UUID       `json:"request_id"`
-	AuditID         uuid.UUID       `json:"audit_id"`
-	CallerID        uuid.UUID       `json:"caller_id"`
-	Kind            string          `json:"kind"`
-	State           string          `json:"state"`
-	ContentSHA256   string          `json:"content_sha256"`
-	RequestSHA256   string          `json:"request_sha256"` // "" for claims from before it existed
-	ChatID          uuid.UUID       `json:"chat_id"`
-	MessageID       *int64          `json:"message_id,omitempty"`
-	QueuedMessageID *int64          `json:"queued_message_id,omitempty"`
-	Outcome         json.RawMessage `json:"outcome,omitempty"`
-	Review          json.RawMessage `json:"review,omitempty"`
-	CreatedAt       string          `json:"created_at"`
-	CompletedAt     *string         `json:"completed_at,omitempty"`
-}
+type ClaimView = admin.ClaimView
 
 // ChatView is the claim's chat, when it still exists.
-type ChatView struct {
-	ID     uuid.UUID        `json:"id"`
-	Title  string           `json:"title"`
-	Status store.ChatStatus `json:"status"`
-	State  chatstate.State  `json:"state"`
-}
-
-const inspectTimeFormat = "2006-01-02T15:04:05Z07:00"
+type ChatView = admin.ChatView
 
 // Inspect reads a request's claim, its chat, its turn (the request's
 // message and everything after it, deleted ones included) and its tool
 // journal in one snapshot.
 func (t *Tools) Inspect(ctx context.Context, requestID uuid.UUID) (Inspection, error) {
-	var in Inspection
-	err := t.store.ReadTx(ctx, func(tx store.Reader) error {
-		inv, err := tx.InvocationGet(ctx, requestID)
-		if err != nil {
-			return fmt.Errorf("request %s: %w", requestID, err)
-		}
-		in.Claim = ClaimView{
-			RequestID: inv.RequestID, AuditID: inv.AuditID, CallerID: inv.CallerID, Kind: inv.Kind, State: string(inv.State),
-			ContentSHA256: inv.ContentSHA256, RequestSHA256: inv.RequestSHA256, ChatID: inv.ChatID, MessageID: inv.MessageID,
-			QueuedMessageID: inv.QueuedMessageID, Outcome: inv.Outcome, Review: inv.Review,
-			CreatedAt: inv.CreatedAt.Format(inspectTimeFormat),
-		}
-		if inv.CompletedAt != nil {
-			at := inv.CompletedAt.Format(inspectTimeFormat)
-			in.Claim.CompletedAt = &at
-		}
-		c, err := tx.ChatGet(ctx, inv.ChatID)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-		case err != nil:
-			return fmt.Errorf("read chat %s: %w", inv.ChatID, err)
-		default:
-			q, err := tx.QueueCount(ctx, c.ID)
-			if err != nil {
-				return fmt.Errorf("count queue of chat %s: %w", c.ID, err)
-			}
-			in.Chat = &ChatView{ID: c.ID, Title: c.Title, Status: c.Status, State: chatstate.Classify(true, c.Status, c.Archived, q > 0)}
-		}
-		in.Turn = []sdk.ChatMessage{}
-		if inv.MessageID != nil {
-			ms, err := tx.MessageList(ctx, inv.ChatID, store.MessageListParams{AfterID: *inv.MessageID - 1, IncludeDeleted: true})
-			if err != nil {
-				return fmt.Errorf("list turn of request %s: %w", requestID, err)
-			}
-			in.Turn = wire.ToMessages(ms)
-		}
-		if in.Journal, err = tx.JournalList(ctx, inv.ChatID, uuid.NullUUID{UUID: requestID, Valid: true}); err != nil {
-			return fmt.Errorf("list journal of request %s: %w", requestID, err)
-		}
-		return nil
-	})
-	return in, err
+	return invocations{store: t.store}.Inspect(ctx, admin.InvocationTarget{RequestID: requestID})
 }
 
 // Reconcile records an operator's review of an unresolved request without
-// replaying anything (chatstate.Tx.ReconcileRequest): the request becomes
+// replaying anything (chatstate.Tx.Reconcile): the request becomes
 // reconciled, each unresolved tool call gets the reviewed result, and the
 // chat resumes. Serving replicas are notified as by any transition.
 func (t *Tools) Reconcile(ctx context.Context, requestID uuid.UUID, review Review) error {
 	if err := review.Validate(); err != nil {
 		return fmt.Errorf("review: %w", err)
-	}
-	reviewJSON, err := json.Marshal(review)
-	if err != nil {
-		return fmt.Errorf("encode review: %w", err)
-	}
-	result := review.Result
-	if len(result) == 0 {
-		result, _ = json.Marshal(map[string]string{"reviewed": review.Assessment})
 	}
 	// The store's own pubsub (Postgres NOTIFY) lets serving replicas pick
 	// the change up at once; on SQLite nobody else is listening.
@@ -187,12 +93,138 @@ func (t *Tools) Reconcile(ctx context.Context, requestID uuid.UUID, review Revie
 	}
 	defer closePub()
 	m := chatstate.New(t.store, pub, machineConfig(t.cfg, sharedByReplicas(t.store), t.log, t.cfg.Clock))
-	return m.Do(ctx, func(tx *chatstate.Tx) error {
-		_, err := tx.ReconcileRequest(requestID, chatstate.Reconciliation{
-			Review: reviewJSON, Result: result, IsError: review.IsError,
-		})
-		return err
+	_, err = invocations{store: t.store, machine: m}.Reconcile(ctx, admin.InvocationTarget{RequestID: requestID}, review)
+	return err
+}
+
+// invocations answers the invocation.* admin commands over a store and
+// its state machine: the server's own (the admin socket), or one the CLI
+// opened.
+type invocations struct {
+	store   store.ReadStore
+	machine *chatstate.Machine
+}
+
+var _ admin.Invocations = invocations{}
+
+const inspectTimeFormat = "2006-01-02T15:04:05Z07:00"
+
+// Inspect reads a target in one snapshot. A request: its claim, its chat,
+// its turn (the request's message and everything after it, deleted ones
+// included) and its tool journal. A tool call: its request's inspection
+// when its turn has a claim; else its chat, its turn (from the user
+// message before the call) and its journal entry.
+func (v invocations) Inspect(ctx context.Context, g admin.InvocationTarget) (Inspection, error) {
+	var in Inspection
+	err := v.store.ReadTx(ctx, func(tx store.Reader) error {
+		chatID, requestID := g.ChatID, g.RequestID
+		var entry *store.JournalEntry
+		if requestID == uuid.Nil {
+			e, err := tx.JournalGet(ctx, g.ChatID, g.ToolCallID)
+			if err != nil {
+				return fmt.Errorf("tool call %s of chat %s: %w", g.ToolCallID, g.ChatID, err)
+			}
+			entry = &e
+			if e.RequestID.Valid {
+				if _, err := tx.InvocationGet(ctx, e.RequestID.UUID); err == nil {
+					requestID = e.RequestID.UUID
+				}
+			}
+		}
+		var turnFrom int64 // the first message of the turn; 0: none
+		if requestID != uuid.Nil {
+			inv, err := tx.InvocationGet(ctx, requestID)
+			if err != nil {
+				return fmt.Errorf("request %s: %w", requestID, err)
+			}
+			claim := ClaimView{
+				RequestID: inv.RequestID, AuditID: inv.AuditID, CallerID: inv.CallerID, Kind: inv.Kind, State: string(inv.State),
+				ContentSHA256: inv.ContentSHA256, RequestSHA256: inv.RequestSHA256, ChatID: inv.ChatID, MessageID: inv.MessageID,
+				QueuedMessageID: inv.QueuedMessageID, Outcome: inv.Outcome, Review: inv.Review,
+				CreatedAt: inv.CreatedAt.Format(inspectTimeFormat),
+			}
+			if inv.CompletedAt != nil {
+				at := inv.CompletedAt.Format(inspectTimeFormat)
+				claim.CompletedAt = &at
+			}
+			in.Claim, chatID = &claim, inv.ChatID
+			if inv.MessageID != nil {
+				turnFrom = *inv.MessageID
+			}
+		}
+		c, err := tx.ChatGet(ctx, chatID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("read chat %s: %w", chatID, err)
+		default:
+			q, err := tx.QueueCount(ctx, c.ID)
+			if err != nil {
+				return fmt.Errorf("count queue of chat %s: %w", c.ID, err)
+			}
+			in.Chat = &ChatView{ID: c.ID, Title: c.Title, Status: c.Status, State: chatstate.Classify(true, c.Status, c.Archived, q > 0)}
+		}
+		in.Turn = []sdk.ChatMessage{}
+		if entry != nil && in.Claim == nil {
+			all, err := tx.MessageList(ctx, chatID, store.MessageListParams{IncludeDeleted: true})
+			if err != nil {
+				return fmt.Errorf("list messages of chat %s: %w", chatID, err)
+			}
+			turnFrom = turnOf(wire.ToMessages(all), entry.ToolCallID)
+		}
+		if turnFrom > 0 {
+			ms, err := tx.MessageList(ctx, chatID, store.MessageListParams{AfterID: turnFrom - 1, IncludeDeleted: true})
+			if err != nil {
+				return fmt.Errorf("list turn of chat %s: %w", chatID, err)
+			}
+			in.Turn = wire.ToMessages(ms)
+		}
+		if in.Claim == nil {
+			in.Journal = []store.JournalEntry{*entry}
+			return nil
+		}
+		if in.Journal, err = tx.JournalList(ctx, chatID, uuid.NullUUID{UUID: requestID, Valid: true}); err != nil {
+			return fmt.Errorf("list journal of request %s: %w", requestID, err)
+		}
+		return nil
 	})
+	return in, err
+}
+
+// turnOf is the id of the user message that starts the turn of a tool
+// call (the last one before the message calling it), or of the calling
+// message itself when no user message precedes it; 0 when no message
+// calls it.
+func turnOf(ms []sdk.ChatMessage, toolCallID string) int64 {
+	for i, m := range ms {
+		if !slices.ContainsFunc(m.Content, func(p sdk.ChatMessagePart) bool {
+			return p.Type == sdk.PartToolCall && p.ToolCallID == toolCallID
+		}) {
+			continue
+		}
+		for j := i; j >= 0; j-- {
+			if ms[j].Role == string(store.RoleUser) {
+				return ms[j].ID
+			}
+		}
+		return m.ID
+	}
+	return 0
+}
+
+// Reconcile records an operator's review through the state machine
+// (chatstate.Tx.Reconcile), the one mechanism every way in shares.
+func (v invocations) Reconcile(ctx context.Context, g admin.InvocationTarget, review sdk.ReconcileRequest) (sdk.ReconcileResponse, error) {
+	var out sdk.ReconcileResponse
+	err := v.machine.Do(ctx, func(tx *chatstate.Tx) error {
+		res, err := tx.Reconcile(chatstate.ReconcileTarget{RequestID: g.RequestID, ChatID: g.ChatID, ToolCallID: g.ToolCallID}, review)
+		if err != nil {
+			return err
+		}
+		out = wire.ToReconcileResponse(res.Request, res.Chat, res.ToolCallIDs)
+		return nil
+	})
+	return out, err
 }
 
 // machineConfig is the state machine's configuration for cfg: leases are

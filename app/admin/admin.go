@@ -78,6 +78,7 @@ type TokenRevokeResponse struct {
 const (
 	CodeBadRequest = "bad_request"
 	CodeNotFound   = "not_found"
+	CodeConflict   = "conflict" // the state does not allow it (a request that is not unresolved)
 	CodeInternal   = "internal"
 )
 
@@ -100,12 +101,16 @@ func badRequest(format string, args ...any) *Error {
 // Ops are what the commands act on.
 type Ops struct {
 	Tokens *auth.Tokens
+	// Invocations answers invocation.*; nil refuses them.
+	Invocations Invocations
 }
 
 // Do runs one command on a JSON request and returns its JSON answer. Both
 // the socket and the direct path go through it.
 func (o *Ops) Do(ctx context.Context, cmd string, body []byte) (any, error) {
 	switch cmd {
+	case CmdInvocationInspect, CmdInvocationReconcile:
+		return o.doInvocation(ctx, cmd, body)
 	case CmdTokenCreate:
 		var req TokenCreateRequest
 		if err := decode(body, &req); err != nil {
@@ -198,6 +203,8 @@ func Handler(ops *Ops) http.Handler {
 				status = http.StatusBadRequest
 			case CodeNotFound:
 				status = http.StatusNotFound
+			case CodeConflict:
+				status = http.StatusConflict
 			}
 			writeJSON(w, status, e)
 			return

@@ -160,6 +160,8 @@ func (s *Server) routes() {
 	chat("POST", "/chats/{chat}/reconcile-invalid", s.reconcileInvalid)
 	chat("GET", "/users/me", s.me)
 	chat("GET", "/requests/{request_id}", s.lookupRequest)
+	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
+	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
 		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.limitLogins(s.login))))

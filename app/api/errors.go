@@ -91,6 +91,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, chatstate.ErrNothingToClear):
 		ae = newError(http.StatusConflict, sdk.CodeNothingToClear, "There is nothing to clear.",
 			"No message follows the latest compaction or clear.")
+	case errors.Is(err, chatstate.ErrToolCallUnderReview):
+		ae = newError(http.StatusConflict, sdk.CodeToolCallUnderReview,
+			"This tool call is under an operator's review after a crash; only a reconcile gives it a result.", err.Error())
 	case errors.Is(err, chatstate.ErrQueueFull):
 		ae = newError(http.StatusTooManyRequests, sdk.CodeQueueFull,
 			"The chat's queue is full; wait for it to drain or delete queued messages.", err.Error())

@@ -23,6 +23,9 @@ func (t *Tx) CompleteRequiresAction(chatID uuid.UUID, results []sdk.ToolResult, 
 	if err != nil {
 		return Result{}, err
 	}
+	if err := t.refuseUnderReview(chatID, results); err != nil {
+		return Result{}, err
+	}
 	byID := map[string]ToolCall{}
 	for _, c := range pending {
 		byID[c.ID] = c
@@ -102,6 +105,7 @@ func (t *Tx) EnterReview(chatID uuid.UUID) (Result, error) {
 		Status:                   store.Some(store.ChatStatusRequiresAction),
 		RequiresActionDeadlineAt: store.Some[*time.Time](nil),
 		CompactionRequestedAt:    store.Some[*time.Time](nil),
+		LastError:                store.Some(reviewError),
 	}); err != nil {
 		return Result{}, err
 	}

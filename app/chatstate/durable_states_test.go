@@ -76,8 +76,10 @@ func (f *fixture) toolCall(t *testing.T, d *durable, effect string) string {
 	return id
 }
 
-// answerReview answers every outstanding call of a chat in review the way
-// a person can (the dynamic-tool result endpoint), so its turn goes on.
+// answerReview moves a chat in review on the way a person can without a
+// reconcile (an interrupt: its calls get "outcome unknown, under review"
+// results, and their entries and request stay unresolved), so its turn
+// goes on. Submitting results for them is refused.
 func (f *fixture) answerReview(t *testing.T, d *durable) {
 	t.Helper()
 	f.do(t, func(tx *chatstate.Tx) error {
@@ -90,6 +92,13 @@ func (f *fixture) answerReview(t *testing.T, d *durable) {
 			results = append(results, sdk.ToolResult{ToolCallID: c.ID, Output: json.RawMessage(`"answered"`)})
 		}
 		_, err = tx.CompleteRequiresAction(d.chat, results, uuid.NullUUID{UUID: f.user.ID, Valid: true})
+		if !errors.Is(err, chatstate.ErrToolCallUnderReview) {
+			return fmt.Errorf("results for calls under review: got %v, want ErrToolCallUnderReview", err)
+		}
+		return nil
+	})
+	f.do(t, func(tx *chatstate.Tx) error {
+		_, err := tx.Interrupt(d.chat)
 		return err
 	})
 }

@@ -115,15 +115,27 @@ type CancelledResult struct {
 }
 
 // answerOutstanding inserts synthetic cancellation results for every
-// outstanding tool call (spec: "Miscellaneous transition rules").
+// outstanding tool call (spec: "Miscellaneous transition rules"); a call
+// under review gets UnderReviewResult instead and stays unresolved.
 func (t *Tx) answerOutstanding(chatID uuid.UUID, reason string) error {
 	calls, err := t.OutstandingToolCalls(chatID)
 	if err != nil || len(calls) == 0 {
 		return err
 	}
+	ids := make([]string, 0, len(calls))
+	for _, c := range calls {
+		ids = append(ids, c.ID)
+	}
+	under, err := t.UnderReview(chatID, ids)
+	if err != nil {
+		return err
+	}
 	parts := make([]sdk.ChatMessagePart, 0, len(calls))
 	for _, c := range calls {
 		result, _ := json.Marshal(CancelledResult{Cancelled: true, Error: "tool call cancelled: " + reason})
+		if slices.Contains(under, c.ID) {
+			result = underReviewResult(reason) // never "cancelled": it may have run
+		}
 		parts = append(parts, sdk.ChatMessagePart{
 			Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: result, IsError: true,
 		})

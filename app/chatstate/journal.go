@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
 
@@ -155,4 +156,84 @@ func (t *Tx) JournalComplete(chatID uuid.UUID, toolCallID string, result json.Ra
 		Result: store.Some(result), IsError: store.Some(isError), CompletedAt: store.Some(&done),
 	})
 	return err
+}
+
+// ErrToolCallUnderReview: a tool call stopped for review after a crash
+// gets its result only from an operator's reconcile.
+var ErrToolCallUnderReview = errors.New("tool call is under review")
+
+// UnderReviewError names the calls under review; it unwraps to
+// ErrToolCallUnderReview.
+type UnderReviewError struct {
+	ChatID      uuid.UUID
+	ToolCallIDs []string
+}
+
+func (e *UnderReviewError) Error() string {
+	return fmt.Sprintf("tool calls %v of chat %s are under review: an operator reconciles them", e.ToolCallIDs, e.ChatID)
+}
+
+// Unwrap returns ErrToolCallUnderReview.
+func (e *UnderReviewError) Unwrap() error { return ErrToolCallUnderReview }
+
+// UnderReview returns which of a chat's tool calls are under review (their
+// journal entry is unresolved), in the order given.
+func (t *Tx) UnderReview(chatID uuid.UUID, toolCallIDs []string) ([]string, error) {
+	var under []string
+	for _, id := range toolCallIDs {
+		e, err := t.tx.JournalGet(t.ctx, chatID, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("read journal entry %s of chat %s: %w", id, chatID, err)
+		case e.State == store.JournalUnresolved:
+			under = append(under, id)
+		}
+	}
+	return under, nil
+}
+
+// refuseUnderReview refuses results submitted for calls under review.
+func (t *Tx) refuseUnderReview(chatID uuid.UUID, results []sdk.ToolResult) error {
+	ids := make([]string, 0, len(results))
+	for _, r := range results {
+		ids = append(ids, r.ToolCallID)
+	}
+	under, err := t.UnderReview(chatID, ids)
+	if err != nil {
+		return err
+	}
+	if len(under) > 0 {
+		return &UnderReviewError{ChatID: chatID, ToolCallIDs: under}
+	}
+	return nil
+}
+
+// reviewError is the last_error of a chat waiting for an operator's review
+// (EnterReview); leaving requires_action clears it.
+var reviewError = func() json.RawMessage {
+	raw, _ := json.Marshal(sdk.ChatError{
+		Kind:    sdk.ChatErrorUnresolvedEffects,
+		Message: "A tool call may have run before a crash without its result being recorded; an operator must reconcile it.",
+		Detail:  "chatd invocation inspect|reconcile, or POST /api/v2/requests/{request_id}/reconcile (admins)",
+	})
+	return raw
+}()
+
+// UnderReviewResult is the result JSON of a synthetic answer to a tool
+// call under review when the user moves on without waiting (interrupt,
+// a new message, an edit, a promotion): its outcome is unknown, not
+// cancelled, and its journal entry (and request) stay unresolved until an
+// operator reconciles them.
+type UnderReviewResult struct {
+	Outcome     string `json:"outcome"` // "unknown"
+	UnderReview bool   `json:"under_review"`
+	Error       string `json:"error"`
+}
+
+// underReviewResult is the synthetic result of a call under review.
+func underReviewResult(reason string) json.RawMessage {
+	raw, _ := json.Marshal(UnderReviewResult{Outcome: "unknown", UnderReview: true,
+		Error: "tool call outcome unknown: it may have run before a crash and is under operator review (" + reason + ")"})
+	return raw
 }

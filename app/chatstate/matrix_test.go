@@ -488,6 +488,11 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 		require.NoError(t, json.Unmarshal(a.LastError, &e))
 		require.Equal(t, sdk.ChatErrorInvalidState, e.Kind)
 		require.NotEmpty(t, e.Message)
+	case r.tr == chatstate.EnterReview:
+		var e sdk.ChatError
+		require.NoError(t, json.Unmarshal(a.LastError, &e))
+		require.Equal(t, sdk.ChatErrorUnresolvedEffects, e.Kind, "a chat waiting for review says why")
+		require.NotEmpty(t, e.Message)
 	case mxErrorState(to):
 		require.Equal(t, b.LastError, a.LastError, "last_error stays while the chat stays in error")
 	default:

@@ -196,44 +196,207 @@ func (t *Tx) ReconcileRequest(requestID uuid.UUID, r Reconciliation) (Result, er
 	if err != nil {
 		return Result{}, fmt.Errorf("list journal of request %s: %w", requestID, err)
 	}
-	reviewed := map[string]bool{}
-	now := t.now
-	for _, e := range entries {
-		if e.State != store.JournalUnresolved {
-			continue
-		}
-		reviewed[e.ToolCallID] = true
-		if _, err := t.changeJournal(e, store.JournalReconciled, store.JournalPatch{
-			Result: store.Some(r.Result), IsError: store.Some(r.IsError), CompletedAt: store.Some(&now),
-		}); err != nil {
-			return Result{}, err
-		}
+	if err := t.reconcileEntries(entries, r); err != nil {
+		return Result{}, err
 	}
+	now := t.now
 	if _, err := t.changeRequest(requestID, inv.State, store.InvocationReconciled, store.InvocationPatch{
 		Review: store.Some(r.Review), CompletedAt: store.Some(&now),
 	}); err != nil {
 		return Result{}, err
 	}
-	if st != StateA0 && st != StateA1 {
-		// The chat moved on (or is gone): the review is recorded.
-		c, st, err := t.Peek(inv.ChatID)
-		if err != nil {
-			return Result{}, err
-		}
-		return Result{Chat: c, State: st}, nil
-	}
-	pending, err := t.OutstandingToolCalls(inv.ChatID)
+	return t.resumeReviewed(inv.ChatID, st)
+}
+
+// ReconcileToolCall records an operator's review of one unresolved tool
+// call, for turns sent without a request id. A call whose turn has a
+// request is reconciled with its request (ReconcileRequest), so the
+// request and every call of it are reviewed together. The chat resumes
+// when no call of it remains under review.
+func (t *Tx) ReconcileToolCall(chatID uuid.UUID, toolCallID string, r Reconciliation) (Result, error) {
+	_, st, err := t.LockState(chatID)
 	if err != nil {
 		return Result{}, err
 	}
-	var results []sdk.ToolResult
-	for _, c := range pending {
-		if reviewed[c.ID] {
-			results = append(results, sdk.ToolResult{ToolCallID: c.ID, Output: r.Result, IsError: r.IsError})
+	e, err := t.tx.JournalGet(t.ctx, chatID, toolCallID)
+	if err != nil {
+		return Result{}, fmt.Errorf("tool call %s of chat %s: %w", toolCallID, chatID, err)
+	}
+	if e.RequestID.Valid {
+		if _, err := t.tx.InvocationGet(t.ctx, e.RequestID.UUID); err == nil {
+			return t.ReconcileRequest(e.RequestID.UUID, r)
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return Result{}, fmt.Errorf("read request %s: %w", e.RequestID.UUID, err)
+		}
+		// The claim is gone (its chat was recreated?): review the call alone.
+	}
+	if !JournalAllowed(e.State, store.JournalReconciled) {
+		return Result{}, &JournalTransitionError{ChatID: chatID, ToolCallID: toolCallID, From: e.State, To: store.JournalReconciled}
+	}
+	if err := t.reconcileEntries([]store.JournalEntry{e}, r); err != nil {
+		return Result{}, err
+	}
+	return t.resumeReviewed(chatID, st)
+}
+
+// reconcileEntries gives each unresolved entry the reviewed result.
+func (t *Tx) reconcileEntries(entries []store.JournalEntry, r Reconciliation) error {
+	now := t.now
+	for _, e := range entries {
+		if e.State != store.JournalUnresolved {
 			continue
 		}
-		out, _ := json.Marshal(map[string]string{"error": "not run: the request was reconciled by an operator"})
-		results = append(results, sdk.ToolResult{ToolCallID: c.ID, Output: out, IsError: true})
+		if _, err := t.changeJournal(e, store.JournalReconciled, store.JournalPatch{
+			Result: store.Some(r.Result), IsError: store.Some(r.IsError), CompletedAt: store.Some(&now),
+		}); err != nil {
+			return err
+		}
 	}
-	return t.CompleteRequiresAction(inv.ChatID, results, uuid.NullUUID{})
+	return nil
+}
+
+// resumeReviewed completes a chat's review once no outstanding call of it
+// is under review: a chat still in review (st, read under the lock)
+// resumes, each reviewed call answered with its reviewed result and any
+// other outstanding call as not run. A chat that moved on, or still has
+// calls under review, keeps its state: the review is recorded.
+func (t *Tx) resumeReviewed(chatID uuid.UUID, st State) (Result, error) {
+	if st == StateA0 || st == StateA1 {
+		pending, err := t.OutstandingToolCalls(chatID)
+		if err != nil {
+			return Result{}, err
+		}
+		results := make([]sdk.ToolResult, 0, len(pending))
+		waiting := false
+		for _, c := range pending {
+			e, err := t.tx.JournalGet(t.ctx, chatID, c.ID)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				return Result{}, fmt.Errorf("read journal entry %s of chat %s: %w", c.ID, chatID, err)
+			case e.State == store.JournalUnresolved:
+				waiting = true
+			case e.State == store.JournalReconciled:
+				results = append(results, sdk.ToolResult{ToolCallID: c.ID, Output: e.Result, IsError: e.IsError})
+				continue
+			}
+			out, _ := json.Marshal(map[string]string{"error": "not run: the turn was reconciled by an operator"})
+			results = append(results, sdk.ToolResult{ToolCallID: c.ID, Output: out, IsError: true})
+		}
+		if !waiting {
+			return t.CompleteRequiresAction(chatID, results, uuid.NullUUID{})
+		}
+	}
+	c, st, err := t.Peek(chatID)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Chat: c, State: st}, nil
+}
+
+// ReconcileTarget names what an operator reviews: a durable request, or
+// (for turns sent without a request id) one tool call of a chat.
+type ReconcileTarget struct {
+	RequestID  uuid.UUID
+	ChatID     uuid.UUID
+	ToolCallID string
+}
+
+// Validate reports a target that names neither a request nor a tool call,
+// or both.
+func (g ReconcileTarget) Validate() error {
+	byCall := g.ChatID != uuid.Nil || g.ToolCallID != ""
+	switch {
+	case g.RequestID != uuid.Nil && byCall:
+		return invalid("request_id", "give a request id, or a chat and a tool call id, not both")
+	case g.RequestID != uuid.Nil:
+		return nil
+	case g.ChatID == uuid.Nil || g.ToolCallID == "":
+		return invalid("tool_call_id", "give a request id, or a chat and a tool call id")
+	}
+	return nil
+}
+
+// Reconciled is what Reconcile did.
+type Reconciled struct {
+	Result
+	// Request is the reviewed request after the review, when the target
+	// has one.
+	Request *store.Invocation
+	// ToolCallIDs are the calls that got the reviewed result.
+	ToolCallIDs []string
+}
+
+// Reconcile is the one way an operator's review is recorded, whoever asks
+// (the CLI directly or over the admin socket, or an admin over HTTP): it
+// validates the review and reconciles the target's request
+// (ReconcileRequest) or tool call (ReconcileToolCall).
+func (t *Tx) Reconcile(g ReconcileTarget, review sdk.ReconcileRequest) (Reconciled, error) {
+	if err := g.Validate(); err != nil {
+		return Reconciled{}, err
+	}
+	if err := review.Validate(); err != nil {
+		return Reconciled{}, invalid("review", "%v", err)
+	}
+	raw, err := json.Marshal(review)
+	if err != nil {
+		return Reconciled{}, fmt.Errorf("encode review: %w", err)
+	}
+	r := Reconciliation{Review: raw, Result: review.Result, IsError: review.IsError}
+	if len(r.Result) == 0 {
+		r.Result, _ = json.Marshal(map[string]string{"reviewed": review.Assessment})
+	}
+	if g.RequestID == uuid.Nil {
+		// Lock the chat first, as every transition does.
+		if _, _, err := t.LockState(g.ChatID); err != nil {
+			return Reconciled{}, err
+		}
+		e, err := t.tx.JournalGet(t.ctx, g.ChatID, g.ToolCallID)
+		if err != nil {
+			return Reconciled{}, fmt.Errorf("tool call %s of chat %s: %w", g.ToolCallID, g.ChatID, err)
+		}
+		if e.RequestID.Valid {
+			if _, err := t.tx.InvocationGet(t.ctx, e.RequestID.UUID); err == nil {
+				g = ReconcileTarget{RequestID: e.RequestID.UUID} // reviewed with its request
+			}
+		}
+	}
+	var entries []store.JournalEntry
+	if g.RequestID != uuid.Nil {
+		inv, err := t.tx.InvocationGet(t.ctx, g.RequestID)
+		if err != nil {
+			return Reconciled{}, fmt.Errorf("request %s: %w", g.RequestID, err)
+		}
+		if _, _, err := t.LockState(inv.ChatID); err != nil {
+			return Reconciled{}, err
+		}
+		if entries, err = t.tx.JournalList(t.ctx, inv.ChatID, uuid.NullUUID{UUID: g.RequestID, Valid: true}); err != nil {
+			return Reconciled{}, fmt.Errorf("list journal of request %s: %w", g.RequestID, err)
+		}
+	} else {
+		e, err := t.tx.JournalGet(t.ctx, g.ChatID, g.ToolCallID)
+		if err != nil {
+			return Reconciled{}, fmt.Errorf("tool call %s of chat %s: %w", g.ToolCallID, g.ChatID, err)
+		}
+		entries = []store.JournalEntry{e}
+	}
+	out := Reconciled{ToolCallIDs: []string{}}
+	for _, e := range entries {
+		if e.State == store.JournalUnresolved {
+			out.ToolCallIDs = append(out.ToolCallIDs, e.ToolCallID)
+		}
+	}
+	if g.RequestID != uuid.Nil {
+		if out.Result, err = t.ReconcileRequest(g.RequestID, r); err != nil {
+			return Reconciled{}, err
+		}
+		inv, err := t.tx.InvocationGet(t.ctx, g.RequestID)
+		if err != nil {
+			return Reconciled{}, fmt.Errorf("request %s: %w", g.RequestID, err)
+		}
+		out.Request = &inv
+		return out, nil
+	}
+	out.Result, err = t.ReconcileToolCall(g.ChatID, g.ToolCallID, r)
+	return out, err
 }

@@ -408,7 +408,6 @@ const (
 	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
 	CodeInternal             = "INTERNAL"
 	CodeAuditUnavailable     = "AUDIT_UNAVAILABLE"
-	CodeLoopError            = "LOOP_ERROR"
 	CodeInvocationInProgress = "INVOCATION_IN_PROGRESS"
 	CodeInvocationUnresolved = "INVOCATION_UNRESOLVED"
 	CodeInvocationReconciled = "INVOCATION_RECONCILED"
