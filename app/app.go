@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -178,6 +179,9 @@ func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writ
 
 func (a *App) init(ctx context.Context) error {
 	var err error
+	if p := a.cfg.Worker.ToolApproval; p != "" && !slices.Contains(store.AllApprovalPolicies, p) {
+		return fmt.Errorf("CHATD_TOOL_APPROVAL: %q is not never, effectful or always", p)
+	}
 	providers, implied := providersFromConfig(a.cfg, a.clock)
 	if a.models, err = NewModelList(append(a.cfg.Models, implied...), a.cfg.DefaultModel); err != nil {
 		return fmt.Errorf("models: %w", err)

@@ -53,6 +53,8 @@ func (p ChatPatch) Assignments() []Assignment {
 	as = set(as, "last_model_config_id", p.LastModelConfigID)
 	as = set(as, "last_reasoning_effort", p.LastReasoningEffort)
 	as = set(as, "mcp_server_ids", p.MCPServerIDs)
+	as = set(as, "tool_approval", p.ToolApproval)
+	as = set(as, "tool_approvals", p.ToolApprovals)
 	as = set(as, "updated_at", p.UpdatedAt)
 	return as
 }

@@ -397,8 +397,15 @@ type Chat struct {
 	// MCPServerIDs restricts the chat's MCP servers: nil (NULL) means every
 	// configured server, an empty non-nil slice none.
 	MCPServerIDs []uuid.UUID
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
+	// ToolApproval is the chat's own tool approval policy (ApprovalNever,
+	// ApprovalEffectful or ApprovalAlways); it only ever tightens the
+	// configured one.
+	ToolApproval string
+	// ToolApprovals is the approval round of the tool calls the chat waits
+	// on, a JSON object (nil when NULL); app/chatstate owns its shape.
+	ToolApprovals json.RawMessage
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
 }
 
 // Root returns the id of the chat's family root (itself for a root chat).
@@ -424,6 +431,8 @@ type ChatInsertParams struct {
 	DynamicTools        json.RawMessage
 	// MCPServerIDs: nil is every configured MCP server, empty none.
 	MCPServerIDs []uuid.UUID
+	// ToolApproval is the chat's approval policy (ApprovalNever when empty).
+	ToolApproval string
 	Now          time.Time
 }
 
@@ -458,7 +467,10 @@ type ChatPatch struct {
 	// MCPServerIDs: a nil value writes NULL (every configured server), an
 	// empty one none.
 	MCPServerIDs Opt[[]uuid.UUID]
-	UpdatedAt    Opt[time.Time]
+	ToolApproval Opt[string]
+	// ToolApprovals: a nil value writes NULL.
+	ToolApprovals Opt[json.RawMessage]
+	UpdatedAt     Opt[time.Time]
 }
 
 // Lease is a runner's ownership of a chat.
@@ -705,6 +717,18 @@ const (
 	EffectIdempotent = "idempotent"
 	EffectEffectful  = "effectful"
 )
+
+// Tool approval policies (chats.tool_approval, the MCP config's approval
+// keys, CHATD_TOOL_APPROVAL), loosest first: never asks; effectful asks
+// for calls of effectful tools; always asks for every call.
+const (
+	ApprovalNever     = "never"
+	ApprovalEffectful = "effectful"
+	ApprovalAlways    = "always"
+)
+
+// AllApprovalPolicies lists the approval policies, loosest first.
+var AllApprovalPolicies = []string{ApprovalNever, ApprovalEffectful, ApprovalAlways}
 
 // JournalState is the tool_journal.state column: where a server-side tool
 // call is in its life. Which changes are allowed is app/chatstate's table.

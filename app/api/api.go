@@ -155,6 +155,7 @@ func (s *Server) routes() {
 	chat("POST", "/chats/{chat}/queue/{queuedMessage}/promote", s.promoteQueued)
 	chat("POST", "/chats/{chat}/interrupt", s.interrupt)
 	chat("POST", "/chats/{chat}/tool-results", s.submitToolResults)
+	chat("POST", "/chats/{chat}/tool-approvals", s.submitToolApprovals)
 	chat("POST", "/chats/{chat}/compact", s.compact)
 	chat("POST", "/chats/{chat}/clear", s.clear)
 	chat("POST", "/chats/{chat}/reconcile-invalid", s.reconcileInvalid)

@@ -35,6 +35,7 @@ func chatRoutes(s seeded) []route {
 		{"POST", "/chats/{chat}/queue/{queued}/promote", ""},
 		{"POST", "/chats/{chat}/interrupt", ""},
 		{"POST", "/chats/{chat}/tool-results", toolResultsBody},
+		{"POST", "/chats/{chat}/tool-approvals", `{"approvals":[{"tool_call_id":"{call}","approved":true}]}`},
 		{"POST", "/chats/{chat}/compact", ""},
 		{"POST", "/chats/{chat}/clear", ""},
 		{"POST", "/chats/{chat}/reconcile-invalid", ""},

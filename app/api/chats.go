@@ -95,7 +95,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 	}
 	p := chatstate.CreateParams{
 		OwnerID: c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
-		Labels: req.Labels, DynamicTools: tools, MCPServerIDs: servers,
+		Labels: req.Labels, DynamicTools: tools, MCPServerIDs: servers, ToolApproval: req.ToolApproval,
 		Input: chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
 			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort},
 		Title: strings.TrimSpace(req.Title), TitleSource: store.TitleSourceUser,
@@ -367,7 +367,9 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 	if req.PinOrder != nil && *req.PinOrder < 0 {
 		return validation("pin_order", "pin_order must be >= 0 (0 unpins)")
 	}
-	change := chatstate.MetadataChange{Archived: req.Archived, Labels: req.Labels, PinOrder: req.PinOrder}
+	change := chatstate.MetadataChange{
+		Archived: req.Archived, Labels: req.Labels, PinOrder: req.PinOrder, ToolApproval: req.ToolApproval,
+	}
 	if req.MCPServerIDs != nil {
 		servers, err := s.parseMCPServerIDs(req.MCPServerIDs)
 		if err != nil {

@@ -77,6 +77,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			"Send Authorization: Bearer <token> (or Coder-Session-Token), or log in to the web UI.")
 	case errors.Is(err, chatstate.ErrNotFound):
 		ae = newError(http.StatusNotFound, sdk.CodeNotFound, "Not found.", err.Error())
+	case errors.Is(err, chatstate.ErrToolCallAwaitingApproval):
+		ae = newError(http.StatusConflict, sdk.CodeToolCallAwaitingApproval,
+			"A tool call awaits approval; answer it with POST /chats/{chat}/tool-approvals.", err.Error())
+	case errors.Is(err, chatstate.ErrNotAwaitingApproval):
+		ae = newError(http.StatusConflict, sdk.CodeToolCallNotAwaitingApproval,
+			"The tool call is not awaiting approval.", err.Error())
 	case errors.Is(err, chatstate.ErrInvalidState):
 		ae = newError(http.StatusConflict, sdk.CodeInvalidState,
 			"The chat is in an invalid state; reconcile it with POST /chats/{chat}/reconcile-invalid.", err.Error())

@@ -19,6 +19,9 @@ func (t *Tx) CompleteRequiresAction(chatID uuid.UUID, results []sdk.ToolResult, 
 	if err != nil {
 		return Result{}, err
 	}
+	if err := checkNotAwaitingApproval(s.chat, results); err != nil {
+		return Result{}, err
+	}
 	pending, err := t.OutstandingToolCalls(chatID)
 	if err != nil {
 		return Result{}, err

@@ -23,6 +23,9 @@ type CreateParams struct {
 	// MCPServerIDs restricts the chat's MCP servers: nil is every
 	// configured server, empty none.
 	MCPServerIDs []uuid.UUID
+	// ToolApproval is the chat's own tool approval policy (never when
+	// empty); it tightens the configured one, never loosens it.
+	ToolApproval string
 	Input        UserInput // empty Content creates the chat in waiting
 }
 
@@ -36,6 +39,9 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 	}
 	s, err := t.begin(p.ID, Create)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := checkApprovalPolicy("tool_approval", p.ToolApproval); err != nil {
 		return Result{}, err
 	}
 	var root uuid.NullUUID
@@ -79,7 +85,7 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 		ID: p.ID, OwnerID: p.OwnerID, ParentChatID: p.ParentChatID, RootChatID: root,
 		Title: p.Title, TitleSource: source, Status: status, Labels: p.Labels,
 		LastModelConfigID: p.Input.ModelConfigID, LastReasoningEffort: p.Input.ReasoningEffort,
-		DynamicTools: p.DynamicTools, MCPServerIDs: p.MCPServerIDs, Now: t.now,
+		DynamicTools: p.DynamicTools, MCPServerIDs: p.MCPServerIDs, ToolApproval: p.ToolApproval, Now: t.now,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("insert chat: %w", err)

@@ -23,6 +23,12 @@ var (
 	ErrNothingToClear = errors.New("nothing to clear")
 	// ErrQueueFull: the chat's queue is at its limit.
 	ErrQueueFull = errors.New("queue is full")
+	// ErrToolCallAwaitingApproval: a client result was submitted while the
+	// chat waits on a person's approval of a tool call.
+	ErrToolCallAwaitingApproval = errors.New("tool call is awaiting approval")
+	// ErrNotAwaitingApproval: an approval answer names a call that is not
+	// awaiting approval.
+	ErrNotAwaitingApproval = errors.New("tool call is not awaiting approval")
 	// ErrValidation: the input is malformed; see ValidationError.
 	ErrValidation = errors.New("invalid input")
 )

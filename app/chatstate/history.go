@@ -3,6 +3,7 @@ package chatstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -114,31 +115,48 @@ type CancelledResult struct {
 	Error     string `json:"error"`
 }
 
-// answerOutstanding inserts synthetic cancellation results for every
-// outstanding tool call (spec: "Miscellaneous transition rules"); a call
-// under review gets UnderReviewResult instead and stays unresolved.
+// answerOutstanding inserts one synthetic result for every outstanding
+// tool call (spec: "Miscellaneous transition rules"), so that every call
+// in history has exactly one result once the turn that made it is over.
+// What a call gets depends on its tool journal entry:
+//   - none (it never started: a dynamic call, one still waiting, one in an
+//     interrupted partial step): a cancellation, is_error;
+//   - started, pure or idempotent (it was running): the same cancellation,
+//     and the entry is completed with it, so the journal and history agree
+//     and nothing runs it again;
+//   - started and effectful (it was running and may have had its effect),
+//     or unresolved: UnderReviewResult, never "cancelled"; the entry and
+//     the turn's request become (or stay) unresolved for an operator;
+//   - completed or reconciled: the recorded result.
 func (t *Tx) answerOutstanding(chatID uuid.UUID, reason string) error {
 	calls, err := t.OutstandingToolCalls(chatID)
 	if err != nil || len(calls) == 0 {
 		return err
 	}
-	ids := make([]string, 0, len(calls))
-	for _, c := range calls {
-		ids = append(ids, c.ID)
-	}
-	under, err := t.UnderReview(chatID, ids)
-	if err != nil {
-		return err
-	}
+	cancelled, _ := json.Marshal(CancelledResult{Cancelled: true, Error: "tool call cancelled: " + reason})
 	parts := make([]sdk.ChatMessagePart, 0, len(calls))
 	for _, c := range calls {
-		result, _ := json.Marshal(CancelledResult{Cancelled: true, Error: "tool call cancelled: " + reason})
-		if slices.Contains(under, c.ID) {
-			result = underReviewResult(reason) // never "cancelled": it may have run
+		part := sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: cancelled, IsError: true}
+		e, err := t.tx.JournalGet(t.ctx, chatID, c.ID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case err != nil:
+			return fmt.Errorf("read journal entry %s of chat %s: %w", c.ID, chatID, err)
+		case e.State == store.JournalCompleted || e.State == store.JournalReconciled:
+			part.Result, part.IsError = e.Result, e.IsError
+		case e.State == store.JournalStarted && e.Effect != store.EffectEffectful:
+			if err := t.JournalComplete(chatID, c.ID, cancelled, true); err != nil {
+				return err
+			}
+		default: // unresolved, or an effectful call that was running
+			if e.State == store.JournalStarted {
+				if err := t.holdForReview(e); err != nil {
+					return err
+				}
+			}
+			part.Result = underReviewResult(reason) // never "cancelled": it may have run
 		}
-		parts = append(parts, sdk.ChatMessagePart{
-			Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: result, IsError: true,
-		})
+		parts = append(parts, part)
 	}
 	content, err := EncodeParts(parts)
 	if err != nil {
@@ -151,6 +169,30 @@ func (t *Tx) answerOutstanding(chatID uuid.UUID, reason string) error {
 		return fmt.Errorf("insert cancellation results: %w", err)
 	}
 	return nil
+}
+
+// holdForReview puts a started effectful call, answered while it may have
+// run, under an operator's review: its journal entry becomes unresolved,
+// and so does its request while that is still open, as MarkUnresolved
+// does after a crash; the chat itself goes on.
+func (t *Tx) holdForReview(e store.JournalEntry) error {
+	if _, err := t.changeJournal(e, store.JournalUnresolved, store.JournalPatch{}); err != nil {
+		return err
+	}
+	if !e.RequestID.Valid {
+		return nil
+	}
+	inv, err := t.tx.InvocationGet(t.ctx, e.RequestID.UUID)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil // the claim is gone: only the journal records the doubt
+	case err != nil:
+		return fmt.Errorf("read request %s: %w", e.RequestID.UUID, err)
+	case !RequestAllowed(inv.State, store.InvocationUnresolved):
+		return nil
+	}
+	_, err = t.changeRequest(inv.RequestID, inv.State, store.InvocationUnresolved, store.InvocationPatch{})
+	return err
 }
 
 // IsBoundaryAnchor reports whether m is the hidden model-only user row that

@@ -10,7 +10,7 @@ import (
 
 // Interrupt requests cancellation of active generation or closes a pending
 // action, preserving the queue. On an unowned chat nothing is generating,
-// so the same transaction applies FinishInterruption after answering
+// so the same transaction applies FinishInterruption, which answers the
 // outstanding tool calls; an unowned chat that is already interrupting
 // gets FinishInterruption alone (spec: POST /interrupt). An owned
 // interrupting chat is refused: its runner finishes the interruption.
@@ -24,7 +24,7 @@ func (t *Tx) Interrupt(chatID uuid.UUID) (Result, error) {
 			return Result{}, &TransitionError{Transition: Interrupt, From: st,
 				Reason: "its worker is already finishing the interruption"}
 		}
-		return t.finishInterruption(chatID, nil, reasonInterrupted)
+		return t.FinishInterruption(chatID, nil)
 	}
 	s, err := t.begin(chatID, Interrupt)
 	if err != nil {
@@ -47,7 +47,7 @@ func (t *Tx) Interrupt(chatID uuid.UUID) (Result, error) {
 		return Result{}, err
 	}
 	if isInterrupting(res.State) && !s.chat.WorkerID.Valid {
-		fin, err := t.finishInterruption(chatID, nil, reasonInterrupted)
+		fin, err := t.FinishInterruption(chatID, nil)
 		if err != nil {
 			return Result{}, err
 		}
@@ -56,26 +56,21 @@ func (t *Tx) Interrupt(chatID uuid.UUID) (Result, error) {
 	return res, nil
 }
 
-// FinishInterruption commits the interrupted partial step, if any, and
-// lands in waiting, or promotes the queue head and runs it.
+// FinishInterruption commits the interrupted partial step, if any, answers
+// every tool call the interrupted turn leaves without a result (calls that
+// were running, calls of the partial step; see answerOutstanding), and
+// lands in waiting, or promotes the queue head and runs it. So a chat that
+// stops after an interruption has no outstanding call: nothing a later
+// turn or compaction could run again.
 func (t *Tx) FinishInterruption(chatID uuid.UUID, partial []store.MessageInsertParams) (Result, error) {
-	return t.finishInterruption(chatID, partial, "")
-}
-
-// finishInterruption is FinishInterruption; with a reason it first answers
-// the outstanding tool calls with cancellations, for an interruption no
-// worker is finishing.
-func (t *Tx) finishInterruption(chatID uuid.UUID, partial []store.MessageInsertParams, answer string) (Result, error) {
 	s, err := t.begin(chatID, FinishInterruption)
 	if err != nil {
 		return Result{}, err
 	}
-	if answer != "" {
-		if err := t.answerOutstanding(chatID, answer); err != nil {
-			return Result{}, err
-		}
-	}
 	if _, err := t.insertSuffix(chatID, partial); err != nil {
+		return Result{}, err
+	}
+	if err := t.answerOutstanding(chatID, reasonInterrupted); err != nil {
 		return Result{}, err
 	}
 	return t.finishPromoting(s, OutcomeInterrupted)

@@ -114,6 +114,45 @@ func TestMatrix(t *testing.T) {
 			}
 		})
 
+		// The same transitions on chats whose current turn has a tool call
+		// running (the seed committed a call and nothing answered it): where
+		// the turn ends, the call is answered in the same bundle, so the
+		// invariant holds after each one.
+		t.Run("tools-running", func(t *testing.T) {
+			for _, from := range []chatstate.State{chatstate.StateR0, chatstate.StateR1, chatstate.StateI0, chatstate.StateI1} {
+				for _, owned := range []bool{true, false} {
+					for _, tr := range chatstate.AllTransitions {
+						outs, allowed := matrix[from][tr]
+						if !allowed {
+							continue
+						}
+						var apply mxApplyFn
+						for _, to := range outs {
+							if c, ok := mxCases[mxTriple{from, tr, to}]; ok && c.apply != nil {
+								apply = c.apply
+								break
+							}
+						}
+						name := fmt.Sprintf("%s/%s", from, tr)
+						if !owned {
+							name += "/unowned"
+						}
+						t.Run(name, func(t *testing.T) {
+							sp := mxSpec{State: from, Pending: true, Unowned: !owned}
+							r := mxAttempt(t, f, from, tr, mxBuild(sp), apply)
+							require.NoError(t, r.err)
+							require.NotEmpty(t, r.calls, "seed has a tool call running")
+							if owned {
+								// Unowned, a transition may finish at once (see mxUnownedCases).
+								require.Contains(t, outs, r.after.State, "landed outside the matrix")
+							}
+							r.common(t, r.after.State)
+						})
+					}
+				}
+			}
+		})
+
 		t.Run("ownership", func(t *testing.T) {
 			for _, tr := range []chatstate.Transition{chatstate.Acquire, chatstate.Abandon} {
 				for _, st := range chatstate.AllStates {
@@ -271,6 +310,20 @@ var mxAppliers = map[chatstate.Transition]mxApplyFn{
 	chatstate.EnterReview: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		return tx.EnterReview(r.id)
 	},
+	chatstate.EnterApproval: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		calls, err := tx.OutstandingToolCalls(r.id)
+		if err != nil {
+			return chatstate.Result{}, err
+		}
+		var ask []sdk.ToolApproval
+		for _, c := range calls {
+			ask = append(ask, sdk.ToolApproval{ToolCallID: c.ID, ToolName: c.Name, Server: "srv", Args: c.Args, Effect: store.EffectEffectful})
+		}
+		return tx.EnterApproval(r.id, ask)
+	},
+	chatstate.AnswerApproval: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return mxAnswer(tx, r, -1)
+	},
 	chatstate.FinishInterruption: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		return tx.FinishInterruption(r.id, assistantStep("partial").Messages)
 	},
@@ -292,6 +345,57 @@ var mxAppliers = map[chatstate.Transition]mxApplyFn{
 	chatstate.ReconcileInvalidState: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		return tx.ReconcileInvalidState(r.id)
 	},
+}
+
+// mxAnswer answers the first n calls awaiting approval (all when n < 0):
+// the first approved, the others denied.
+func mxAnswer(tx *chatstate.Tx, r *mxRun, n int) (chatstate.Result, error) {
+	pending, err := chatstate.PendingApprovals(r.before.Chat)
+	if err != nil {
+		return chatstate.Result{}, err
+	}
+	if n >= 0 {
+		pending = pending[:n]
+	}
+	var answers []sdk.ToolApprovalAnswer
+	for i, a := range pending {
+		answers = append(answers, sdk.ToolApprovalAnswer{ToolCallID: a.ToolCallID, Approved: i == 0, Reason: "no"})
+	}
+	return tx.AnswerApproval(r.id, answers)
+}
+
+// mxAnswerOne answers one of two calls awaiting approval.
+func mxAnswerOne(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) { return mxAnswer(tx, r, 1) }
+
+// mxApprovalRound checks the approval round after the transition: every
+// outstanding call is in it, want of them still pending.
+func mxApprovalRound(want int) func(t *testing.T, r *mxRun) {
+	return func(t *testing.T, r *mxRun) {
+		t.Helper()
+		r.history(t)
+		if len(r.before.Queue) > 0 {
+			r.queue(t, r.q(0))
+		} else {
+			r.queue(t)
+		}
+		round, err := chatstate.Approvals(r.after.Chat)
+		require.NoError(t, err)
+		var ids []string
+		for _, a := range round {
+			ids = append(ids, a.ToolCallID)
+		}
+		require.ElementsMatch(t, r.calls, ids, "the round holds the outstanding calls")
+		pending, err := chatstate.PendingApprovals(r.after.Chat)
+		require.NoError(t, err)
+		require.Len(t, pending, want, "calls still awaiting approval")
+		if r.tr == chatstate.AnswerApproval {
+			require.Equal(t, sdk.ApprovalApproved, round[0].State)
+			for _, a := range round[1 : len(round)-want] {
+				require.Equal(t, sdk.ApprovalDenied, a.State)
+				require.Equal(t, "no", a.Reason)
+			}
+		}
+	}
 }
 
 // mxCreateIdle is Create without a user message: the chat starts waiting.
@@ -505,6 +609,8 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 		require.Equal(t, b.RequiresActionDeadlineAt, a.RequiresActionDeadlineAt, "deadline of the pending action")
 	case r.tr == chatstate.EnterReview:
 		require.Nil(t, a.RequiresActionDeadlineAt, "an operator's review has no deadline")
+	case r.tr == chatstate.EnterApproval:
+		require.Nil(t, a.RequiresActionDeadlineAt, "an approval has no deadline")
 	case mxAction(to):
 		require.NotNil(t, a.RequiresActionDeadlineAt, "requires_action_deadline_at")
 		require.True(t, now.Add(5*time.Minute).Equal(*a.RequiresActionDeadlineAt),
@@ -524,11 +630,31 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 	// No user message may follow unanswered calls, and leaving a pending
 	// action (or an invalid state) answers every call.
 	pending := mxOutstanding(t, r.after.Messages)
-	if (mxAction(r.from) && !mxAction(to)) || r.tr == chatstate.ReconcileInvalidState {
+	// The last approval answer leaves them to the worker, which runs the
+	// approved calls and answers the denied ones.
+	if (mxAction(r.from) && !mxAction(to) && r.tr != chatstate.AnswerApproval) || r.tr == chatstate.ReconcileInvalidState {
 		require.Empty(t, pending, "tool calls left unanswered when leaving %s", r.from)
 	}
 
+	mxToolResults(t, r.after)
 	r.notified(t)
+}
+
+// mxToolResults proves the invariant "every tool call in history has
+// exactly one result" on the chat a transition left: never two results,
+// and none missing once the turn is over (DESIGN.md rule 6).
+func mxToolResults(t *testing.T, s snapshot) {
+	t.Helper()
+	require.NoError(t, chatstatetest.CheckToolResults(s.Messages, mxSettled(s.State)), "after the transition, in %s", s.State)
+}
+
+// mxSettled: no turn is in progress, so no tool call may wait for a result.
+func mxSettled(s chatstate.State) bool {
+	switch s {
+	case chatstate.StateW, chatstate.StateXW, chatstate.StateE0, chatstate.StateE1, chatstate.StateXE0, chatstate.StateXE1:
+		return true
+	}
+	return false
 }
 
 // notified: exactly one chat:update:{id} carrying the committed row, and a
@@ -949,6 +1075,12 @@ var (
 	mxTwoI1   = &mxSpec{State: chatstate.StateI1, Queued: 2}
 	mxTwoA1   = &mxSpec{State: chatstate.StateA1, Queued: 2}
 	mxInvalA0 = &mxSpec{State: chatstate.StateInvalid, Base: chatstate.StateA0}
+	mxCallR0  = &mxSpec{State: chatstate.StateR0, Pending: true}
+	mxCallR1  = &mxSpec{State: chatstate.StateR1, Pending: true}
+	mxAskA0   = &mxSpec{State: chatstate.StateA0, Approval: 1}
+	mxAsk2A0  = &mxSpec{State: chatstate.StateA0, Approval: 2}
+	mxAskA1   = &mxSpec{State: chatstate.StateA1, Approval: 1}
+	mxAsk2A1  = &mxSpec{State: chatstate.StateA1, Approval: 2}
 	mxInvalR1 = &mxSpec{State: chatstate.StateInvalid, Base: chatstate.StateR1, Queued: 1}
 )
 
@@ -1065,6 +1197,7 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 	{mxR0, chatstate.EnterRequiresAction, mxA0}: {check: mxSame},
 	{mxR0, chatstate.EnterReview, mxA0}:         {check: mxSame},
+	{mxR0, chatstate.EnterApproval, mxA0}:       {seed: mxCallR0, check: mxApprovalRound(1)},
 	{mxR0, chatstate.Interrupt, mxI0}:           {check: mxSame},
 	{mxR0, chatstate.SendMessageInterrupt, mxI1}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t)
@@ -1092,6 +1225,7 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 	{mxR1, chatstate.EnterRequiresAction, mxA1}: {check: mxSameQ0},
 	{mxR1, chatstate.EnterReview, mxA1}:         {check: mxSameQ0},
+	{mxR1, chatstate.EnterApproval, mxA1}:       {seed: mxCallR1, check: mxApprovalRound(1)},
 	{mxR1, chatstate.Interrupt, mxI1}:           {check: mxSameQ0},
 	{mxR1, chatstate.SendMessageInterrupt, mxI1}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t)
@@ -1181,6 +1315,8 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 
 	// A0
+	{mxA0, chatstate.AnswerApproval, mxR0}: {seed: mxAskA0, check: mxApprovalRound(0)},
+	{mxA0, chatstate.AnswerApproval, mxA0}: {seed: mxAsk2A0, apply: mxAnswerOne, check: mxApprovalRound(1)},
 	{mxA0, chatstate.CompleteRequiresAction, mxR0}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t, mxSubmitted())
 		r.queue(t)
@@ -1209,6 +1345,8 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 
 	// A1
+	{mxA1, chatstate.AnswerApproval, mxR1}: {seed: mxAskA1, check: mxApprovalRound(0)},
+	{mxA1, chatstate.AnswerApproval, mxA1}: {seed: mxAsk2A1, apply: mxAnswerOne, check: mxApprovalRound(1)},
 	{mxA1, chatstate.CompleteRequiresAction, mxR1}: {check: func(t *testing.T, r *mxRun) {
 		r.history(t, mxSubmitted())
 		r.queue(t, r.q(0))
@@ -1425,6 +1563,7 @@ func mxOwnership(t *testing.T, f *fixture, st chatstate.State, tr chatstate.Tran
 	got.WorkerID, got.RunnerID = r.before.Chat.WorkerID, r.before.Chat.RunnerID
 	got.SnapshotVersion, got.UpdatedAt = r.before.Chat.SnapshotVersion, r.before.Chat.UpdatedAt
 	require.Equal(t, r.before.Chat, got, "only ownership and snapshot_version change")
+	mxToolResults(t, r.after)
 	r.notified(t)
 }
 

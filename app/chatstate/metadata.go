@@ -37,10 +37,15 @@ type MetadataChange struct {
 	// MCPServerIDs, when set, replaces the chat's MCP server selection: a
 	// nil value is every configured server, an empty one none.
 	MCPServerIDs store.Opt[[]uuid.UUID]
+	// ToolApproval sets the chat's own tool approval policy (never,
+	// effectful or always). It combines with the configured policy as the
+	// stricter of the two, so it can tighten it but never loosen it; a
+	// change applies to the calls of later steps.
+	ToolApproval *string
 }
 
 func (c MetadataChange) mutates() bool {
-	return c.Title != nil || c.Labels != nil || c.PinOrder != nil || c.MCPServerIDs.Set
+	return c.Title != nil || c.Labels != nil || c.PinOrder != nil || c.MCPServerIDs.Set || c.ToolApproval != nil
 }
 
 // UpdateMetadata applies a metadata change under MetadataAllowed: an
@@ -79,7 +84,13 @@ func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) (Result, error) 
 		p.PinOrder = store.Some(*c.PinOrder)
 	}
 	p.MCPServerIDs = c.MCPServerIDs
-	if p.Labels.Set || p.PinOrder.Set || p.MCPServerIDs.Set {
+	if c.ToolApproval != nil {
+		if err := checkApprovalPolicy("tool_approval", *c.ToolApproval); err != nil {
+			return Result{}, err
+		}
+		p.ToolApproval = store.Some(*c.ToolApproval)
+	}
+	if p.Labels.Set || p.PinOrder.Set || p.MCPServerIDs.Set || p.ToolApproval.Set {
 		if _, err := t.tx.ChatUpdate(t.ctx, chatID, p); err != nil {
 			return Result{}, fmt.Errorf("update metadata of chat %s: %w", chatID, err)
 		}

@@ -14,7 +14,9 @@ import (
 
 // Cancellation reasons written into synthetic tool results.
 const (
-	reasonInterrupted   = "interrupted by the user"
+	reasonInterrupted   = "interrupted by the user before it finished"
+	reasonTurnEnded     = "the turn ended before it ran"
+	reasonTurnFailed    = "the turn stopped with an error before it finished"
 	reasonNewMessage    = "a new user message arrived"
 	reasonActionTimeout = "no result was submitted before the deadline"
 	reasonReconciled    = "the chat was reconciled from an invalid state"

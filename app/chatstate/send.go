@@ -103,7 +103,7 @@ func (t *Tx) SendMessage(chatID uuid.UUID, in UserInput, busy BusyBehavior) (Res
 	// Nothing is generating on an unowned chat, so no runner would finish
 	// the interruption without first taking a capacity slot: finish it now.
 	if tr == SendMessageInterrupt && isInterrupting(res.State) && !s.chat.WorkerID.Valid {
-		fin, err := t.finishInterruption(chatID, nil, "")
+		fin, err := t.FinishInterruption(chatID, nil)
 		if err != nil {
 			return Result{}, err
 		}
@@ -241,7 +241,7 @@ func (t *Tx) PromoteQueuedMessage(chatID uuid.UUID, qid int64) (Result, error) {
 		return Result{}, err
 	}
 	if isInterrupting(res.State) && !s.chat.WorkerID.Valid {
-		fin, err := t.finishInterruption(chatID, nil, "")
+		fin, err := t.FinishInterruption(chatID, nil)
 		if err != nil {
 			return Result{}, err
 		}

@@ -116,6 +116,9 @@ type Transition string
 // because the diagram allows different outputs for each. EnterReview is
 // chatd's own: EnterRequiresAction without a deadline, for an operator's
 // review of tool calls whose effects are unknown (durable requests).
+// EnterApproval and AnswerApproval are chatd's too: requires_action without
+// a deadline while a person approves or denies server-side tool calls; the
+// last answer resumes running.
 const (
 	Create                  Transition = "Create"
 	SetArchivedTrue         Transition = "SetArchived(true)"
@@ -132,6 +135,8 @@ const (
 	CommitStep              Transition = "CommitStep"
 	EnterRequiresAction     Transition = "EnterRequiresAction"
 	EnterReview             Transition = "EnterReview"
+	EnterApproval           Transition = "EnterApproval"
+	AnswerApproval          Transition = "AnswerApproval"
 	FinishInterruption      Transition = "FinishInterruption"
 	RecordGenerationAttempt Transition = "RecordGenerationAttempt"
 	RecordRetryState        Transition = "RecordRetryState"
@@ -154,7 +159,7 @@ var AllTransitions = []Transition{
 	Create, SetArchivedTrue, SetArchivedFalse, SendMessageQueue, SendMessageInterrupt,
 	EditMessage, DeleteQueuedMessage, PromoteQueuedMessage, Interrupt,
 	CompleteRequiresAction, RequestCompaction, ClearContext, CommitStep,
-	EnterRequiresAction, EnterReview, FinishInterruption, RecordGenerationAttempt, RecordRetryState,
+	EnterRequiresAction, EnterReview, EnterApproval, AnswerApproval, FinishInterruption, RecordGenerationAttempt, RecordRetryState,
 	FinishTurn, FinishError, CancelRequiresAction, ReconcileInvalidState,
 }
 
@@ -198,6 +203,7 @@ var matrix = map[State]map[Transition][]State{
 		CommitStep:              {StateR0},
 		EnterRequiresAction:     {StateA0},
 		EnterReview:             {StateA0},
+		EnterApproval:           {StateA0},
 		Interrupt:               {StateI0},
 		SendMessageInterrupt:    {StateI1},
 		EditMessage:             {StateR0},
@@ -211,6 +217,7 @@ var matrix = map[State]map[Transition][]State{
 		CommitStep:              {StateR1},
 		EnterRequiresAction:     {StateA1},
 		EnterReview:             {StateA1},
+		EnterApproval:           {StateA1},
 		Interrupt:               {StateI1},
 		SendMessageInterrupt:    {StateI1},
 		EditMessage:             {StateR0},
@@ -235,6 +242,7 @@ var matrix = map[State]map[Transition][]State{
 		FinishInterruption:   {StateR0, StateR1},
 	},
 	StateA0: {
+		AnswerApproval:         {StateA0, StateR0},
 		CompleteRequiresAction: {StateR0},
 		Interrupt:              {StateR0},
 		CancelRequiresAction:   {StateR0},
@@ -243,6 +251,7 @@ var matrix = map[State]map[Transition][]State{
 		EditMessage:            {StateR0},
 	},
 	StateA1: {
+		AnswerApproval:         {StateA1, StateR1},
 		CompleteRequiresAction: {StateR1},
 		Interrupt:              {StateR1},
 		CancelRequiresAction:   {StateR1},

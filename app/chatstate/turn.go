@@ -91,19 +91,28 @@ func (t *Tx) RecordRetryState(chatID uuid.UUID, retry sdk.ChatRetry) (Result, er
 }
 
 // FinishTurn completes the turn: waiting with an empty queue, otherwise the
-// queue head enters history and the chat keeps running.
+// queue head enters history and the chat keeps running. A tool call the
+// turn leaves unanswered is answered with a cancellation first.
 func (t *Tx) FinishTurn(chatID uuid.UUID) (Result, error) {
 	s, err := t.begin(chatID, FinishTurn)
 	if err != nil {
 		return Result{}, err
 	}
+	if err := t.answerOutstanding(chatID, reasonTurnEnded); err != nil {
+		return Result{}, err
+	}
 	return t.finishPromoting(s, OutcomeCompleted)
 }
 
-// FinishError parks the chat in error with last_error = e.
+// FinishError parks the chat in error with last_error = e. Tool calls the
+// failed turn leaves unanswered are answered with cancellations first, so
+// nothing from error (a compaction, say) runs them later.
 func (t *Tx) FinishError(chatID uuid.UUID, e sdk.ChatError) (Result, error) {
 	s, err := t.begin(chatID, FinishError)
 	if err != nil {
+		return Result{}, err
+	}
+	if err := t.answerOutstanding(chatID, reasonTurnFailed); err != nil {
 		return Result{}, err
 	}
 	raw, err := json.Marshal(e)

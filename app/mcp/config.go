@@ -63,10 +63,29 @@ type Server struct {
 	// Effects sets a tool's effect class (store.EffectPure, EffectIdempotent
 	// or EffectEffectful), keyed by the server's own tool name.
 	Effects map[string]string
+	// Approval is the server's tool approval policy (store.ApprovalNever,
+	// ApprovalEffectful or ApprovalAlways; never when unset): whether a
+	// person approves a call before it runs.
+	Approval string
+	// Approvals overrides Approval for single tools, keyed by the server's
+	// own tool name.
+	Approvals map[string]string
 	// Timeout bounds one tools/call (DefaultTimeout when unset).
 	Timeout time.Duration
 	// Disabled servers are listed but never connected.
 	Disabled bool
+}
+
+// ApprovalOf is the approval policy of the server's tool named mcpName (the
+// server's own name): its approvals entry, else the server's policy.
+func (s Server) ApprovalOf(mcpName string) string {
+	if p, ok := s.Approvals[mcpName]; ok {
+		return p
+	}
+	if s.Approval == "" {
+		return store.ApprovalNever
+	}
+	return s.Approval
 }
 
 // Stdio reports whether the server is started as a child process.
@@ -180,6 +199,8 @@ func parseServer(name string, raw json.RawMessage) (Server, error) {
 		get("headers", &s.Headers, "an object of strings"),
 		get("tools", &toolsField, `an object {"include": [...], "exclude": [...]} of tool names`),
 		get("effects", &s.Effects, "an object of tool name to pure, idempotent or effectful"),
+		get("approval", &s.Approval, "never, effectful or always"),
+		get("approvals", &s.Approvals, "an object of tool name to never, effectful or always"),
 		get("timeout", &timeout, `a duration string such as "60s"`),
 		get("disabled", &s.Disabled, "true or false"),
 	} {
@@ -212,6 +233,17 @@ func parseServer(name string, raw json.RawMessage) (Server, error) {
 		case store.EffectPure, store.EffectIdempotent, store.EffectEffectful:
 		default:
 			return s, fmt.Errorf("effects.%s: %q is not pure, idempotent or effectful", tool, effect)
+		}
+	}
+	if s.Approval == "" {
+		s.Approval = store.ApprovalNever
+	}
+	if !slices.Contains(store.AllApprovalPolicies, s.Approval) {
+		return s, fmt.Errorf("approval: %q is not never, effectful or always", s.Approval)
+	}
+	for tool, policy := range s.Approvals {
+		if !slices.Contains(store.AllApprovalPolicies, policy) {
+			return s, fmt.Errorf("approvals.%s: %q is not never, effectful or always", tool, policy)
 		}
 	}
 	if timeout != "" {

@@ -17,7 +17,8 @@ func TestParseConfig(t *testing.T) {
 	  "mcpServers": {
 	    "fs": {"command": "node", "args": ["fs.js", "/srv"], "env": {"TOKEN": "${NOT_EXPANDED}"},
 	           "tools": {"include": ["read_file"], "exclude": ["write_file"]},
-	           "effects": {"read_file": "pure"}, "timeout": "5s", "unknown": 1},
+	           "effects": {"read_file": "pure"}, "timeout": "5s", "unknown": 1,
+	           "approval": "effectful", "approvals": {"delete_file": "always", "read_file": "never"}},
 	    "Remote-1": {"url": "https://host/mcp", "headers": {"Authorization": "Bearer x"}, "disabled": true}
 	  }
 	}`))
@@ -26,13 +27,21 @@ func TestParseConfig(t *testing.T) {
 		{
 			Name: "Remote-1", ID: ServerID("Remote-1"), URL: "https://host/mcp",
 			Headers: map[string]string{"Authorization": "Bearer x"}, Timeout: DefaultTimeout, Disabled: true,
+			Approval: "never",
 		},
 		{
 			Name: "fs", ID: ServerID("fs"), Command: "node", Args: []string{"fs.js", "/srv"},
 			Env: map[string]string{"TOKEN": "${NOT_EXPANDED}"}, Include: []string{"read_file"}, Exclude: []string{"write_file"},
 			Effects: map[string]string{"read_file": "pure"}, Timeout: 5 * time.Second,
+			Approval: "effectful", Approvals: map[string]string{"delete_file": "always", "read_file": "never"},
 		},
 	}}, cfg)
+	fs, remote := cfg.Servers[1], cfg.Servers[0]
+	require.Equal(t, "always", fs.ApprovalOf("delete_file"), "a tool's own entry")
+	require.Equal(t, "never", fs.ApprovalOf("read_file"), "a tool's own entry may be looser than its server's")
+	require.Equal(t, "effectful", fs.ApprovalOf("write_file"), "the server's policy")
+	require.Equal(t, "never", remote.ApprovalOf("anything"), "the default")
+	require.Equal(t, "never", Server{}.ApprovalOf("x"), "an unparsed server's default")
 
 	empty, err := ParseConfig([]byte(`{"mcpServers": {}}`))
 	require.NoError(t, err)
@@ -75,6 +84,10 @@ func TestParseConfigErrors(t *testing.T) {
 		{"timeout", `{"mcpServers": {"a": {"command": "x", "timeout": 60}}}`, `mcp config: server "a": timeout: must be a duration string such as "60s"`},
 		{"timeout parse", `{"mcpServers": {"a": {"command": "x", "timeout": "1 minute"}}}`, `mcp config: server "a": timeout: "1 minute" is not a positive duration`},
 		{"timeout zero", `{"mcpServers": {"a": {"command": "x", "timeout": "0s"}}}`, `mcp config: server "a": timeout: "0s" is not a positive duration`},
+		{"approval value", `{"mcpServers": {"a": {"command": "x", "approval": "sometimes"}}}`, `mcp config: server "a": approval: "sometimes" is not never, effectful or always`},
+		{"approval type", `{"mcpServers": {"a": {"command": "x", "approval": true}}}`, `mcp config: server "a": approval: must be never, effectful or always`},
+		{"approvals value", `{"mcpServers": {"a": {"command": "x", "approvals": {"rm": "yes"}}}}`, `mcp config: server "a": approvals.rm: "yes" is not never, effectful or always`},
+		{"approvals type", `{"mcpServers": {"a": {"command": "x", "approvals": ["rm"]}}}`, `mcp config: server "a": approvals: must be an object of tool name to never, effectful or always`},
 		{"disabled type", `{"mcpServers": {"a": {"command": "x", "disabled": "yes"}}}`, `mcp config: server "a": disabled: must be true or false`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -49,6 +49,11 @@ func (t *Tool) Schema() json.RawMessage { return t.schema }
 // Effect is the tool's effect class (store.EffectPure, ...).
 func (t *Tool) Effect() string { return t.effect }
 
+// Approval is the tool's approval policy from the MCP config
+// (store.ApprovalNever, ApprovalEffectful or ApprovalAlways): the tool's
+// "approvals" entry, else its server's "approval", else never.
+func (t *Tool) Approval() string { return t.server.cfg.ApprovalOf(t.mcpName) }
+
 // EffectSource says where Effect came from: sdk.MCPEffectSourceConfig,
 // MCPEffectSourceAnnotation or MCPEffectSourceDefault.
 func (t *Tool) EffectSource() string { return t.effectSource }
@@ -155,7 +160,7 @@ func effectOf(cfg Server, t *mcp.Tool) (effect, source string) {
 // typo in exclude would otherwise offer a tool silently.
 func (m *Manager) warnUnknown(s *server, served map[string]bool) {
 	var unknown []string
-	for _, group := range [][]string{s.cfg.Include, s.cfg.Exclude, slices.Sorted(maps.Keys(s.cfg.Effects))} {
+	for _, group := range [][]string{s.cfg.Include, s.cfg.Exclude, slices.Sorted(maps.Keys(s.cfg.Effects)), slices.Sorted(maps.Keys(s.cfg.Approvals))} {
 		for _, name := range group {
 			if !served[name] && !slices.Contains(unknown, name) {
 				unknown = append(unknown, name)
@@ -163,7 +168,7 @@ func (m *Manager) warnUnknown(s *server, served map[string]bool) {
 		}
 	}
 	if len(unknown) > 0 {
-		m.log.Warn("MCP config names tools the server does not list (tools.include, tools.exclude or effects)",
+		m.log.Warn("MCP config names tools the server does not list (tools.include, tools.exclude, effects or approvals)",
 			"mcp_server", s.cfg.Name, "tools", unknown)
 	}
 }

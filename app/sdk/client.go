@@ -235,6 +235,12 @@ func (c *Client) SubmitToolResults(ctx context.Context, id uuid.UUID, req Submit
 	return c.Do(ctx, http.MethodPost, "/chats/"+id.String()+"/tool-results", req, nil)
 }
 
+// SubmitToolApprovals approves or denies tool calls awaiting a person's
+// approval (POST /chats/{chat}/tool-approvals).
+func (c *Client) SubmitToolApprovals(ctx context.Context, id uuid.UUID, req SubmitToolApprovalsRequest) error {
+	return c.Do(ctx, http.MethodPost, "/chats/"+id.String()+"/tool-approvals", req, nil)
+}
+
 // Models lists the configured models (GET /chats/models).
 func (c *Client) Models(ctx context.Context) (ChatModelsResponse, error) {
 	var out ChatModelsResponse

@@ -135,6 +135,13 @@ type Chat struct {
 	// MCPServerIDs restricts the chat's MCP servers: null means every
 	// configured server, [] none.
 	MCPServerIDs []uuid.UUID `json:"mcp_server_ids"`
+	// ToolApproval is the chat's own approval policy (never, effectful or
+	// always); it only ever tightens the configured one.
+	ToolApproval string `json:"tool_approval"`
+	// ToolApprovals are the calls of the current approval round while the
+	// chat is in requires_action for them (answered ones included, with
+	// their state); omitted otherwise.
+	ToolApprovals []ToolApproval `json:"tool_approvals,omitempty"`
 }
 
 // ChatMessageUsage is the token accounting of a message.
@@ -194,6 +201,9 @@ type CreateChatRequest struct {
 	// MCPServerIDs restricts the chat's MCP servers: nil (sent as null)
 	// is every configured server, an empty slice none.
 	MCPServerIDs []uuid.UUID `json:"mcp_server_ids"`
+	// ToolApproval tightens the chat's tool approval policy: never (the
+	// default), effectful or always.
+	ToolApproval string `json:"tool_approval,omitempty"`
 }
 
 // UpdateChatRequest is the body of PATCH /chats/{chat}.
@@ -204,6 +214,8 @@ type UpdateChatRequest struct {
 	Labels   *map[string]string `json:"labels,omitempty"`
 	// MCPServerIDs changes the chat's MCP servers when Set.
 	MCPServerIDs MCPServerSelection `json:"mcp_server_ids,omitzero"`
+	// ToolApproval changes the chat's tool approval policy when set.
+	ToolApproval *string `json:"tool_approval,omitempty"`
 }
 
 // MCPServerSelection is an optional, nullable list of MCP server ids, as
@@ -405,18 +417,24 @@ const (
 	CodeNothingToClear       = "NOTHING_TO_CLEAR"
 	CodeTooLarge             = "TOO_LARGE"
 	CodeQueueFull            = "QUEUE_FULL"
-	CodeMethodNotAllowed     = "METHOD_NOT_ALLOWED"
-	CodeInternal             = "INTERNAL"
-	CodeAuditUnavailable     = "AUDIT_UNAVAILABLE"
-	CodeInvocationInProgress = "INVOCATION_IN_PROGRESS"
-	CodeInvocationUnresolved = "INVOCATION_UNRESOLVED"
-	CodeInvocationReconciled = "INVOCATION_RECONCILED"
-	CodeInvocationConflict   = "INVOCATION_CONFLICT"
-	CodeInvocationNotFound   = "INVOCATION_NOT_FOUND"
-	CodeInvalidInvocationID  = "INVALID_INVOCATION_ID"
-	CodeRateLimited          = "RATE_LIMITED"
-	CodeStorageFull          = "STORAGE_FULL"
-	CodeLimitReached         = "LIMIT_REACHED"
+	// CodeToolCallAwaitingApproval: tool-results named (or the chat waits
+	// on) a call that awaits a person's approval, not a client's result.
+	CodeToolCallAwaitingApproval = "TOOL_CALL_AWAITING_APPROVAL"
+	// CodeToolCallNotAwaitingApproval: tool-approvals named a call that is
+	// not awaiting approval (unknown, a dynamic call, or already answered).
+	CodeToolCallNotAwaitingApproval = "TOOL_CALL_NOT_AWAITING_APPROVAL"
+	CodeMethodNotAllowed            = "METHOD_NOT_ALLOWED"
+	CodeInternal                    = "INTERNAL"
+	CodeAuditUnavailable            = "AUDIT_UNAVAILABLE"
+	CodeInvocationInProgress        = "INVOCATION_IN_PROGRESS"
+	CodeInvocationUnresolved        = "INVOCATION_UNRESOLVED"
+	CodeInvocationReconciled        = "INVOCATION_RECONCILED"
+	CodeInvocationConflict          = "INVOCATION_CONFLICT"
+	CodeInvocationNotFound          = "INVOCATION_NOT_FOUND"
+	CodeInvalidInvocationID         = "INVALID_INVOCATION_ID"
+	CodeRateLimited                 = "RATE_LIMITED"
+	CodeStorageFull                 = "STORAGE_FULL"
+	CodeLimitReached                = "LIMIT_REACHED"
 )
 
 // Stream event types of GET /chats/{chat}/stream.
@@ -430,6 +448,9 @@ const (
 	StreamRetry          = "retry"
 	StreamPreviewReset   = "preview_reset"
 	StreamHistoryReset   = "history_reset"
+	// StreamApprovalRequired lists the tool calls awaiting a person's
+	// approval (POST /chats/{chat}/tool-approvals).
+	StreamApprovalRequired = "approval_required"
 )
 
 // ChatStreamEvent is one event of the chat stream; each WebSocket text
@@ -445,6 +466,13 @@ type ChatStreamEvent struct {
 	// QueuedMessages is set (possibly empty) on queue_update only.
 	QueuedMessages []ChatQueuedMessage       `json:"queued_messages,omitzero"`
 	ActionRequired *ChatStreamActionRequired `json:"action_required,omitempty"`
+	// ApprovalRequired is set on approval_required only.
+	ApprovalRequired *ChatStreamApprovalRequired `json:"approval_required,omitempty"`
+}
+
+// ChatStreamApprovalRequired lists the tool calls still awaiting approval.
+type ChatStreamApprovalRequired struct {
+	ToolCalls []ToolApproval `json:"tool_calls"`
 }
 
 // ChatStreamMessagePart is a live part of the episode (history_version,
@@ -534,4 +562,42 @@ type MCPTool struct {
 	// Effect is pure, idempotent or effectful.
 	Effect       string `json:"effect"`
 	EffectSource string `json:"effect_source"`
+}
+
+// Approval states of a tool call in an approval round.
+const (
+	ApprovalPending  = "pending"
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+)
+
+// ToolApproval is a server-side tool call that needs (or had) a person's
+// approval before it runs.
+type ToolApproval struct {
+	ToolCallID string `json:"tool_call_id"`
+	// ToolName is the name the model called (SERVER__TOOL for MCP tools).
+	ToolName string `json:"tool_name"`
+	// Server is the MCP server's name; empty for chatd's built-in tools.
+	Server string `json:"server"`
+	// Args are the call's JSON arguments.
+	Args json.RawMessage `json:"args"`
+	// Effect is the tool's effect class: pure, idempotent or effectful.
+	Effect string `json:"effect"`
+	// State is pending, approved or denied.
+	State string `json:"state"`
+	// Reason is a denial's reason (empty otherwise).
+	Reason string `json:"reason,omitempty"`
+}
+
+// ToolApprovalAnswer answers one call awaiting approval.
+type ToolApprovalAnswer struct {
+	ToolCallID string `json:"tool_call_id"`
+	Approved   bool   `json:"approved"`
+	// Reason is told to the model with a denial ("denied: <reason>").
+	Reason string `json:"reason,omitempty"`
+}
+
+// SubmitToolApprovalsRequest is the body of POST /chats/{chat}/tool-approvals.
+type SubmitToolApprovalsRequest struct {
+	Approvals []ToolApprovalAnswer `json:"approvals"`
 }

@@ -101,11 +101,15 @@ type Loop struct {
 	statusSet                       bool
 	errorHistory                    int64
 	actionHistory                   int64
-	worker                          uuid.NullUUID
-	attempt                         int64
-	lastSeq                         int64
-	retired                         bool
-	booted                          bool
+	// approvals is the last approval_required sent: the history version
+	// and the calls it listed, so each change of the pending set is sent
+	// once.
+	approvals string
+	worker    uuid.NullUUID
+	attempt   int64
+	lastSeq   int64
+	retired   bool
+	booted    bool
 }
 
 // NewLoop returns a loop in the null state. relay is called whenever the
@@ -127,7 +131,9 @@ func (l *Loop) stale(h Hints) bool {
 		h.RetryStateVersion != nil && *h.RetryStateVersion > l.retry ||
 		h.Status != nil && (!l.statusSet || *h.Status != l.status) ||
 		h.WorkerID != nil && *h.WorkerID != l.worker ||
-		h.GenerationAttempt != nil && *h.GenerationAttempt != l.attempt
+		h.GenerationAttempt != nil && *h.GenerationAttempt != l.attempt ||
+		// A partial approval answer moves nothing but snapshot_version.
+		h.Status != nil && *h.Status == store.ChatStatusRequiresAction
 }
 
 // Sync maybe fetches and applies the database state (spec: "Sync
@@ -213,8 +219,30 @@ func (l *Loop) apply(s Snapshot, bootstrap bool) ([]sdk.ChatStreamEvent, error) 
 		out = append(out, e)
 		l.errorHistory = db.HistoryVersion
 	}
-	// 5. Action required.
-	if db.Status == store.ChatStatusRequiresAction && db.HistoryVersion > l.actionHistory {
+	// 5. Action required: the calls awaiting a person's approval
+	// (approval_required, again whenever that set shrinks), else the
+	// dynamic calls awaiting a client (action_required). Approval-pending
+	// calls are never listed in action_required: Coder's clients execute
+	// whatever it lists.
+	var approvals []sdk.ToolApproval
+	if db.Status == store.ChatStatusRequiresAction {
+		var err error
+		if approvals, err = chatstate.PendingApprovals(db); err != nil {
+			return nil, err
+		}
+	}
+	if len(approvals) > 0 {
+		key := fmt.Sprint(db.HistoryVersion)
+		for _, a := range approvals {
+			key += " " + a.ToolCallID
+		}
+		if key != l.approvals {
+			e := l.event(sdk.StreamApprovalRequired)
+			e.ApprovalRequired = &sdk.ChatStreamApprovalRequired{ToolCalls: approvals}
+			out = append(out, e)
+			l.approvals = key
+		}
+	} else if db.Status == store.ChatStatusRequiresAction && db.HistoryVersion > l.actionHistory {
 		ar := &sdk.ChatStreamActionRequired{ToolCalls: []sdk.ChatStreamToolCall{}}
 		for _, c := range s.Pending {
 			args := string(c.Args)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -37,6 +38,11 @@ func ToChat(c store.Chat) sdk.Chat {
 		Labels: c.Labels, CreatedAt: c.CreatedAt, UpdatedAt: c.UpdatedAt, Children: []sdk.Chat{},
 		RequiresActionDeadlineAt: c.RequiresActionDeadlineAt, SnapshotVersion: c.SnapshotVersion,
 		MCPServerIDs: c.MCPServerIDs, // nil is null: every configured server
+		ToolApproval: c.ToolApproval,
+	}
+	if c.Status == store.ChatStatusRequiresAction {
+		// A row the machine wrote always decodes; a broken one shows none.
+		out.ToolApprovals, _ = chatstate.Approvals(c)
 	}
 	if out.Labels == nil {
 		out.Labels = map[string]string{}

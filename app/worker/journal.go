@@ -44,17 +44,34 @@ func (v view) turnRequest() uuid.NullUUID {
 // and an effectful call in doubt stops the chat; a call that may run again
 // gets an error result saying the tool is unavailable, and is not run.
 func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstate.ToolCall, server toolset) error {
+	refused, stopped, err := r.gate(ctx, f, v, calls, server)
+	if err != nil || stopped {
+		return err
+	}
 	request := v.turnRequest()
 	all := calls
+	// A call a person denied never runs, and no hook is asked about it.
+	var asked []chatstate.ToolCall
+	personDenied := map[string]sdk.ChatMessagePart{}
+	for _, c := range calls {
+		if reason, ok := refused[c.ID]; ok {
+			personDenied[c.ID] = sdk.ChatMessagePart{
+				Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: chatstate.DeniedResult(reason), IsError: true,
+			}
+			continue
+		}
+		asked = append(asked, c)
+	}
 	// pre_tool_use may deny calls or replace their input; a failed hook
 	// leaves its calls unrun, with error results, and stops the chat below.
-	calls, denied, extra, hookErr := r.preToolUse(ctx, v, calls)
+	calls, denied, extra, hookErr := r.preToolUse(ctx, v, asked)
+	maps.Copy(denied, personDenied)
 	if hookErr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
 	results := map[string]sdk.ChatMessagePart{}
 	var toRun []chatstate.ToolCall
-	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
+	err = r.commit(ctx, f, func(t *chatstate.Tx) error {
 		results, toRun = maps.Clone(denied), nil
 		var unresolved []string
 		for _, c := range calls {
@@ -160,6 +177,65 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		}
 		return nil
 	})
+}
+
+// gate asks a person first for the calls that need approval (the tool's
+// policy from the MCP config, or CHATD_TOOL_APPROVAL for built-in tools,
+// tightened by the chat's own): while any of them has no answer in the
+// chat's approval round, the chat stops in requires_action for them
+// (EnterApproval) and nothing runs. Otherwise it returns the denied calls
+// with their reasons; approved ones run through the journal like any other.
+// A call with a journal entry is the journal's to judge: it was approved,
+// or needed no approval, when it started.
+func (r *runner) gate(ctx context.Context, f fence, v view, calls []chatstate.ToolCall, server toolset) (denied map[string]string, stopped bool, err error) {
+	round, err := chatstate.Approvals(v.chat)
+	if err != nil {
+		return nil, false, err
+	}
+	answers := map[string]sdk.ToolApproval{}
+	for _, a := range round {
+		answers[a.ToolCallID] = a
+	}
+	denied = map[string]string{}
+	var ask []sdk.ToolApproval
+	for _, c := range calls {
+		tool, ok := server[c.Name]
+		if !ok || v.journaled[c.ID] {
+			continue
+		}
+		effect := effectOf(tool)
+		if !chatstate.ApprovalRequired(effect, r.approvalPolicy(tool), v.chat.ToolApproval) {
+			continue
+		}
+		switch a, ok := answers[c.ID]; {
+		case ok && a.State == sdk.ApprovalApproved:
+		case ok && a.State == sdk.ApprovalDenied:
+			denied[c.ID] = a.Reason
+		default:
+			var serverName string
+			if s, ok := tool.(interface{ ServerName() string }); ok {
+				serverName = s.ServerName()
+			}
+			ask = append(ask, sdk.ToolApproval{ToolCallID: c.ID, ToolName: c.Name, Server: serverName, Args: c.Args, Effect: effect})
+		}
+	}
+	if len(ask) == 0 {
+		return denied, false, nil
+	}
+	r.w.log.Info("tool calls await approval", "chat_id", r.chatID, "tool_calls", len(ask))
+	return nil, true, r.commit(ctx, f, func(t *chatstate.Tx) error {
+		_, err := t.EnterApproval(r.chatID, ask)
+		return err
+	})
+}
+
+// approvalPolicy is a tool's approval policy: an MCP tool's from the MCP
+// config, the deployment's (CHATD_TOOL_APPROVAL) for a built-in one.
+func (r *runner) approvalPolicy(tool tools.Tool) string {
+	if a, ok := tool.(interface{ Approval() string }); ok {
+		return a.Approval()
+	}
+	return r.w.cfg.ToolApproval
 }
 
 // effectOf is the tool's effect class; anything but pure or idempotent

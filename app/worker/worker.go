@@ -74,6 +74,10 @@ type Config struct {
 	// MCPToolsWait bounds the wait for MCP servers still connecting at the
 	// start of a step; their tools are left out of that step.
 	MCPToolsWait time.Duration
+	// ToolApproval is the approval policy of chatd's built-in server-side
+	// tools (never when empty): by effect class, as an MCP server's
+	// "approval" in the MCP config.
+	ToolApproval string
 	// AutoArchiveDays turns on the auto-archive loop: root chat families
 	// unused since 00:00 UTC this many days ago are archived. 0 is off.
 	AutoArchiveDays int

@@ -18,12 +18,13 @@ const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_so
 	snapshot_version, history_version, queue_version, retry_state_version,
 	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
 	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
-	mcp_server_ids, created_at, updated_at`
+	mcp_server_ids, tool_approval, tool_approvals, created_at, updated_at`
 
 func scanChat(row pgx.Row) (store.Chat, error) {
 	var (
 		c                            store.Chat
 		lastError, retry, dynTools   []byte
+		approvals                    []byte
 		labels                       map[string]string
 		requiresAction, compactionAt *time.Time
 	)
@@ -33,7 +34,7 @@ func scanChat(row pgx.Row) (store.Chat, error) {
 		&c.SnapshotVersion, &c.HistoryVersion, &c.QueueVersion, &c.RetryStateVersion,
 		&c.GenerationAttempt, &requiresAction, &compactionAt, &labels,
 		&c.PinOrder, &c.LastModelConfigID, &c.LastReasoningEffort, &dynTools,
-		&c.MCPServerIDs, &c.CreatedAt, &c.UpdatedAt,
+		&c.MCPServerIDs, &c.ToolApproval, &approvals, &c.CreatedAt, &c.UpdatedAt,
 	)
 	if err != nil {
 		return store.Chat{}, translate(err)
@@ -41,6 +42,7 @@ func scanChat(row pgx.Row) (store.Chat, error) {
 	c.LastError = rawJSON(lastError)
 	c.RetryState = rawJSON(retry)
 	c.DynamicTools = rawJSON(dynTools)
+	c.ToolApprovals = rawJSON(approvals)
 	if labels == nil {
 		labels = map[string]string{}
 	}
@@ -70,13 +72,13 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 		INSERT INTO chats (
 			id, owner_id, parent_chat_id, root_chat_id, title, title_source, title_updated_at,
 			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
-			mcp_server_ids, snapshot_version, history_version, queue_version, retry_state_version,
-			generation_attempt, created_at, updated_at
-		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, 1, 0, 0, 0, 0, $7, $7)
+			mcp_server_ids, tool_approval, snapshot_version, history_version, queue_version,
+			retry_state_version, generation_attempt, created_at, updated_at
+		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, 0, 0, 0, 0, $7, $7)
 		RETURNING `+chatColumns,
 		p.ID, p.OwnerID, p.ParentChatID, p.RootChatID, p.Title, string(source), p.Now,
 		string(p.Status), labels, p.LastModelConfigID, p.LastReasoningEffort, p.DynamicTools,
-		p.MCPServerIDs,
+		p.MCPServerIDs, toolApproval(p.ToolApproval),
 	)
 	c, err := scanChat(row)
 	if err != nil {
@@ -267,6 +269,15 @@ func (t *tx) ChatCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 		return 0, fmt.Errorf("count chats of owner %s: %w", ownerID, translate(err))
 	}
 	return n, nil
+}
+
+// toolApproval is the column value of a new chat's policy: the column
+// default for an unset one (an empty string would fail its check).
+func toolApproval(p string) string {
+	if p == "" {
+		return store.ApprovalNever
+	}
+	return p
 }
 
 // ChatListArchivable lists the auto-archive candidates: old, unused root

@@ -19,7 +19,7 @@ const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_so
 	snapshot_version, history_version, queue_version, retry_state_version,
 	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
 	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
-	mcp_server_ids, created_at, updated_at`
+	mcp_server_ids, tool_approval, tool_approvals, created_at, updated_at`
 
 func scanChat(row rowScanner) (store.Chat, error) {
 	var (
@@ -27,7 +27,7 @@ func scanChat(row rowScanner) (store.Chat, error) {
 		id, owner, titleUpdated, created, updated   string
 		parent, root, worker, runner, lastErr, rs   sql.NullString
 		deadline, compaction, modelID, dynamicTools sql.NullString
-		mcpServers                                  sql.NullString
+		mcpServers, approvals                       sql.NullString
 		labels                                      string
 		archived                                    int
 		status, source                              string
@@ -35,7 +35,8 @@ func scanChat(row rowScanner) (store.Chat, error) {
 	err := row.Scan(&id, &owner, &parent, &root, &c.Title, &source, &titleUpdated, &status,
 		&archived, &worker, &runner, &lastErr, &rs, &c.SnapshotVersion, &c.HistoryVersion,
 		&c.QueueVersion, &c.RetryStateVersion, &c.GenerationAttempt, &deadline, &compaction,
-		&labels, &c.PinOrder, &modelID, &c.LastReasoningEffort, &dynamicTools, &mcpServers, &created, &updated)
+		&labels, &c.PinOrder, &modelID, &c.LastReasoningEffort, &dynamicTools, &mcpServers,
+		&c.ToolApproval, &approvals, &created, &updated)
 	if err != nil {
 		return store.Chat{}, translate(err)
 	}
@@ -61,6 +62,7 @@ func scanChat(row rowScanner) (store.Chat, error) {
 	c.LastError = rawJSON(lastErr)
 	c.RetryState = rawJSON(rs)
 	c.DynamicTools = rawJSON(dynamicTools)
+	c.ToolApprovals = rawJSON(approvals)
 	if err := json.Unmarshal([]byte(labels), &c.Labels); err != nil {
 		return store.Chat{}, fmt.Errorf("decode labels of chat %s: %w", c.ID, err)
 	}
@@ -103,12 +105,12 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 		INSERT INTO chats (
 			id, owner_id, parent_chat_id, root_chat_id, title, title_source, title_updated_at,
 			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
-			mcp_server_ids, created_at, updated_at
-		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			mcp_server_ids, tool_approval, created_at, updated_at
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING `+chatColumns,
 		p.ID.String(), p.OwnerID.String(), nullUUID(p.ParentChatID), nullUUID(p.RootChatID),
 		p.Title, string(source), now, string(p.Status), labels, nullUUID(p.LastModelConfigID),
-		p.LastReasoningEffort, nullJSON(p.DynamicTools), servers, now, now)
+		p.LastReasoningEffort, nullJSON(p.DynamicTools), servers, toolApproval(p.ToolApproval), now, now)
 	c, err := scanChat(row)
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)
@@ -326,6 +328,15 @@ func (t *tx) ChatCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 		return 0, fmt.Errorf("count chats of owner %s: %w", ownerID, translate(err))
 	}
 	return n, nil
+}
+
+// toolApproval is the column value of a new chat's policy: the column
+// default for an unset one (an empty string would fail its check).
+func toolApproval(p string) string {
+	if p == "" {
+		return store.ApprovalNever
+	}
+	return p
 }
 
 // ChatListArchivable lists the auto-archive candidates: old, unused root

@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ChatListQuery", testChatListQuery},
 		{"MalformedJSONRefused", testMalformedJSONRefused},
 		{"ChatMCPServerIDs", testChatMCPServerIDs},
+		{"ChatToolApproval", testChatToolApproval},
 		{"ChatListArchivable", testChatListArchivable},
 	}
 	for _, tc := range tests {
@@ -2160,6 +2161,49 @@ func testChatMCPServerIDs(t *testing.T, b *bundle) {
 	})
 	require.ErrorIs(t, err, store.ErrInvariant)
 	require.Equal(t, []uuid.UUID{one, two}, b.get(t, b.chat.ID).MCPServerIDs)
+}
+
+// A chat's approval policy defaults to never and takes the three policies;
+// its approval round is NULL or a JSON object, and the database refuses
+// anything else.
+func testChatToolApproval(t *testing.T, b *bundle) {
+	require.Equal(t, store.ApprovalNever, b.chat.ToolApproval, "an unset policy is never")
+	require.Nil(t, b.chat.ToolApprovals, "no approval round is NULL")
+	strict := b.newChat(t, func(p *store.ChatInsertParams) { p.ToolApproval = store.ApprovalAlways })
+	require.Equal(t, store.ApprovalAlways, strict.ToolApproval)
+	require.Equal(t, strict, b.get(t, strict.ID))
+
+	round := json.RawMessage(`{"history_version":1,"calls":[{"tool_call_id":"c1","state":"pending"}]}`)
+	var c store.Chat
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{
+			ToolApproval: store.Some(store.ApprovalEffectful), ToolApprovals: store.Some(round),
+		})
+		return err
+	})
+	require.Equal(t, store.ApprovalEffectful, c.ToolApproval)
+	require.JSONEq(t, string(round), string(c.ToolApprovals))
+	require.Equal(t, c, b.get(t, b.chat.ID))
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		c, err = tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{ToolApprovals: store.Some[json.RawMessage](nil)})
+		return err
+	})
+	require.Nil(t, c.ToolApprovals, "a nil round writes NULL")
+	require.Equal(t, store.ApprovalEffectful, c.ToolApproval, "an unset field is left alone")
+
+	for _, bad := range []string{
+		`UPDATE chats SET tool_approval = 'sometimes' WHERE id = ?`,
+		`UPDATE chats SET tool_approvals = '[1]' WHERE id = ?`,
+	} {
+		err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
+			_, err := b.exec(b.ctx, tx, q(b.s, bad, bad[:len(bad)-1]+"$1"), b.chat.ID.String())
+			return err
+		})
+		require.ErrorIs(t, err, store.ErrInvariant, bad)
+	}
+	require.Equal(t, c, b.get(t, b.chat.ID))
 }
 
 func testChatListArchivable(t *testing.T, b *bundle) {

@@ -63,6 +63,10 @@ type Spec struct {
 	// Pending leaves an unanswered ActionTool call in the current turn (A0
 	// and A1 always have one).
 	Pending bool
+	// Approval, in A0 or A1, makes the chat wait on a person's approval of
+	// this many outstanding calls (EnterApproval) instead of a client's
+	// result; the step then calls ActionTool that many times.
+	Approval int
 	// Unowned abandons the chat once it is in State (before archiving, in
 	// the archived states).
 	Unowned bool
@@ -229,7 +233,11 @@ func (b *builder) build(sp Spec) {
 	action := sp.State == chatstate.StateA0 || sp.State == chatstate.StateA1
 	if sp.Pending || action {
 		b.call = "call-" + uuid.NewString()
-		b.commit(toolCallStep(b.call))
+		ids := []string{b.call}
+		for i := 1; i < sp.Approval; i++ {
+			ids = append(ids, fmt.Sprintf("%s-%d", b.call, i+1))
+		}
+		b.commit(toolCallStep(ids...))
 	}
 	switch sp.State {
 	case chatstate.StateW:
@@ -240,6 +248,23 @@ func (b *builder) build(sp Spec) {
 			return err
 		})
 	case chatstate.StateA0, chatstate.StateA1:
+		if sp.Approval > 0 {
+			b.do("enter approval", func(tx *chatstate.Tx) error {
+				calls, err := tx.OutstandingToolCalls(b.id)
+				if err != nil {
+					return err
+				}
+				var ask []sdk.ToolApproval
+				for _, c := range calls {
+					ask = append(ask, sdk.ToolApproval{
+						ToolCallID: c.ID, ToolName: c.Name, Args: c.Args, Effect: store.EffectEffectful,
+					})
+				}
+				_, err = tx.EnterApproval(b.id, ask)
+				return err
+			})
+			break
+		}
 		b.do("enter requires_action", func(tx *chatstate.Tx) error {
 			_, err := tx.EnterRequiresAction(b.id)
 			return err
@@ -363,12 +388,13 @@ func assistantStep(text string) chatstate.Step {
 	return chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}}
 }
 
-// toolCallStep is an assistant step that calls ActionTool.
-func toolCallStep(callID string) chatstate.Step {
-	content, err := chatstate.EncodeParts([]sdk.ChatMessagePart{
-		{Type: sdk.PartText, Text: "let me check"},
-		{Type: sdk.PartToolCall, ToolCallID: callID, ToolName: ActionTool, Args: json.RawMessage(`{"q":1}`)},
-	})
+// toolCallStep is an assistant step that calls ActionTool, once per id.
+func toolCallStep(callIDs ...string) chatstate.Step {
+	parts := []sdk.ChatMessagePart{{Type: sdk.PartText, Text: "let me check"}}
+	for _, id := range callIDs {
+		parts = append(parts, sdk.ChatMessagePart{Type: sdk.PartToolCall, ToolCallID: id, ToolName: ActionTool, Args: json.RawMessage(`{"q":1}`)})
+	}
+	content, err := chatstate.EncodeParts(parts)
 	if err != nil {
 		panic(fmt.Sprintf("chatstatetest: encode tool call: %v", err))
 	}
