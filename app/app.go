@@ -139,7 +139,10 @@ func Migrate(ctx context.Context, s migrator, fn func(*goose.Provider) error) er
 // New opens and migrates the store and builds the HTTP handler.
 func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	cfg = cfg.withDefaults()
-	log := slog.New(slog.NewTextHandler(logOut, nil))
+	log, err := NewLogger(cfg.LogFormat, logOut)
+	if err != nil {
+		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
+	}
 	s, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", describeDB(cfg.DB), err)
@@ -167,7 +170,11 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 // with isolated stores). Close closes the store.
 func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer) (*App, error) {
 	cfg = cfg.withDefaults()
-	a := &App{cfg: cfg, log: slog.New(slog.NewTextHandler(logOut, nil)), clock: cfg.Clock, store: s}
+	log, err := NewLogger(cfg.LogFormat, logOut)
+	if err != nil {
+		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
+	}
+	a := &App{cfg: cfg, log: log, clock: cfg.Clock, store: s}
 	if err := a.init(ctx); err != nil {
 		if a.closePub != nil {
 			a.closePub()
@@ -219,7 +226,7 @@ func (a *App) init(ctx context.Context) error {
 	a.metrics = api.NewMetrics()
 	wdeps := worker.Deps{
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
-		Tools: reg, Clock: a.clock, Log: a.log,
+		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
 	}
 	var mcpServers api.MCPServers
 	if a.cfg.MCPConfig != "" {
@@ -246,7 +253,7 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.tokens.DeleteExpired(ctx); err != nil {
 		return fmt.Errorf("delete expired tokens: %w", err)
 	}
-	acfg := api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes, Limits: a.cfg.Limits}
+	acfg := api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes, Limits: a.cfg.Limits, Pprof: a.cfg.Pprof}
 	if err := a.webConfig(&acfg); err != nil {
 		return err
 	}

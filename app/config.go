@@ -2,6 +2,8 @@ package app
 
 import (
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -128,6 +130,30 @@ type Config struct {
 	// MetricsAddr, when set, serves /metrics there without auth (for
 	// scrapers); the main address serves it to admins only.
 	MetricsAddr string
+	// LogFormat is the log line format: text (default) or json. Any
+	// other value stops startup.
+	LogFormat string
+	// Pprof serves the runtime profiles under /debug/pprof/ to admins on
+	// the main address; off by default.
+	Pprof bool
+}
+
+// Log formats (Config.LogFormat).
+const (
+	LogFormatText = "text"
+	LogFormatJSON = "json"
+)
+
+// NewLogger returns the app's logger writing to out in format (text when
+// empty); an unknown format is an error.
+func NewLogger(format string, out io.Writer) (*slog.Logger, error) {
+	switch format {
+	case "", LogFormatText:
+		return slog.New(slog.NewTextHandler(out, nil)), nil
+	case LogFormatJSON:
+		return slog.New(slog.NewJSONHandler(out, nil)), nil
+	}
+	return nil, fmt.Errorf("log format %q: want %s or %s", format, LogFormatText, LogFormatJSON)
 }
 
 // FromEnv returns a Config filled from the environment.
@@ -162,6 +188,8 @@ func FromEnv() Config {
 	c.CookieSecure = os.Getenv("CHATD_COOKIE_SECURE")
 	c.TrustedProxies = os.Getenv("CHATD_TRUSTED_PROXIES")
 	c.MetricsAddr = os.Getenv("CHATD_METRICS_ADDR")
+	c.LogFormat = os.Getenv("CHATD_LOG_FORMAT")
+	c.Pprof, _ = strconv.ParseBool(os.Getenv("CHATD_PPROF"))
 	c.BuiltinTools, _ = strconv.ParseBool(os.Getenv("CHATD_BUILTIN_TOOLS"))
 	c.OpenAIAPIKey, c.OpenAIBaseURL = os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
 	c.AnthropicAPIKey, c.AnthropicBaseURL = os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")

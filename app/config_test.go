@@ -1,11 +1,16 @@
 package app_test
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/store/dbtest"
 )
 
 // TestAutoArchiveDaysFromEnv: CHATD_AUTO_ARCHIVE_DAYS reaches the worker;
@@ -14,5 +19,40 @@ func TestAutoArchiveDaysFromEnv(t *testing.T) {
 	for env, want := range map[string]int{"30": 30, "": 0, "0": 0, "-1": 0, "soon": 0} {
 		t.Setenv("CHATD_AUTO_ARCHIVE_DAYS", env)
 		require.Equal(t, want, app.FromEnv().Worker.AutoArchiveDays, "%q", env)
+	}
+}
+
+// TestLogFormat: CHATD_LOG_FORMAT picks text (the default) or JSON lines;
+// any other value stops startup with an error naming the setting.
+func TestLogFormat(t *testing.T) {
+	for env, want := range map[string]string{"": "", "text": "text", "json": "json"} {
+		t.Setenv("CHATD_LOG_FORMAT", env)
+		require.Equal(t, want, app.FromEnv().LogFormat, "%q", env)
+	}
+
+	var text, js bytes.Buffer
+	l, err := app.NewLogger("", &text)
+	require.NoError(t, err)
+	l.Info("hello", "chat_id", "c1")
+	require.Contains(t, text.String(), "msg=hello chat_id=c1")
+	l, err = app.NewLogger(app.LogFormatJSON, &js)
+	require.NoError(t, err)
+	l.Info("hello", "chat_id", "c1")
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(js.Bytes(), &line), "one JSON object per line: %s", js.String())
+	require.Equal(t, "hello", line["msg"])
+	require.Equal(t, "c1", line["chat_id"])
+
+	_, err = app.NewLogger("yaml", io.Discard)
+	require.ErrorContains(t, err, `"yaml"`)
+	_, err = app.NewWithStore(context.Background(), app.Config{LogFormat: "yaml"}, dbtest.NewSQLite(t), io.Discard)
+	require.ErrorContains(t, err, "CHATD_LOG_FORMAT")
+}
+
+// TestPprofFromEnv: CHATD_PPROF=true turns the profiles on; off otherwise.
+func TestPprofFromEnv(t *testing.T) {
+	for env, want := range map[string]bool{"true": true, "": false, "false": false, "yes": false} {
+		t.Setenv("CHATD_PPROF", env)
+		require.Equal(t, want, app.FromEnv().Pprof, "%q", env)
 	}
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -124,14 +125,16 @@ func (l *ModelList) Resolve(id uuid.NullUUID) (worker.Model, error) {
 func providersFromConfig(cfg Config, clk clock.Clock) (map[string]llm.Provider, []string) {
 	ps := map[string]llm.Provider{DemoModelName: demo.New(demo.Config{TokenDelay: cfg.DemoTokenDelay, Clock: clk})}
 	var models []string
+	// Each round trip of a chat's model call is a provider_attempt stage.
+	httpClient := &http.Client{Transport: worker.ProviderTransport(nil)}
 	if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
-		ps["openai"] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL})
+		ps["openai"] = openai.New(openai.Config{APIKey: cfg.OpenAIAPIKey, BaseURL: cfg.OpenAIBaseURL, HTTPClient: httpClient})
 		if cfg.OpenAIBaseURL == "" {
 			models = append(models, "openai/gpt-4.1-mini")
 		}
 	}
 	if cfg.AnthropicAPIKey != "" || cfg.AnthropicBaseURL != "" {
-		ps["anthropic"] = anthropic.New(anthropic.Config{APIKey: cfg.AnthropicAPIKey, BaseURL: cfg.AnthropicBaseURL})
+		ps["anthropic"] = anthropic.New(anthropic.Config{APIKey: cfg.AnthropicAPIKey, BaseURL: cfg.AnthropicBaseURL, HTTPClient: httpClient})
 		if cfg.AnthropicBaseURL == "" {
 			models = append(models, "anthropic/claude-sonnet-4-5")
 		}

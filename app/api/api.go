@@ -56,6 +56,8 @@ type Config struct {
 	// Limits are the per-user rates and quotas (limits.go); zero fields
 	// are unlimited.
 	Limits Limits
+	// Pprof serves /debug/pprof/ to admins; off, the path is 404.
+	Pprof bool
 }
 
 // Models is the configured model list; the API validates model ids with it.
@@ -173,6 +175,7 @@ func (s *Server) routes() {
 		}))
 	}
 	s.mux.Handle("GET /healthz", s.instrument("GET /healthz", s.handle(s.healthz)))
+	s.pprofRoutes()
 	if s.deps.Metrics != nil {
 		// On the main address only admins read metrics; scrapers get their
 		// own address without auth (app's MetricsAddr, MetricsHandler).

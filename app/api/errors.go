@@ -108,7 +108,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(499, sdk.CodeInternal, "Request cancelled.", "")
 	case errors.Is(err, store.ErrStorageFull):
 		if s.guards.noteStorageFull() {
-			s.deps.Log.Error("storage full: writes fail until space is freed", "method", r.Method, "path", r.URL.Path, "err", err)
+			s.deps.Log.Error("storage full: writes fail until space is freed", append(logAttrs(r), "err", err)...)
 		}
 		ae = newError(http.StatusServiceUnavailable, sdk.CodeStorageFull,
 			"The server's storage is full; nothing was saved. Retry once an operator has freed space.", err.Error())
@@ -116,7 +116,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		ae = newError(http.StatusServiceUnavailable, sdk.CodeAuditUnavailable,
 			"The database is unavailable; the request's effects are unknown. Retry later.", err.Error())
 	default:
-		s.deps.Log.Error("internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.deps.Log.Error("internal error", append(logAttrs(r), "err", err)...)
 		ae = newError(http.StatusInternalServerError, sdk.CodeInternal, "Internal error.", "The server logged the cause.")
 	}
 	// Copy the answer: ae may be a shared value (errChatNotFound).
@@ -137,4 +137,18 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(v)
+}
+
+// logAttrs names the request in a log line: method and path, and the chat
+// and durable request it is about when its route has them, so every line
+// about a chat carries chat_id.
+func logAttrs(r *http.Request) []any {
+	attrs := []any{"method", r.Method, "path", r.URL.Path}
+	if id := r.PathValue("chat"); id != "" {
+		attrs = append(attrs, "chat_id", id)
+	}
+	if id := r.PathValue("request_id"); id != "" {
+		attrs = append(attrs, "request_id", id)
+	}
+	return attrs
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
@@ -80,4 +81,10 @@ func TestInternalErrorGoesToAppLog(t *testing.T) {
 	require.Contains(t, appLog.String(), "path=/api/v2/chats")
 	require.Contains(t, appLog.String(), "does not exist", "the cause is in the app's log")
 	require.Empty(t, defaultLog.String(), "nothing goes to slog.Default")
+
+	// A failure about one chat names it.
+	id := uuid.New()
+	_, err = client.Chat(ctx, id)
+	requireAPIError(t, err, http.StatusInternalServerError, sdk.CodeInternal)
+	require.Contains(t, appLog.String(), "chat_id="+id.String())
 }

@@ -179,7 +179,10 @@ func (o *admissionOrder) next(allowed func(store.Chat) bool) (store.Chat, bool) 
 // fresh runner id. A refused chat stays unowned for a later pass.
 func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 	runnerID := uuid.New()
-	var acquired store.Chat
+	var (
+		acquired  store.Chat
+		takenOver bool
+	)
 	err := w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		tx := t.Reader()
 		if err := t.LockAdmission(); err != nil {
@@ -206,6 +209,7 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 				return errSkip
 			}
 		}
+		takenOver = c.WorkerID.Valid
 		res, err := t.Acquire(chatID, w.id, runnerID)
 		acquired = res.Chat
 		return err
@@ -220,7 +224,7 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 		return false
 	}
 	w.log.Debug("acquired chat", "chat_id", chatID, "runner_id", runnerID)
-	w.manager.spawn(ctx, acquired, runnerID)
+	w.manager.spawn(ctx, acquired, runnerID, takenOver)
 	return true
 }
 

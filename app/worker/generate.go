@@ -225,6 +225,7 @@ func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool
 	if src == nil || servers != nil && len(servers) == 0 {
 		return nil
 	}
+	defer r.stage(StageMCPConnect)()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := make(chan []tools.Tool, 1)
@@ -235,7 +236,7 @@ func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool
 	case ts := <-got:
 		return ts
 	case <-timer.C():
-		r.w.log.Info("MCP servers still connecting; this step goes on without them", "chat_id", r.chatID, "waited", r.w.cfg.MCPToolsWait)
+		r.log.Info("MCP servers still connecting; this step goes on without them", "waited", r.w.cfg.MCPToolsWait)
 		cancel()
 		return <-got
 	}
@@ -250,6 +251,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 	if err != nil {
 		return err
 	}
+	r.turns.ensure(ctx, v.trigger())
 	f := fence{ev: ev}
 	if len(v.calls) > 0 {
 		return r.handleToolCalls(ctx, f, v)
@@ -278,7 +280,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 		return ctx.Err()
 	}
 	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: v.effort()}
-	resp, done, err := r.callModel(ctx, ev, model, req, nil)
+	resp, done, err := r.callModel(ctx, ev, v, model, req, nil)
 	if err != nil || done {
 		return err
 	}
@@ -305,10 +307,14 @@ func toUsage(u llm.Usage, limit int64) *store.Usage {
 }
 
 func (r *runner) finishTurn(ctx context.Context, f fence) error {
-	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
 		_, err := t.FinishTurn(r.chatID)
 		return err
 	})
+	if err == nil {
+		r.turns.finish(ctx, OutcomeCompleted)
+	}
+	return err
 }
 
 // handleToolCalls answers outstanding calls: server-side tools (the
@@ -364,8 +370,11 @@ func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
 // episode per attempt, RecordRetryState while backing off, FinishError for
 // a non-retryable error or once the retry limit is spent. done reports that
 // the step ended the turn (FinishError) and there is nothing to commit.
-func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.Request, prefix []sdk.ChatMessagePart) (resp llm.Response, done bool, err error) {
+func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, req llm.Request, prefix []sdk.ChatMessagePart) (resp llm.Response, done bool, err error) {
 	f := fence{ev: ev}
+	log := r.stepLog(ev, v.turnRequest())
+	id := modelIdentity{providerType: model.Provider.Name(), model: model.Name}
+	callCtx := withStageIdentity(ctx, r.identity(id))
 	for {
 		var c store.Chat
 		err := r.commit(ctx, f, func(t *chatstate.Tx) error {
@@ -384,7 +393,9 @@ func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.R
 			_ = buf.AddPart(ep, p)
 		}
 		_ = buf.StartModelInvocation(ep)
-		resp, err = model.Provider.Stream(ctx, req, func(p sdk.ChatMessagePart) { _ = buf.AddPart(ep, p) })
+		endStream, first := r.modelStage(StageStream, id), r.firstToken(id)
+		resp, err = model.Provider.Stream(callCtx, req, func(p sdk.ChatMessagePart) { first(p); _ = buf.AddPart(ep, p) })
+		endStream()
 		// Closing keeps the parts: an interrupt goroutine still reads them.
 		buf.CloseEpisode(ep)
 		if ctx.Err() != nil {
@@ -398,14 +409,16 @@ func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.R
 			return resp, false, err
 		}
 		if !perr.Retryable || c.GenerationAttempt > int64(r.w.cfg.MaxRetries) {
-			r.w.log.Info("generation failed", "chat_id", r.chatID, "attempt", c.GenerationAttempt, "err", perr)
+			log.Info("generation failed", "attempt", c.GenerationAttempt, "err", perr)
+			r.w.deps.Metrics.failed(perr.Kind)
 			return resp, true, r.commit(ctx, f, func(t *chatstate.Tx) error {
 				_, err := t.FinishError(r.chatID, perr.ChatError())
 				return err
 			})
 		}
 		delay := r.w.backoff(c.GenerationAttempt)
-		r.w.log.Info("generation failed; retrying", "chat_id", r.chatID, "attempt", c.GenerationAttempt,
+		r.w.deps.Metrics.retry(perr.Kind)
+		log.Info("generation failed; retrying", "attempt", c.GenerationAttempt,
 			"max_retries", r.w.cfg.MaxRetries, "delay", delay, "err", perr)
 		retry := sdk.ChatRetry{
 			Attempt: c.GenerationAttempt, DelayMS: delay.Milliseconds(), Error: perr.Message,
@@ -417,7 +430,10 @@ func (r *runner) callModel(ctx context.Context, ev event, model Model, req llm.R
 		}); err != nil {
 			return resp, false, err
 		}
-		if err := sleep(ctx, r.w.clock, delay); err != nil {
+		endBackoff := r.stage(StageRetryBackoff)
+		err = sleep(ctx, r.w.clock, delay)
+		endBackoff()
+		if err != nil {
 			return resp, false, err
 		}
 	}
@@ -433,6 +449,10 @@ func (r *runner) interrupt(ctx context.Context, ev event) error {
 	ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: c.HistoryVersion, GenerationAttempt: c.GenerationAttempt}
 	buf := r.w.deps.Buffer
 	buf.CloseEpisode(ep)
+	// The turn is interrupted before the commit, so a prompt the commit
+	// promotes cannot close it first (as abandoned).
+	r.turns.join(ctx)
+	r.turns.finish(ctx, OutcomeInterrupted)
 	parts, err := buf.GetParts(ep)
 	var partial []store.MessageInsertParams
 	if err == nil && len(parts) > 0 {
@@ -498,7 +518,7 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) e
 	}
 	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: instruction}}})
 	progress := []sdk.ChatMessagePart{{Type: sdk.PartReasoning, Text: "Summarizing the conversation…"}}
-	resp, done, err := r.callModel(ctx, ev, model, llm.Request{Model: model.Name, Messages: msgs}, progress)
+	resp, done, err := r.callModel(ctx, ev, v, model, llm.Request{Model: model.Name, Messages: msgs}, progress)
 	if err != nil || done {
 		return err
 	}

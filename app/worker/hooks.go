@@ -66,7 +66,7 @@ func hookContext(resp hooks.Response) ([]store.MessageInsertParams, error) {
 // hookFailed stops the chat after a failed dispatch outside a tool step:
 // it finishes in error naming the hook (fail closed).
 func (r *runner) hookFailed(ctx context.Context, f fence, err error) error {
-	r.w.log.Warn("lifecycle hook failed; stopping the chat", "chat_id", r.chatID, "err", err)
+	r.log.Warn("lifecycle hook failed; stopping the chat", "history_version", f.ev.HistoryVersion, "err", err)
 	return r.commit(ctx, f, func(t *chatstate.Tx) error {
 		_, ferr := t.FinishError(r.chatID, hookError(err))
 		return ferr
@@ -175,7 +175,8 @@ func (r *runner) stopTurn(ctx context.Context, f fence, v view) error {
 	if err != nil {
 		return err
 	}
-	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+	finished := false
+	err = r.commit(ctx, f, func(t *chatstate.Tx) error {
 		if len(extra) > 0 {
 			if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: extra}); err != nil {
 				return err
@@ -185,8 +186,13 @@ func (r *runner) stopTurn(ctx context.Context, f fence, v view) error {
 			}
 		}
 		_, err := t.FinishTurn(r.chatID)
+		finished = err == nil
 		return err
 	})
+	if err == nil && finished {
+		r.turns.finish(ctx, OutcomeCompleted)
+	}
+	return err
 }
 
 // preCompact dispatches pre_compact; its context guides the summary

@@ -101,8 +101,8 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 			return nil
 		}
 		toRun = nil
-		r.w.log.Warn("effectful tool call may have run before a crash; stopping the chat for review",
-			"chat_id", r.chatID, "tool_calls", len(unresolved))
+		r.stepLog(f.ev, request).Warn("effectful tool call may have run before a crash; stopping the chat for review",
+			"tool_calls", len(unresolved))
 		_, err := t.MarkUnresolved(r.chatID, request, unresolved)
 		return err
 	})
@@ -121,7 +121,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 				runErr error
 			)
 			if tool, ok := server[c.Name]; ok {
-				out, runErr = runTool(ctx, tool, c.Args)
+				out, runErr = r.runTool(ctx, tool, c.Args)
 			} else {
 				runErr = fmt.Errorf("tool %q is unavailable: its MCP server is not connected or no longer configured; the call was not run", c.Name)
 			}
@@ -171,7 +171,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 			return err
 		}
 		if hookErr != nil {
-			r.w.log.Warn("lifecycle hook failed; stopping the chat", "chat_id", r.chatID, "err", hookErr)
+			r.stepLog(f.ev, request).Warn("lifecycle hook failed; stopping the chat", "err", hookErr)
 			_, err := t.FinishError(r.chatID, hookError(hookErr))
 			return err
 		}
@@ -247,6 +247,20 @@ func effectOf(t tools.Tool) string {
 		return e
 	}
 	return store.EffectEffectful
+}
+
+// runTool runs a tool as one tool_call stage, counted by tool, effect
+// class and outcome (error: it failed to run, a Run error or a panic).
+func (r *runner) runTool(ctx context.Context, tool tools.Tool, args json.RawMessage) (json.RawMessage, error) {
+	end := r.stage(StageToolCall)
+	out, err := runTool(ctx, tool, args)
+	end()
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	r.w.deps.Metrics.toolCall(tool.Name(), effectOf(tool), outcome)
+	return out, err
 }
 
 // runTool runs a tool, turning a panic into an error result so one broken

@@ -24,8 +24,11 @@ func newManager(w *Worker) *manager {
 
 // spawn starts a runner for an acquired chat. Its first event is the row
 // that Acquire committed.
-func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID) {
-	r := newRunner(m.w, c.ID, runnerID)
+func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID, takenOver bool) {
+	r := newRunner(m.w, c, runnerID)
+	// A chat taken over from a dead owner: its first turn's wait is the
+	// previous owner's work, not pickup delay.
+	r.turns.takenOver = takenOver
 	// Acquisition admits a chat in requires_action without a slot.
 	r.slot = needsSlot(c)
 	m.mu.Lock()
@@ -203,7 +206,7 @@ func (m *manager) renewOnce(ctx context.Context) {
 	}
 	for _, r := range runners {
 		if !ok[store.Lease{ChatID: r.chatID, RunnerID: r.runnerID}] {
-			m.w.log.Info("lease lost; stopping runner", "chat_id", r.chatID, "runner_id", r.runnerID)
+			r.log.Info("lease lost; stopping runner")
 			r.stop()
 		}
 	}

@@ -261,7 +261,7 @@ func (g *fixture) peekMessages(id uuid.UUID) []store.Message {
 // stop (a cleanup request) cancels the returned context.
 func (g *fixture) runner(chatID, runnerID uuid.UUID) (*runner, context.Context) {
 	g.t.Helper()
-	r := newRunner(g.w, chatID, runnerID)
+	r := newRunner(g.w, store.Chat{ID: chatID}, runnerID)
 	ctx, cancel := context.WithCancel(g.ctx)
 	r.cancel = cancel
 	g.t.Cleanup(func() {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"sync"
 
 	"github.com/google/uuid"
@@ -67,6 +68,11 @@ type runner struct {
 	w        *Worker
 	chatID   uuid.UUID
 	runnerID uuid.UUID
+	// log carries chat_id and runner_id on every line about this chat.
+	log *slog.Logger
+	// kind is the chat_kind label (root or subagent); turns its turns.
+	kind  string
+	turns *turns
 
 	mu      sync.Mutex
 	pending *event        // the newest unprocessed event (events coalesce)
@@ -84,8 +90,13 @@ type runner struct {
 	wg   sync.WaitGroup
 }
 
-func newRunner(w *Worker, chatID, runnerID uuid.UUID) *runner {
-	return &runner{w: w, chatID: chatID, runnerID: runnerID, wake: make(chan struct{}, 1), slot: true}
+func newRunner(w *Worker, c store.Chat, runnerID uuid.UUID) *runner {
+	r := &runner{
+		w: w, chatID: c.ID, runnerID: runnerID, wake: make(chan struct{}, 1), slot: true,
+		log: w.log.With("chat_id", c.ID, "runner_id", runnerID), kind: chatKind(c),
+	}
+	r.turns = &turns{r: r}
+	return r
 }
 
 // notify hands the loop an event; an older pending event is superseded, so
@@ -129,7 +140,7 @@ func (r *runner) run(parent context.Context, first event) {
 		}
 	})
 	if err != nil {
-		r.w.log.Warn("subscribe to chat updates; the sync loop still drives the runner", "chat_id", r.chatID, "err", err)
+		r.log.Warn("subscribe to chat updates; the sync loop still drives the runner", "err", err)
 		unsubscribe = func() {}
 	}
 	defer unsubscribe()
@@ -154,6 +165,7 @@ func (r *runner) run(parent context.Context, first event) {
 				t.cancel()
 			}
 			r.wg.Wait()
+			r.turns.exit()
 			return
 		case <-r.wake:
 		}
@@ -228,6 +240,8 @@ func (r *runner) process(ctx context.Context, ev event) {
 // cancelled.
 func (r *runner) spawn(parent context.Context, ev event, fn func(context.Context, event) error) {
 	ctx, cancel := context.WithCancel(parent)
+	hold := &turnHold{}
+	ctx = withTurnHold(ctx, hold)
 	t := &task{cancel: cancel, done: make(chan struct{})}
 	r.active = t
 	r.tasks = append(r.tasks, t)
@@ -236,6 +250,7 @@ func (r *runner) spawn(parent context.Context, ev event, fn func(context.Context
 		defer r.wg.Done()
 		defer close(t.done)
 		defer cancel()
+		defer r.turns.release(hold)
 		unlock, err := r.w.locks.lock(ctx, lockKey{r.chatID, ev.HistoryVersion, ev.Status})
 		if err != nil {
 			return
@@ -247,7 +262,7 @@ func (r *runner) spawn(parent context.Context, ev event, fn func(context.Context
 			case err == nil, errors.Is(err, errStale), errors.Is(err, errDeleted), ctx.Err() != nil:
 				return
 			}
-			r.w.log.Warn("runner goroutine failed; retrying", "chat_id", r.chatID, "status", ev.Status, "err", err)
+			r.log.Warn("runner goroutine failed; retrying", "status", ev.Status, "history_version", ev.HistoryVersion, "attempt", attempt, "err", err)
 			if sleep(ctx, r.w.clock, r.w.backoff(attempt)) != nil {
 				return
 			}
@@ -305,6 +320,7 @@ func (r *runner) read(ctx context.Context, ev event, fn func(tx store.Reader, c 
 // handed to the loop at once (the fast path before pubsub).
 func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) error) error {
 	var after store.Chat
+	endCommit := r.stage(StageCommit)
 	err := r.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		c, st, err := t.LockState(r.chatID)
 		if err != nil {
@@ -322,7 +338,9 @@ func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) e
 		after, err = t.Reader().ChatGet(ctx, r.chatID)
 		return err
 	})
+	endCommit()
 	if err == nil {
+		r.turnCommitted(ctx, f, after)
 		r.notify(eventFromChat(after))
 	}
 	return err
@@ -387,7 +405,7 @@ func (r *runner) resume(ctx context.Context, ev event) error {
 		return err
 	}
 	if !admitted {
-		r.w.log.Debug("resumed chat waits for capacity", "chat_id", r.chatID)
+		r.log.Debug("resumed chat waits for capacity")
 		r.notify(eventFromChat(after))
 		r.w.wakeAcquire()
 		return nil
@@ -420,4 +438,29 @@ func (r *runner) actionTimeout(ctx context.Context, ev event) error {
 		_, err := t.CancelRequiresAction(r.chatID)
 		return err
 	})
+}
+
+// stepLog is the runner's logger for one step of a turn: the history
+// version it works on and, when the turn has one, its durable request.
+func (r *runner) stepLog(ev event, request uuid.NullUUID) *slog.Logger {
+	if request.Valid {
+		return r.log.With("history_version", ev.HistoryVersion, "request_id", request.UUID)
+	}
+	return r.log.With("history_version", ev.HistoryVersion)
+}
+
+// turnCommitted records the outcome of a generation step's committed
+// transition that ends its turn: finished in error, or stopped to wait
+// (requires_action or waiting, completed). A FinishTurn that promotes a
+// queued prompt keeps the chat running; finishTurn records that one.
+func (r *runner) turnCommitted(ctx context.Context, f fence, after store.Chat) {
+	if f.ev.Status != store.ChatStatusRunning || f.anyState {
+		return
+	}
+	switch after.Status {
+	case store.ChatStatusError:
+		r.turns.finish(ctx, OutcomeError)
+	case store.ChatStatusWaiting, store.ChatStatusRequiresAction:
+		r.turns.finish(ctx, OutcomeCompleted)
+	}
 }

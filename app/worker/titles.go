@@ -80,8 +80,13 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 		{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: first}}},
 	}}
 	var resp llm.Response
+	// Titles are detached from the turn: background scope, no model labels.
+	kind := chatKind(chat)
+	bg := withStageIdentity(ctx, stageIdentity{m: w.deps.Metrics, clock: w.clock, scope: ScopeBackground, kind: kind})
 	for attempt := int64(1); ; attempt++ {
-		resp, err = model.Provider.Stream(ctx, req, nil)
+		start := w.clock.Now()
+		resp, err = model.Provider.Stream(bg, req, nil)
+		w.deps.Metrics.observe(StageStream, ScopeBackground, kind, w.clock.Now().Sub(start))
 		var perr *llm.Error
 		if err == nil || !errors.As(llm.Classify(model.Provider.Name(), err), &perr) || !perr.Retryable ||
 			attempt > int64(w.cfg.MaxRetries) {

@@ -146,6 +146,8 @@ type Deps struct {
 	MCP tools.Source
 	// Hooks dispatches lifecycle hook events (nil: hooks off).
 	Hooks *hooks.Dispatcher
+	// Metrics records the turn stages and outcomes (nil: none).
+	Metrics *Metrics
 	// Clock is the time source (clock.Real when nil).
 	Clock clock.Clock
 	Log   *slog.Logger

@@ -18,6 +18,8 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.CookieSecure, "cookie-secure", envDefault("CHATD_COOKIE_SECURE", "auto"), "session cookie Secure: auto (behind HTTPS), true or false (CHATD_COOKIE_SECURE)")
 	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", cfg.TrustedProxies, "comma-separated CIDRs of proxies whose X-Forwarded-Proto is trusted (CHATD_TRUSTED_PROXIES)")
 	fs.StringVar(&cfg.MCPConfig, "mcp-config", cfg.MCPConfig, "mcpServers JSON file of MCP servers whose tools chats may use; none when empty (CHATD_MCP_CONFIG)")
+	fs.StringVar(&cfg.LogFormat, "log-format", envDefault("CHATD_LOG_FORMAT", app.LogFormatText), "log line format: text or json (CHATD_LOG_FORMAT)")
+	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/ to admins on the main address (CHATD_PPROF)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -191,7 +191,7 @@ func (b *builder) build(sp Spec) {
 			b.t.Fatalf("chatstatetest.Seed: Compact needs R0 or R1, not %s", sp.State)
 		}
 		base := sp
-		base.Compact, base.Unowned = false, false
+		base.Compact, base.Unowned, base.Pending = false, false, false
 		base.State = chatstate.StateE0
 		if sp.State == chatstate.StateR1 {
 			base.State = chatstate.StateE1
@@ -201,6 +201,16 @@ func (b *builder) build(sp Spec) {
 			_, err := tx.RequestCompaction(b.id)
 			return err
 		})
+		if sp.Pending {
+			// An error turn answers its calls, so the pending call comes
+			// from the compaction's own turn: its worker's step.
+			b.do("acquire", func(tx *chatstate.Tx) error {
+				_, err := tx.Acquire(b.id, sp.Worker, sp.Runner)
+				return err
+			})
+			b.call = "call-" + uuid.NewString()
+			b.commit(toolCallStep(b.call))
+		}
 		b.abandonIf(sp.Unowned)
 		return
 	}
