@@ -112,12 +112,22 @@ type browser struct {
 
 func startBrowser(t *testing.T) *browser {
 	t.Helper()
+	return startBrowserWith(t, nil)
+}
+
+// startBrowserWith is startBrowser with configure (when not nil) changing
+// the app's configuration first.
+func startBrowserWith(t *testing.T, configure func(*app.Config)) *browser {
+	t.Helper()
 	chromiumPath(t) // skip (or fail in CI) before starting anything
 	ctx := context.Background()
 
 	// The app: SQLite, the demo model, short retry back-off.
 	cfg := app.Config{BootstrapToken: browserToken, DemoTokenDelay: tokenDelay}
 	cfg.Worker.BackoffBase = 1500 * time.Millisecond
+	if configure != nil {
+		configure(&cfg)
+	}
 	a, err := app.NewWithStore(ctx, cfg, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })

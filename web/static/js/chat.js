@@ -15,6 +15,7 @@ import { StatusLine, QueueChips, ErrorBanner, ArchivedNotice } from './dock.js';
 import { ActionCard } from './action.js';
 import { ReviewCard } from './review.js';
 import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } from './send.js';
+import { ToolsPopover, MCPNotice, onMCP } from './mcp.js';
 
 const STALE_PREVIEW_MS = 1500;
 
@@ -89,6 +90,12 @@ export class ChatView {
     this.action = new ActionCard(this.id, () => this.chat && this.chat.requires_action_deadline_at);
     this.review = new ReviewCard(this.id, !!(this.app.me && this.app.me.admin));
     this.statusLine = new StatusLine();
+    this.mcpNotice = new MCPNotice();
+    this.tools = new ToolsPopover({
+      selection: () => this.mcpSelection(),
+      onChange: (ids) => this.setMCPServers(ids),
+    });
+    this.stopMCP = onMCP(() => this.scheduleRender());
     this.queue = new QueueChips({ onPromote: (q) => this.promote(q), onRemove: (q) => this.unqueue(q) });
     this.composer = new Composer({
       draftKey: `chatd.draft.${this.id}`,
@@ -99,15 +106,16 @@ export class ChatView {
       onStop: () => this.stop(),
       onCommand: (cmd) => this.command(cmd),
       onEditLast: () => this.editLast(),
+      tools: this.tools,
     });
     const dock = h('div', { class: 'dock' },
-      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.banner.el, this.review.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
+      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.review.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
     this.el = h('section', { class: 'chat-view', 'aria-label': 'Chat' }, header, this.thread.scroller, dock, this.thread.live);
     // Esc stops a running chat, wherever the focus is (an open editor,
     // popup, menu or dialog takes Esc first).
     this.onKeydown = (e) => {
       if (e.key === 'Escape' && !e.defaultPrevented && (this.state.status === 'running' || this.state.status === 'interrupting') &&
-        !this.el.querySelector('.editing') && !document.querySelector('dialog[open], .menu') &&
+        !this.el.querySelector('.editing') && !document.querySelector('dialog[open], .menu, .tools-popover:not([hidden])') &&
         !document.body.classList.contains('drawer-open')) {
         e.preventDefault();
         this.stop();
@@ -125,6 +133,8 @@ export class ChatView {
     clearInterval(this.ticker);
     clearTimeout(this.staleTimer);
     this.thread.destroy();
+    this.tools.destroy();
+    this.stopMCP();
     document.removeEventListener('keydown', this.onKeydown);
     this.stream.close(1000, 'leaving');
   }
@@ -135,6 +145,7 @@ export class ChatView {
     try {
       this.chat = await api('GET', `/chats/${this.id}`);
       this.scheduleRender();
+      this.tools.update();
       this.titleEl.textContent = this.chat.title || 'New chat';
       document.title = (this.chat.title || 'New chat') + ' · chatd';
       if (this.chat.last_model_config_id) this.composer.setModels(this.app.models, this.chat.last_model_config_id);
@@ -244,6 +255,7 @@ export class ChatView {
     const review = this.underReview(s);
     s.review = !!review;
     this.statusLine.show(s);
+    if (this.chat) this.mcpNotice.show(this.mcpSelection());
     this.queue.show(s.queue);
     this.banner.show(s.status === 'error' ? s.error : null, !!this.thread.lastUserId);
     this.review.show(review);
@@ -335,6 +347,24 @@ export class ChatView {
     if (this.composer.model.value) out.model_config_id = this.composer.model.value;
     if (this.composer.effort.value) out.reasoning_effort = this.composer.effort.value;
     return out;
+  }
+
+  // mcpSelection is the chat's MCP servers: null for every server.
+  mcpSelection() {
+    return this.chat ? this.chat.mcp_server_ids ?? null : null;
+  }
+
+  // setMCPServers switches the chat's MCP servers (null: every server).
+  async setMCPServers(ids) {
+    if (!this.chat) throw new Error('the chat is not loaded yet');
+    try {
+      await api('PATCH', `/chats/${this.id}`, { mcp_server_ids: ids });
+    } catch (e) {
+      toast('Could not change the chat’s tools', 'error', e.message);
+      throw e;
+    }
+    this.chat.mcp_server_ids = ids;
+    this.scheduleRender();
   }
 
   async stop() {

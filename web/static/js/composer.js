@@ -22,7 +22,8 @@ const EFFORTS = [
 
 export class Composer {
   // opts: {draftKey, models, placeholder, onSend(text), onStop(), onCommand(cmd),
-  //        onEditLast(), commands: bool}
+  //        onEditLast(), commands: bool, tools: an optional popover part
+  //        ({el, mount(host)}) whose button sits beside the pickers}
   constructor(opts) {
     this.opts = opts;
     this.busy = false;
@@ -57,9 +58,10 @@ export class Composer {
       this.popup,
       this.textarea,
       h('div', { class: 'composer-bar' },
-        this.model, this.effort,
+        opts.tools ? opts.tools.el : null, this.model, this.effort,
         h('span', { class: 'spacer' }),
         this.toggle, this.stopBtn, this.sendBtn));
+    if (opts.tools) opts.tools.mount(this.form);
     this.el = h('div', { class: 'composer-wrap' }, this.form,
       h('p', { id: 'composer-hint', class: 'composer-hint' },
         'Enter to send · Shift+Enter for a new line', opts.commands ? ' · / for commands' : ''));

@@ -4,6 +4,7 @@
 
 import { h, icon, formatSeconds } from './dom.js';
 import { messageText } from './api.js';
+import { mcpTool } from './mcp.js';
 
 const KIND_LABEL = {
   overloaded: 'Provider overloaded', rate_limit: 'Rate limited', timeout: 'Provider timed out',
@@ -24,6 +25,12 @@ const KIND_HINT = {
   unresolved_effects: 'A tool may have run without its result being recorded; an operator must reconcile it.',
 };
 
+// toolTitle names a tool for the status line: "server · tool" for an MCP tool.
+function toolTitle(name) {
+  const m = mcpTool(name);
+  return m ? `${m.server.name} · ${m.tool.mcp_name || name}` : name || 'a tool';
+}
+
 // statusText is what the status line says for chat state s, or null.
 export function statusText(s) {
   if (s.retry && s.status === 'running') {
@@ -36,7 +43,7 @@ export function statusText(s) {
       const parts = s.preview ? s.preview.parts : [];
       const last = parts[parts.length - 1];
       if (last && last.type === 'text') return { cls: 'streaming', text: 'Streaming…' };
-      if (last && last.type === 'tool-call') return { cls: 'thinking', text: `Calling ${last.tool_name || 'a tool'}…` };
+      if (last && last.type === 'tool-call') return { cls: 'thinking', text: `Calling ${toolTitle(last.tool_name)}…` };
       return { cls: 'thinking', text: 'Thinking…' };
     }
     case 'interrupting': return { cls: 'interrupting', text: 'Interrupting…' };

@@ -6,6 +6,7 @@
 import { h, icon, setHTML, prettyJSON, formatSeconds, formatTime } from './dom.js';
 import { renderMarkdown, renderPlain } from './markdown.js';
 import { messageText } from './api.js';
+import { mcpTool, effectBadge } from './mcp.js';
 
 export const BOUNDARY_TOOLS = { chat_summarized: 'Context summarized', chat_cleared: 'Context cleared' };
 
@@ -37,6 +38,18 @@ const STATE_LABEL = {
   cancelled: 'Cancelled', missing: 'No result',
 };
 
+// toolLabel names a tool: an MCP tool as "server · tool" with its effect
+// badge, any other as the model called it.
+function toolLabel(name) {
+  const m = mcpTool(name);
+  if (!m) return h('span', { class: 'tool-name', text: name || 'tool' });
+  return h('span', { class: 'tool-label', title: name },
+    h('span', { class: 'tool-server', text: m.server.name }),
+    h('span', { class: 'tool-sep', 'aria-hidden': 'true', text: ' · ' }),
+    h('span', { class: 'tool-name', text: m.tool.mcp_name || name }),
+    effectBadge(m.tool.effect));
+}
+
 // toolCard renders one call with its result (or its pending state).
 export function toolCard(call, result, ctx) {
   const args = call.argsText !== undefined ? call.argsText : call.args;
@@ -47,7 +60,7 @@ export function toolCard(call, result, ctx) {
   }
   const head = h('div', { class: 'tool-head' },
     state === 'pending' ? h('span', { class: 'spinner', role: 'img', 'aria-label': 'running' }) : icon('tool', 'tool-icon'),
-    h('span', { class: 'tool-name', text: call.tool_name || 'tool' }),
+    toolLabel(call.tool_name),
     h('span', { class: `tool-state state-${state}`, text: STATE_LABEL[state] }));
   const card = h('div', { class: `tool-card tool-${state}`, dataset: { toolCallId: call.tool_call_id || '' } }, head);
   const argText = prettyJSON(parseJSON(args) ?? '');

@@ -7,13 +7,22 @@ import { api, newUUID, textContent } from './api.js';
 import { Composer } from './composer.js';
 import { toast } from './widgets.js';
 import { DurableSend, notConfirmed, inProgress, pendingButtons } from './send.js';
+import { ToolsPopover } from './mcp.js';
 
 export class NewChatView {
   constructor(app) {
     this.app = app;
+    // mcpSelection is the MCP servers for the chat to be created: null
+    // (every server) until the user switches one off.
+    this.mcpSelection = null;
+    this.toolsPopover = new ToolsPopover({
+      selection: () => this.mcpSelection,
+      onChange: async (ids) => { this.mcpSelection = ids; },
+      subtitle: 'MCP servers for the new chat',
+    });
     this.composer = new Composer({
       draftKey: 'chatd.draft.new', models: app.models, placeholder: 'Ask anything',
-      onSend: (text) => this.create(text), commands: false,
+      onSend: (text) => this.create(text), commands: false, tools: this.toolsPopover,
     });
     this.system = h('textarea', { class: 'text-input', rows: 2, 'aria-label': 'System prompt', placeholder: 'You are a helpful assistant.' });
     this.tools = h('textarea', {
@@ -54,7 +63,7 @@ export class NewChatView {
 
   mounted() { this.composer.focus(); }
 
-  destroy() {}
+  destroy() { this.toolsPopover.destroy(); }
 
   async create(text) {
     if (this.send.pending) {
@@ -64,6 +73,7 @@ export class NewChatView {
     const body = { content: textContent(text), request_id: newUUID() };
     if (this.composer.model.value) body.model_config_id = this.composer.model.value;
     if (this.composer.effort.value) body.reasoning_effort = this.composer.effort.value;
+    if (this.mcpSelection !== null) body.mcp_server_ids = this.mcpSelection;
     if (this.system.value.trim()) body.system_prompt = this.system.value.trim();
     if (this.tools.value.trim()) {
       try {

@@ -8,6 +8,13 @@
 import { h, icon, copyText, flashCopied } from './dom.js';
 import { messageText } from './api.js';
 import * as render from './messages.js';
+import { mcpVersion } from './mcp.js';
+
+// toolsSig is part of a message's signature: tool cards show MCP details
+// (server, effect) from a list that arrives or changes after the message.
+function toolsSig(m) {
+  return (m.content || []).some((p) => p.type === 'tool-call' || p.type === 'tool-result') ? mcpVersion : 0;
+}
 
 // AT_BOTTOM_PX: closer than this to the end counts as at the bottom.
 const AT_BOTTOM_PX = 48;
@@ -142,7 +149,7 @@ export class Thread {
         const rsec = this.reasoningFor(m);
         const isSaved = !!(saved && saved.has(m.id));
         items.push({
-          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved]),
+          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved, toolsSig(m)]),
           make: () => {
             const node = render.assistantMessage(m, ctx, actions);
             if (isSaved) {
@@ -154,13 +161,13 @@ export class Thread {
         });
       } else if (m.role === 'tool') {
         if ((m.content || []).some((p) => p.type === 'tool-result' && !calls.has(p.tool_call_id))) {
-          items.push({ key: 't' + m.id, sig: JSON.stringify(m.content), make: () => render.toolResults(m, ctx) });
+          items.push({ key: 't' + m.id, sig: JSON.stringify([m.content, mcpVersion]), make: () => render.toolResults(m, ctx) });
         }
       }
     }
     if (s.preview && s.preview.parts.length) {
       const p = s.preview;
-      items.push({ key: 'preview', sig: `${p.hv}/${p.ga}/${p.lastSeq}/${p.parts.length}/${p.reasoningEnd}/${waitSig}`, make: () => render.preview(p, ctx) });
+      items.push({ key: 'preview', sig: `${p.hv}/${p.ga}/${p.lastSeq}/${p.parts.length}/${p.reasoningEnd}/${waitSig}/${mcpVersion}`, make: () => render.preview(p, ctx) });
     } else if (s.status === 'running' && !s.retry) {
       items.push({ key: 'typing', sig: 'typing', make: () => h('div', { class: 'msg msg-assistant typing', 'aria-label': 'Assistant is thinking' }, h('span', { class: 'dots' }, h('i'), h('i'), h('i'))) });
     }
