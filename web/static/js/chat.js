@@ -14,6 +14,7 @@ import { Thread } from './thread.js';
 import { StatusLine, QueueChips, ErrorBanner, ArchivedNotice } from './dock.js';
 import { ActionCard } from './action.js';
 import { ReviewCard } from './review.js';
+import { ApprovalCard } from './approval.js';
 import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } from './send.js';
 import { ToolsPopover, MCPNotice, onMCP } from './mcp.js';
 
@@ -89,6 +90,7 @@ export class ChatView {
     this.archived = new ArchivedNotice(this.banner.el, () => this.app.sidebar.patch(this.chat, { archived: false }));
     this.action = new ActionCard(this.id, () => this.chat && this.chat.requires_action_deadline_at);
     this.review = new ReviewCard(this.id, !!(this.app.me && this.app.me.admin));
+    this.approval = new ApprovalCard(this.id);
     this.statusLine = new StatusLine();
     this.mcpNotice = new MCPNotice();
     this.tools = new ToolsPopover({
@@ -109,7 +111,7 @@ export class ChatView {
       tools: this.tools,
     });
     const dock = h('div', { class: 'dock' },
-      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.review.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
+      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.review.el, this.approval.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
     this.el = h('section', { class: 'chat-view', 'aria-label': 'Chat' }, header, this.thread.scroller, dock, this.thread.live);
     // Esc stops a running chat, wherever the focus is (an open editor,
     // popup, menu or dialog takes Esc first).
@@ -259,7 +261,9 @@ export class ChatView {
     this.queue.show(s.queue);
     this.banner.show(s.status === 'error' ? s.error : null, !!this.thread.lastUserId);
     this.review.show(review);
-    this.action.show(s.status === 'requires_action' && !review ? s.action : null);
+    const approvals = s.status === 'requires_action' && !review ? s.approvals : null;
+    this.approval.show(approvals);
+    this.action.show(s.status === 'requires_action' && !review ? withoutApprovals(s.action, approvals) : null);
     this.thread.follow(stick);
   }
 
@@ -447,4 +451,13 @@ export class ChatView {
     if (p && !this.composer.value) this.composer.value = p.text;
     this.composer.focus();
   }
+}
+
+// withoutApprovals is action without the calls awaiting approval (those are
+// the approval card's; the server runs them), or null when none is left.
+function withoutApprovals(action, approvals) {
+  if (!action || !approvals || !approvals.length) return action;
+  const waiting = new Set(approvals.map((a) => a.tool_call_id));
+  const calls = (action.tool_calls || []).filter((c) => !waiting.has(c.tool_call_id));
+  return calls.length ? { ...action, tool_calls: calls } : null;
 }

@@ -10,6 +10,7 @@ export function newChatState() {
     status: null, // waiting | running | interrupting | requires_action | error
     error: null, // ChatError while status is error
     action: null, // {tool_calls: [{tool_call_id, tool_name, args}]} while requires_action
+    approvals: null, // [{tool_call_id, tool_name, server, args, effect}] awaiting approval while requires_action
     retry: null, // {attempt, delay_ms, error, kind, retrying_at} while backing off
     preview: null, // the streaming reply, see addPart
     booted: false, // the bootstrap (ending with its status event) is in
@@ -32,7 +33,7 @@ export function applyEvent(s, e, now) {
       const st = e.status && e.status.status;
       s.status = st;
       if (st !== 'error') s.error = null;
-      if (st !== 'requires_action') s.action = null;
+      if (st !== 'requires_action') s.action = s.approvals = null;
       if (st !== 'running') s.retry = null;
       if (st !== 'running' && st !== 'interrupting') s.preview = null;
       s.booted = true;
@@ -43,6 +44,9 @@ export function applyEvent(s, e, now) {
       break;
     case 'action_required':
       s.action = e.action_required || { tool_calls: [] };
+      break;
+    case 'approval_required':
+      s.approvals = (e.approval_required && e.approval_required.tool_calls) || [];
       break;
     case 'retry':
       s.retry = e.retry;

@@ -1,0 +1,112 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
+)
+
+// The approval card against a real MCP server whose config asks before
+// every call ("approval": "always"): the card shows what would run, Approve
+// runs it, Deny (with a reason) answers the model "denied: <reason>",
+// Approve all answers several at once, and the sidebar dot says the chat
+// needs action.
+func TestBrowserApproval(t *testing.T) {
+	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"url": mcpEverything(t), "approval": "always"},
+	}})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	require.NoError(t, os.WriteFile(path, config, 0o600))
+	b := startBrowserWith(t, func(cfg *app.Config) { cfg.MCPConfig = path })
+
+	const card = `document.querySelector('.approval-card')`
+	calls := func() string { return `[...document.querySelectorAll('.approval-card .approval-call')]` }
+	newChat := func(text string) string {
+		b.t.Helper()
+		b.do(chromedp.Navigate(b.base + "/"))
+		b.waitJS("the new-chat page", `location.pathname === '/' && document.querySelector('.hero')`)
+		// The tools are known (the card names the tool by them).
+		b.waitJS("the MCP server connected", `document.querySelector('.tools-btn') && !document.querySelector('.tools-btn').hidden`)
+		b.typeAndSend(text)
+		b.waitJS("a chat page", `/^\/chats\/[0-9a-f-]{36}$/.test(location.pathname)`)
+		return eval[string](b, `location.pathname.slice('/chats/'.length)`)
+	}
+	dot := func(id string) string {
+		return `document.querySelector('.chat-list .chat-item[data-id="` + id + `"] .dot')`
+	}
+
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+
+	t.Run("approve runs the call", func(t *testing.T) {
+		b.t = t
+		id := newChat(`/tool everything__note {"note": "buy milk"}`)
+		b.waitJS("the approval card", card+` && `+calls()+`.length === 1`)
+		require.Equal(t, "everything", eval[string](b, card+`.querySelector('.approval-server').textContent`))
+		require.Equal(t, "note", eval[string](b, card+`.querySelector('.approval-tool').textContent`), "the tool's own name")
+		require.Equal(t, "effectful", eval[string](b, card+`.querySelector('.effect').textContent`))
+		require.Contains(t, eval[string](b, card+`.querySelector('.effect').title`), "never run again")
+		require.Equal(t, "{\n  \"note\": \"buy milk\"\n}", eval[string](b, card+`.querySelector('.approval-args').textContent`),
+			"the arguments pretty-printed")
+		require.False(t, eval[bool](b, card+`.querySelector('.approval-all') !== null`), "no Approve all for one call")
+		require.False(t, eval[bool](b, `document.querySelector('.action-card:not(.approval-card)') !== null`),
+			"no tool-results card for a call awaiting approval")
+		b.waitJS("the sidebar dot", dot(id)+`?.classList.contains('dot-requires_action')`)
+		require.Equal(t, "Needs your action", eval[string](b, dot(id)+`.getAttribute('aria-label')`))
+		b.shot("40-approval-card")
+
+		// From the keyboard: focus Approve, press Enter.
+		eval[chromedp.Void](b, card+`.querySelector('.approval-approve').focus()`)
+		b.do(chromedp.KeyEvent("\r"))
+		b.waitJS("the result, the card gone", jsIdle+` && !`+card+` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('filed'))`)
+		b.waitJS("the sidebar dot no longer asking", `!`+dot(id)+`?.classList.contains('dot-requires_action')`)
+		b.shot("41-approval-approved")
+	})
+
+	t.Run("deny with a reason, then approve the rest", func(t *testing.T) {
+		b.t = t
+		id := newChat(`/tool everything__note {"note": "sell the car"} /tool everything__echo {"text": "hi"}`)
+		b.waitJS("the approval card with both calls", card+` && `+calls()+`.length === 2 && `+card+`.querySelector('.approval-all')`)
+		require.Equal(t, []string{"note", "echo"}, eval[[]string](b, calls()+`.map(e => e.querySelector('.approval-tool').textContent)`))
+		require.Equal(t, []string{"effectful", "pure"}, eval[[]string](b, calls()+`.map(e => e.querySelector('.effect').textContent)`))
+
+		// A reload: the list gives the dot, the stream the card again.
+		b.do(chromedp.Reload())
+		b.waitJS("the card after a reload", card+` && `+calls()+`.length === 2`)
+		b.waitJS("the sidebar dot from the list", dot(id)+`?.classList.contains('dot-requires_action')`)
+
+		note := calls() + `[0]`
+		b.do(chromedp.Click(chromedp.CSS(`.approval-call .approval-deny`)))
+		b.waitJS("the reason field, focused", `document.activeElement === `+note+`.querySelector('.approval-reason')`)
+		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+		b.waitJS("the card within a phone screen", `(() => { const r = `+card+`.getBoundingClientRect(); return r.left >= 0 && r.right <= innerWidth; })()`)
+		b.shot("42-approval-deny-narrow")
+		b.scheme("dark")
+		b.shot("43-approval-deny-narrow-dark")
+		b.scheme("light")
+		b.do(chromedp.EmulateViewport(1280, 860))
+		b.setValue(`.approval-call .approval-reason`, "not today")
+		b.do(pressEnter)
+		b.waitJS("the card with the one call left", calls()+`.length === 1 && `+calls()+`[0].querySelector('.approval-tool').textContent === 'echo' && !`+card+`.querySelector('.approval-all')`)
+		b.do(chromedp.Click(chromedp.CSS(`.approval-card .approval-approve`)))
+		b.waitJS("both results", jsIdle+` && !`+card+` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('denied: not today') && e.textContent.includes('echo: hi'))`)
+	})
+
+	t.Run("approve all", func(t *testing.T) {
+		b.t = t
+		newChat(`/tool everything__echo {"text": "one"} /tool everything__echo {"text": "two"}`)
+		b.waitJS("the approval card with Approve all", card+` && `+calls()+`.length === 2 && `+card+`.querySelector('.approval-all')`)
+		b.do(chromedp.Click(chromedp.CSS(`.approval-card .approval-all`)))
+		b.waitJS("both results", jsIdle+` && !`+card+` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('echo: one') && e.textContent.includes('echo: two'))`)
+	})
+
+	b.t = t
+	b.checkNoProblems()
+}
