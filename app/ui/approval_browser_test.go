@@ -60,6 +60,7 @@ func TestBrowserApproval(t *testing.T) {
 			"no tool-results card for a call awaiting approval")
 		b.waitJS("the sidebar dot", dot(id)+`?.classList.contains('dot-requires_action')`)
 		require.Equal(t, "Needs your action", eval[string](b, dot(id)+`.getAttribute('aria-label')`))
+		require.Equal(t, "Waiting for your approval", eval[string](b, `document.querySelector('.status-line').textContent`))
 		b.shot("40-approval-card")
 
 		// From the keyboard: focus Approve, press Enter.

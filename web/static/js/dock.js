@@ -47,7 +47,7 @@ export function statusText(s) {
       return { cls: 'thinking', text: 'Thinking…' };
     }
     case 'interrupting': return { cls: 'interrupting', text: 'Interrupting…' };
-    case 'requires_action': return { cls: 'action', text: s.review ? 'Waiting for an operator review' : 'Waiting for your tool result' };
+    case 'requires_action': return { cls: 'action', text: s.review ? 'Waiting for an operator review' : s.approvals && s.approvals.length ? 'Waiting for your approval' : 'Waiting for your tool result' };
     case 'error': return { cls: 'error', text: 'Error' };
     default: return null;
   }
