@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -93,6 +94,13 @@ func TestBrowserApproval(t *testing.T) {
 		b.shot("43-approval-deny-narrow-dark")
 		b.scheme("light")
 		b.do(chromedp.EmulateViewport(1280, 860))
+		// A reason over the server's 2,000 characters (typed past
+		// maxlength by script): the 400 shows in the card and the buttons
+		// come back.
+		b.setValue(`.approval-call .approval-reason`, strings.Repeat("x", 2001))
+		b.do(pressEnter)
+		b.waitJS("the error in the card", card+`.querySelector('.approval-error').textContent.includes('Could not send the answer') && !`+card+`.querySelector('.approval-deny-confirm').disabled`)
+		require.Equal(t, 2, eval[int](b, calls()+`.length`), "nothing was answered")
 		b.setValue(`.approval-call .approval-reason`, "not today")
 		b.do(pressEnter)
 		b.waitJS("the card with the one call left", calls()+`.length === 1 && `+calls()+`[0].querySelector('.approval-tool').textContent === 'echo' && !`+card+`.querySelector('.approval-all')`)
