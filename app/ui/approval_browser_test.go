@@ -62,6 +62,7 @@ func TestBrowserApproval(t *testing.T) {
 		b.waitJS("the sidebar dot", dot(id)+`?.classList.contains('dot-requires_action')`)
 		require.Equal(t, "Needs your action", eval[string](b, dot(id)+`.getAttribute('aria-label')`))
 		require.Equal(t, "Waiting for your approval", eval[string](b, `document.querySelector('.status-line').textContent`))
+		b.waitJS("the call's tool card says it awaits approval", `document.querySelector('.tool-state.state-approval')?.textContent === 'Awaiting approval'`)
 		b.shot("40-approval-card")
 
 		// From the keyboard: focus Approve, press Enter.

@@ -35,7 +35,7 @@ export function toolOutcome(result) {
 
 const STATE_LABEL = {
   pending: 'Running…', waiting: 'Waiting for your result', ok: 'Done', error: 'Error',
-  cancelled: 'Cancelled', missing: 'No result',
+  cancelled: 'Cancelled', missing: 'No result', approval: 'Awaiting approval',
 };
 
 // toolLabel names a tool: an MCP tool as "server · tool" with its effect
@@ -55,7 +55,8 @@ export function toolCard(call, result, ctx) {
   const args = call.argsText !== undefined ? call.argsText : call.args;
   let state = toolOutcome(result);
   if (state === 'pending') {
-    if (ctx.waitingIds && ctx.waitingIds.has(call.tool_call_id)) state = 'waiting';
+    if (ctx.approvalIds && ctx.approvalIds.has(call.tool_call_id)) state = 'approval';
+    else if (ctx.waitingIds && ctx.waitingIds.has(call.tool_call_id)) state = 'waiting';
     else if (!ctx.running) state = 'missing';
   }
   const head = h('div', { class: 'tool-head' },

@@ -108,13 +108,14 @@ export class Thread {
     }
     const running = s.status === 'running' || s.status === 'interrupting';
     const waitingIds = new Set(((s.action && s.action.tool_calls) || []).map((c) => c.tool_call_id));
-    const ctx = { results, calls, running, waitingIds, reasoningFor: (m) => this.reasoningFor(m) };
+    const approvalIds = new Set((s.approvals || []).map((c) => c.tool_call_id));
+    const ctx = { results, calls, running, waitingIds, approvalIds, reasoningFor: (m) => this.reasoningFor(m) };
     const hd = this.handlers;
     const actions = {
       copy: async (text, btn) => { if (await copyText(text)) flashCopied(btn); },
       edit: (m) => hd.onEdit(m),
     };
-    const waitSig = [...waitingIds].join(',');
+    const waitSig = [...waitingIds].join(',') + '|' + [...approvalIds].join(',');
 
     // Remember how long live reasoning took, for the committed message.
     if (s.preview) {
