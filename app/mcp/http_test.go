@@ -57,22 +57,32 @@ func callEcho(t *testing.T, m *Manager) {
 	require.JSONEq(t, `"over http"`, string(out))
 }
 
-func TestStreamableHTTP(t *testing.T) {
-	t.Parallel()
+// checkHTTPTransport serves the test server through handler, connects a
+// manager to it with an Authorization header, calls a tool, and checks
+// the transport it settled on and that every request carried the header.
+func checkHTTPTransport(t *testing.T, handler func(func(*http.Request) *mcp.Server) http.Handler, transport, auth string) {
+	t.Helper()
 	ts := newTestServer(t)
 	var rec recorder
-	hs := httptest.NewServer(rec.wrap(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)))
+	hs := httptest.NewServer(rec.wrap(handler(func(*http.Request) *mcp.Server { return ts.srv })))
 	t.Cleanup(hs.Close) // after the manager's Close (cleanups run last first)
-	m := newHTTPManager(t, Server{URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer s3cret"}})
+	m := newHTTPManager(t, Server{URL: hs.URL, Headers: map[string]string{"Authorization": auth}})
 
 	require.Len(t, m.Tools(t.Context(), nil), 6)
 	callEcho(t, m)
 	st := m.Status(t.Context())[0]
-	require.Equal(t, sdk.MCPTransportStreamableHTTP, st.Transport)
+	require.Equal(t, transport, st.Transport)
 	require.Equal(t, sdk.MCPStateConnected, st.State)
 	for _, h := range rec.headers() {
-		require.Equal(t, "Bearer s3cret", h, "every request carries the configured headers")
+		require.Equal(t, auth, h, "every request carries the configured headers")
 	}
+}
+
+func TestStreamableHTTP(t *testing.T) {
+	t.Parallel()
+	checkHTTPTransport(t, func(get func(*http.Request) *mcp.Server) http.Handler {
+		return mcp.NewStreamableHTTPHandler(get, nil)
+	}, sdk.MCPTransportStreamableHTTP, "Bearer s3cret")
 }
 
 func TestStreamableHTTPListChanged(t *testing.T) {
@@ -90,20 +100,9 @@ func TestStreamableHTTPListChanged(t *testing.T) {
 // POST with a 4xx; the client then opens the SSE stream.
 func TestSSEFallback(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t)
-	var rec recorder
-	hs := httptest.NewServer(rec.wrap(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil)))
-	t.Cleanup(hs.Close) // after the manager's Close (cleanups run last first)
-	m := newHTTPManager(t, Server{URL: hs.URL, Headers: map[string]string{"Authorization": "Bearer old"}})
-
-	require.Len(t, m.Tools(t.Context(), nil), 6)
-	callEcho(t, m)
-	st := m.Status(t.Context())[0]
-	require.Equal(t, sdk.MCPTransportSSE, st.Transport)
-	require.Equal(t, sdk.MCPStateConnected, st.State)
-	for _, h := range rec.headers() {
-		require.Equal(t, "Bearer old", h)
-	}
+	checkHTTPTransport(t, func(get func(*http.Request) *mcp.Server) http.Handler {
+		return mcp.NewSSEHandler(get, nil)
+	}, sdk.MCPTransportSSE, "Bearer old")
 }
 
 // Refused credentials are not a sign of an old server: no fallback, and
