@@ -140,7 +140,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.proto.writeError(w, reply.status, reply.message)
 		return
 	}
-	s.proto.stream(&streamer{w: w, r: r, closed: s.closed}, m, reply)
+	st := &streamer{w: w, r: r, closed: s.closed}
+	if reply.raw != nil {
+		for _, ev := range reply.raw {
+			var head struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal([]byte(ev), &head)
+			if head.Type != "" {
+				st.raw("event: " + head.Type + "\n")
+			}
+			st.raw("data: " + ev + "\n\n")
+		}
+		return
+	}
+	s.proto.stream(st, m, reply)
 }
 
 // streamer writes server-sent events; headers go out with the first event,

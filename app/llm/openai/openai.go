@@ -1,6 +1,8 @@
-// Package openai is chatd's provider for the OpenAI Chat Completions API
-// and the servers that speak it (Ollama, vLLM, llama.cpp, LM Studio), over
-// the official openai-go SDK with streaming and function tools.
+// Package openai is chatd's provider for the OpenAI APIs, Chat Completions
+// and Responses, and the servers that speak them (Ollama, vLLM, llama.cpp,
+// LM Studio), over the official openai-go SDK with streaming and function
+// tools. UsesResponsesAPI picks the transport per model; ListModels
+// discovers a server's models.
 package openai
 
 import (
@@ -41,12 +43,17 @@ type Config struct {
 	// MaxRetries is the SDK's own retry count; 0 because chatd's worker
 	// retries with backoff and shows the retry to clients.
 	MaxRetries int
+	// UseResponsesAPI chooses the transport: nil follows UsesResponsesAPI's
+	// known-model rule, true forces the Responses API, false forces Chat
+	// Completions (what OpenAI-compatible servers need).
+	UseResponsesAPI *bool
 }
 
-// Provider streams Chat Completions.
+// Provider streams Chat Completions or Responses, per UsesResponsesAPI.
 type Provider struct {
-	name   string
-	client sdkopenai.Client
+	name         string
+	client       sdkopenai.Client
+	useResponses *bool
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -70,7 +77,7 @@ func New(cfg Config) *Provider {
 		option.WithMaxRetries(cfg.MaxRetries),
 		option.WithAPIKey(cfg.APIKey),
 	}
-	return &Provider{name: cfg.Name, client: sdkopenai.NewClient(opts...)}
+	return &Provider{name: cfg.Name, client: sdkopenai.NewClient(opts...), useResponses: cfg.UseResponsesAPI}
 }
 
 // Name implements llm.Provider.
@@ -79,6 +86,14 @@ func (p *Provider) Name() string { return p.name }
 // Stream implements llm.Provider. On error the Response holds what was
 // streamed before it.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, onPart func(sdk.ChatMessagePart)) (llm.Response, error) {
+	if UsesResponsesAPI(req.Model, p.useResponses) {
+		return p.streamResponses(ctx, req, onPart)
+	}
+	return p.streamChat(ctx, req, onPart)
+}
+
+// streamChat streams one request over Chat Completions.
+func (p *Provider) streamChat(ctx context.Context, req llm.Request, onPart func(sdk.ChatMessagePart)) (llm.Response, error) {
 	params, err := buildParams(req)
 	if err != nil {
 		return llm.Response{}, &llm.Error{Kind: sdk.ChatErrorConfig, Provider: p.name, Message: err.Error(), Err: err}
