@@ -60,15 +60,7 @@ var _ llm.Provider = (*Provider)(nil)
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
-	if cfg.Name == "" {
-		cfg.Name = DefaultName
-	}
-	if cfg.BaseURL == "" {
-		cfg.BaseURL = DefaultBaseURL
-	}
-	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = http.DefaultClient
-	}
+	cfg = withDefaults(cfg)
 	// Every setting is explicit, so OPENAI_* variables of the process do not
 	// change what was configured.
 	opts := []option.RequestOption{
@@ -78,6 +70,20 @@ func New(cfg Config) *Provider {
 		option.WithAPIKey(cfg.APIKey),
 	}
 	return &Provider{name: cfg.Name, client: sdkopenai.NewClient(opts...), useResponses: cfg.UseResponsesAPI}
+}
+
+// withDefaults fills cfg's zero values from the Default constants.
+func withDefaults(cfg Config) Config {
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
+	}
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = http.DefaultClient
+	}
+	return cfg
 }
 
 // Name implements llm.Provider.
