@@ -313,3 +313,33 @@ func TestRawReply(t *testing.T) {
 	require.Equal(t, "", events[1].name)
 	require.Equal(t, true, events[1].data["plain"])
 }
+
+func TestModelsAndOllamaShow(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewOpenAI(t, llmtest.TextChunks("scripted"))
+	srv.SetModels(llmtest.ListedModel{ID: "m1", Fields: map[string]any{"max_model_len": 4096}})
+	res, err := http.Get(srv.URL + "/models")
+	require.NoError(t, err)
+	raw, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	require.JSONEq(t, `{"object":"list","data":[{"id":"m1","object":"model","created":1700000000,"owned_by":"llmtest","max_model_len":4096}]}`, string(raw))
+
+	// Without SetOllamaShow, /api/show is no route.
+	status, _, _, _ := post(t, strings.TrimSuffix(srv.URL, "/v1")+"/api/show", `{"model":"m1"}`)
+	require.Equal(t, http.StatusNotFound, status)
+
+	srv.SetOllamaShow("m1", llmtest.OllamaShow{ModelInfo: map[string]any{"llama.context_length": 8192}, Parameters: "num_ctx 2048"})
+	status, _, _, raw = post(t, strings.TrimSuffix(srv.URL, "/v1")+"/api/show", `{"model":"m1"}`)
+	require.Equal(t, http.StatusOK, status)
+	var show map[string]any
+	require.NoError(t, json.Unmarshal(raw, &show))
+	require.Equal(t, map[string]any{"llama.context_length": 8192.0}, show["model_info"])
+	require.Equal(t, "num_ctx 2048", show["parameters"])
+	status, _, _, _ = post(t, strings.TrimSuffix(srv.URL, "/v1")+"/api/show", `{"model":"other"}`)
+	require.Equal(t, http.StatusNotFound, status)
+
+	// Listing, showing and unrouted requests use no scripted reply.
+	require.Len(t, srv.Requests(), 4)
+	require.Equal(t, 1, srv.Pending())
+}

@@ -187,16 +187,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
+	if r.Method != http.MethodPost || r.URL.Path != s.proto.path() {
+		s.mu.Unlock()
+		// A request to no route uses no scripted reply.
+		s.proto.writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
 	reply := s.def
 	if len(s.script) > 0 {
 		reply, s.script = s.script[0], s.script[1:]
 	}
 	s.mu.Unlock()
-
-	if r.Method != http.MethodPost || r.URL.Path != s.proto.path() {
-		s.proto.writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
-		return
-	}
 	var m map[string]any
 	if err := json.Unmarshal(body, &m); err != nil {
 		s.proto.writeError(w, http.StatusBadRequest, "body is not a JSON object: "+err.Error())

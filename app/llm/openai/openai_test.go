@@ -221,6 +221,38 @@ func TestResponsesStreamEvents(t *testing.T) {
 	require.Equal(t, llm.Usage{InputTokens: 1, OutputTokens: 2, ReasoningTokens: 1}, resp.Usage)
 }
 
+// TestResponsesCallArgumentsWithoutDeltas: servers that send a function
+// call's arguments only in its done events (or only in output_item.done)
+// still give complete calls, and arguments are never doubled.
+func TestResponsesCallArgumentsWithoutDeltas(t *testing.T) {
+	t.Parallel()
+	b := setupResponses(t)
+	b.srv.SetDefault(llmtest.Raw(
+		`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_a","name":"a","arguments":""}}`,
+		`{"type":"response.function_call_arguments.done","item_id":"fc_1","output_index":0,"arguments":"{\"x\":1}"}`,
+		`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_a","name":"a","arguments":"{\"x\":1}"}}`,
+		`{"type":"response.output_item.done","output_index":1,"item":{"id":"fc_2","type":"function_call","call_id":"call_b","name":"b","arguments":"{\"y\":2}"}}`,
+		`{"type":"response.output_item.added","output_index":2,"item":{"id":"fc_3","type":"function_call","call_id":"call_c","name":"c","arguments":""}}`,
+		`{"type":"response.function_call_arguments.delta","item_id":"fc_3","output_index":2,"delta":"{\"z\":"}`,
+		`{"type":"response.function_call_arguments.delta","item_id":"fc_3","output_index":2,"delta":"3}"}`,
+		`{"type":"response.function_call_arguments.done","item_id":"fc_3","output_index":2,"arguments":"{\"z\":3}"}`,
+		`{"type":"response.output_item.done","output_index":2,"item":{"id":"fc_3","type":"function_call","call_id":"call_c","name":"c","arguments":"{\"z\":3}"}}`,
+		`{"type":"response.completed","response":{"id":"r","status":"completed","output":[],"usage":{"input_tokens":1,"output_tokens":1}}}`,
+	))
+	resp, err := b.p.Stream(context.Background(), userRequest("hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "tool_calls", resp.FinishReason)
+	calls := resp.ToolCalls()
+	require.Len(t, calls, 3)
+	for i, want := range []struct{ id, name, args string }{
+		{"call_a", "a", `{"x":1}`}, {"call_b", "b", `{"y":2}`}, {"call_c", "c", `{"z":3}`},
+	} {
+		require.Equal(t, want.id, calls[i].ToolCallID)
+		require.Equal(t, want.name, calls[i].ToolName)
+		require.JSONEq(t, want.args, string(calls[i].Args))
+	}
+}
+
 func TestResponsesFailed(t *testing.T) {
 	t.Parallel()
 	cases := []struct {

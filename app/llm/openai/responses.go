@@ -40,23 +40,47 @@ func (p *Provider) streamResponses(ctx context.Context, req llm.Request, onPart 
 			onPart(part)
 		}
 	}
+	streamedArgs := map[string]bool{} // function_call item id -> arguments emitted
+	// startCall announces a function call the first time its item is seen
+	// and returns its call id.
+	startCall := func(itemID, callID, name string) string {
+		if id, ok := calls[itemID]; ok {
+			return id
+		}
+		id := callID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", nCalls)
+		}
+		nCalls++
+		calls[itemID] = id
+		emit(sdk.ChatMessagePart{Type: sdk.PartToolCall, ToolCallID: id, ToolName: name})
+		return id
+	}
 	for !done && stream.Next() {
 		ev := stream.Current()
 		switch ev.Type {
-		case "response.output_item.added":
+		case "response.output_item.added", "response.output_item.done":
 			if ev.Item.Type != "function_call" {
 				continue
 			}
-			id := ev.Item.CallID
-			if id == "" {
-				id = fmt.Sprintf("call_%d", nCalls)
+			id := startCall(ev.Item.ID, ev.Item.CallID, ev.Item.Name)
+			// A server that streamed no argument deltas has them here.
+			if ev.Type == "response.output_item.done" && !streamedArgs[ev.Item.ID] && ev.Item.Arguments.OfString != "" {
+				streamedArgs[ev.Item.ID] = true
+				emit(sdk.ChatMessagePart{Type: sdk.PartToolCall, ToolCallID: id, ArgsDelta: ev.Item.Arguments.OfString})
 			}
-			nCalls++
-			calls[ev.Item.ID] = id
-			emit(sdk.ChatMessagePart{Type: sdk.PartToolCall, ToolCallID: id, ToolName: ev.Item.Name})
-		case "response.function_call_arguments.delta":
-			if id, ok := calls[ev.ItemID]; ok && ev.Delta != "" {
-				emit(sdk.ChatMessagePart{Type: sdk.PartToolCall, ToolCallID: id, ArgsDelta: ev.Delta})
+		case "response.function_call_arguments.delta", "response.function_call_arguments.done":
+			id, ok := calls[ev.ItemID]
+			args := ev.Delta
+			if ev.Type == "response.function_call_arguments.done" {
+				if streamedArgs[ev.ItemID] {
+					continue
+				}
+				args = ev.Arguments
+			}
+			if ok && args != "" {
+				streamedArgs[ev.ItemID] = true
+				emit(sdk.ChatMessagePart{Type: sdk.PartToolCall, ToolCallID: id, ArgsDelta: args})
 			}
 		case "response.output_text.delta", "response.refusal.delta":
 			if ev.Delta != "" {
