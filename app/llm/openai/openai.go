@@ -86,13 +86,29 @@ func withDefaults(cfg Config) Config {
 	return cfg
 }
 
+// WithResponsesAPI returns a Provider sharing p's client and name whose
+// transport follows override as Config.UseResponsesAPI does: one per model
+// config whose options set use_responses_api, over one provider's client.
+func (p *Provider) WithResponsesAPI(override *bool) *Provider {
+	c := *p
+	c.useResponses = override
+	return &c
+}
+
+// UsesResponsesAPI reports whether p sends requests for model over the
+// Responses API (which, unlike Chat Completions, accepts only images and
+// PDFs as files).
+func (p *Provider) UsesResponsesAPI(model string) bool {
+	return UsesResponsesAPI(model, p.useResponses)
+}
+
 // Name implements llm.Provider.
 func (p *Provider) Name() string { return p.name }
 
 // Stream implements llm.Provider. On error the Response holds what was
 // streamed before it.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, onPart func(sdk.ChatMessagePart)) (llm.Response, error) {
-	if UsesResponsesAPI(req.Model, p.useResponses) {
+	if p.UsesResponsesAPI(req.Model) {
 		return p.streamResponses(ctx, req, onPart)
 	}
 	return p.streamChat(ctx, req, onPart)

@@ -299,6 +299,28 @@ func TestTransportDefault(t *testing.T) {
 	require.Equal(t, "/v1/chat/completions", chat.Requests()[0].Path)
 }
 
+// TestWithResponsesAPI: per-model overrides over one provider's client.
+func TestWithResponsesAPI(t *testing.T) {
+	t.Parallel()
+	chat, resp := llmtest.NewOpenAI(t), llmtest.NewOpenAIResponses(t)
+	base := openai.New(openai.Config{Name: "acme", BaseURL: chat.URL})
+	forced := base.WithResponsesAPI(ptr(true))
+	require.False(t, base.UsesResponsesAPI("llama3.2:3b"))
+	require.True(t, forced.UsesResponsesAPI("llama3.2:3b"))
+	require.True(t, base.UsesResponsesAPI("gpt-5"))
+	require.False(t, base.WithResponsesAPI(ptr(false)).UsesResponsesAPI("gpt-5"))
+	require.Equal(t, "acme", forced.Name())
+
+	// Both streams go to the base URL of the one client; only the path differs.
+	_, err := base.Stream(context.Background(), providertest.UserRequest("llama3.2:3b", "hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/chat/completions", chat.Requests()[0].Path)
+	forcedResp := openai.New(openai.Config{BaseURL: resp.URL}).WithResponsesAPI(ptr(true))
+	_, err = forcedResp.Stream(context.Background(), providertest.UserRequest("llama3.2:3b", "hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/responses", resp.Requests()[0].Path)
+}
+
 func TestUsesResponsesAPI(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
