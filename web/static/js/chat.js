@@ -253,7 +253,7 @@ export class ChatView {
     });
     this.archived.show(!!(this.chat && this.chat.archived));
     const running = s.status === 'running' || s.status === 'interrupting';
-    this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting' });
+    this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting', locked: !!(this.chat && this.chat.archived) });
     const review = this.underReview(s);
     s.review = !!review;
     this.statusLine.show(s);

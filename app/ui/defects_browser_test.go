@@ -1,0 +1,90 @@
+package ui_test
+
+import (
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app/sdk"
+)
+
+const jsToasts = `[...document.querySelectorAll('.toast')].map(e => e.textContent)`
+
+// Archive and unarchive say what they did, and only when the server took
+// it; an archived chat's composer takes no input until it is unarchived.
+func TestBrowserArchiveToastsAndComposer(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	b.typeAndSend("Archive me later")
+	b.waitJS("the reply", jsIdle+` && document.querySelector('.thread .msg-assistant')`)
+	composer := `document.querySelector('#composer-input')`
+
+	b.chatMenu("Archive me later")
+	b.clickText(".menu .menu-item", "Archive")
+	b.waitJS("the archived toast", jsToasts+`.some(t => t.includes('Chat archived.'))`)
+	require.False(t, eval[bool](b, jsToasts+`.some(t => t.includes('restored'))`), "not the opposite toast")
+	b.waitJS("the archived banner", `document.querySelector('.info-banner')?.textContent.includes('archived')`)
+	require.True(t, eval[bool](b, composer+`.disabled`), "the composer of an archived chat is disabled")
+	require.Contains(t, eval[string](b, composer+`.placeholder`), "Unarchive")
+	require.True(t, eval[bool](b, `document.querySelector('.send-btn').disabled`))
+	b.shot("60-archived-composer")
+
+	eval[chromedp.Void](b, `document.querySelectorAll('.toast').forEach(e => e.remove())`)
+	b.clickText(".side-btn", "Archived")
+	b.chatMenu("Archive me later")
+	b.clickText(".menu .menu-item", "Unarchive")
+	b.waitJS("the restored toast", jsToasts+`.some(t => t.includes('Chat restored from the archive.'))`)
+	require.False(t, eval[bool](b, jsToasts+`.some(t => t.includes('Chat archived.'))`))
+	b.waitJS("the composer enabled again", `!`+composer+`.disabled && !document.querySelector('.info-banner')`)
+
+	// A patch the server refuses (the chat is gone) shows the error only.
+	eval[chromedp.Void](b, `document.querySelectorAll('.toast').forEach(e => e.remove())`)
+	b.clickText(".side-btn", "Back to chats")
+	chats, err := b.api.ListChats(b.ctx, sdk.ListChatsOptions{Archived: "all"})
+	require.NoError(t, err)
+	require.Len(t, chats, 1)
+	b.chatMenu("Archive me later")
+	require.NoError(t, b.api.DeleteChat(b.ctx, chats[0].ID))
+	b.clickText(".menu .menu-item", "Archive")
+	b.waitJS("the error toast", jsToasts+`.some(t => t.includes('Could not update the chat'))`)
+	require.False(t, eval[bool](b, jsToasts+`.some(t => t.includes('Chat archived.'))`), "no success toast after a failed patch")
+	b.checkNoProblems()
+}
+
+// The theme switch pins Light or Dark over the system's preference,
+// remembered across reloads; System follows the system again.
+func TestBrowserThemeSwitch(t *testing.T) {
+	b := startBrowser(t)
+	b.scheme("dark")
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	bg := func() string { return eval[string](b, `getComputedStyle(document.body).backgroundColor`) }
+	btn := `document.querySelector('.theme-btn')`
+	const light, dark = "rgb(255, 255, 255)", "rgb(22, 23, 27)"
+
+	require.Equal(t, "Theme: System", eval[string](b, btn+`.getAttribute('aria-label')`))
+	require.Equal(t, dark, bg(), "System follows the (emulated) dark preference")
+
+	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	require.Equal(t, "Theme: Light", eval[string](b, btn+`.getAttribute('aria-label')`))
+	require.Equal(t, light, bg(), "Light over a dark system")
+	b.shot("61-theme-light-on-dark-system")
+
+	b.do(chromedp.Reload())
+	b.waitJS("the app again", `document.querySelector('.theme-btn')`)
+	require.Equal(t, "light", eval[string](b, `document.documentElement.dataset.theme`), "remembered")
+	require.Equal(t, light, bg())
+
+	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	require.Equal(t, "Theme: Dark", eval[string](b, btn+`.getAttribute('aria-label')`))
+	b.scheme("light")
+	require.Equal(t, dark, bg(), "Dark over a light system")
+
+	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	require.Equal(t, "Theme: System", eval[string](b, btn+`.getAttribute('aria-label')`))
+	require.False(t, eval[bool](b, `'theme' in document.documentElement.dataset`))
+	require.Equal(t, light, bg(), "System follows the light preference")
+	b.checkNoProblems()
+}
