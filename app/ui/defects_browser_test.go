@@ -88,3 +88,32 @@ func TestBrowserThemeSwitch(t *testing.T) {
 	require.Equal(t, light, bg(), "System follows the light preference")
 	b.checkNoProblems()
 }
+
+// The new-chat Options panel never covers the heading: on short windows
+// the panel scrolls and the heading moves up, fully visible above the
+// composer.
+func TestBrowserNewChatOptionsLayout(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	for _, size := range [][2]int64{{1280, 800}, {1280, 680}, {390, 844}} {
+		b.do(chromedp.EmulateViewport(size[0], size[1]))
+		for _, open := range []bool{false, true} {
+			if open {
+				eval[chromedp.Void](b, `document.querySelector('.new-options').open = true`)
+			} else {
+				eval[chromedp.Void](b, `document.querySelector('.new-options').open = false`)
+			}
+			b.waitJS("layout", `document.querySelector('.new-options').open === `+map[bool]string{true: "true", false: "false"}[open])
+			visible := eval[bool](b, `(() => {
+				const h = document.querySelector('.hero h2').getBoundingClientRect();
+				const s = document.querySelector('.new-chat-view .scroller').getBoundingClientRect();
+				const d = document.querySelector('.new-chat-view .dock').getBoundingClientRect();
+				return h.top >= s.top && h.bottom <= s.bottom && h.bottom <= d.top;
+			})()`)
+			require.True(t, visible, "the heading is fully visible at %dx%d with Options open=%v", size[0], size[1], open)
+		}
+		b.shot("62-new-chat-options-" + map[bool]string{true: "phone", false: "desktop"}[size[0] < 800])
+	}
+	b.checkNoProblems()
+}
