@@ -549,8 +549,11 @@ func TestBrowser(t *testing.T) {
 
 		// A non-retryable error: the banner names it and offers a way out.
 		b.typeAndSend("/error auth")
-		b.waitJS("the error banner", `document.querySelector('.error-banner') && document.querySelector('.status-line.error')`)
+		b.waitJS("the error banner", `document.querySelector('.error-banner')`)
+		require.Empty(t, eval[string](b, `document.querySelector('.status-line').textContent`), "no status line repeating Error above the banner")
 		require.Contains(t, eval[string](b, `document.querySelector('.error-banner').textContent`), "Authentication failed")
+		require.Empty(t, eval[[]string](b, `[...document.querySelectorAll('.error-banner button')].map(e => e.textContent).filter(t => t === '/compact' || t === '/clear')`),
+			"no /compact or /clear for an auth error")
 		b.shot("08-error")
 
 		// A dynamic tool: the action card takes the result.

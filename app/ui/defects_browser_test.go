@@ -1,6 +1,8 @@
 package ui_test
 
 import (
+	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -116,4 +118,54 @@ func TestBrowserNewChatOptionsLayout(t *testing.T) {
 		b.shot("62-new-chat-options-" + map[bool]string{true: "phone", false: "desktop"}[size[0] < 800])
 	}
 	b.checkNoProblems()
+}
+
+// Cosmetics: queue chips that wrap line up under the first chip, not under
+// the label; the not-found page's button is not underlined and its header
+// has no chat menu; toasts keep clear of code blocks' Copy buttons.
+func TestBrowserCosmetics(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+
+	// A chat waiting for a dynamic tool's result is busy: sends queue.
+	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{
+		Content:            []sdk.ChatMessagePart{{Type: sdk.PartText, Text: "/tool lookup {}"}},
+		UnsafeDynamicTools: []sdk.DynamicTool{{Name: "lookup", Description: "Look up", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+	})
+	require.NoError(t, err)
+	b.do(chromedp.Navigate(b.base + "/chats/" + chat.ID.String()))
+	b.waitJS("the action card", `document.querySelector('.action-card')`)
+	for i, text := range []string{"First queued question", "Second queued question", "Third queued question, a longer one"} {
+		b.typeAndSend(text)
+		b.waitJS("the chip", fmt.Sprintf(`document.querySelectorAll('.queue-chip').length === %d && !document.querySelector('.thread .ghost')`, i+1))
+	}
+	for _, width := range []int64{1280, 390} {
+		b.do(chromedp.EmulateViewport(width, 800))
+		under := eval[bool](b, `(() => {
+			const label = document.querySelector('.queue-label').getBoundingClientRect();
+			return [...document.querySelectorAll('.queue-chip')].every(c => c.getBoundingClientRect().left >= label.right);
+		})()`)
+		require.True(t, under, "every chip right of the label at width %d", width)
+	}
+	b.shot("63-queue-chips-phone")
+	b.do(chromedp.EmulateViewport(1280, 860))
+
+	// A toast stays left of the column's right edge, where code blocks
+	// have their Copy button.
+	eval[chromedp.Void](b, `import('/js/widgets.js').then(m => m.toast('A toast with a fairly long message in it', 'info'))`)
+	b.waitJS("the toast", `document.querySelector('.toast')`)
+	clear := eval[bool](b, `(() => {
+		const t = document.querySelector('.toast').getBoundingClientRect();
+		const col = document.querySelector('.thread').getBoundingClientRect();
+		return t.right < col.right - 80;
+	})()`)
+	require.True(t, clear, "the toast keeps clear of the top-right of the column")
+	b.checkNoProblems() // the not-found page's stream attempt logs its 404
+
+	b.do(chromedp.Navigate(b.base + "/chats/00000000-0000-4000-8000-0000000000ff"))
+	b.waitJS("the not-found page", `document.querySelector('.empty-state a.btn')`)
+	require.Equal(t, "none", eval[string](b, `getComputedStyle(document.querySelector('.empty-state a.btn')).textDecorationLine`))
+	require.True(t, eval[bool](b, `document.querySelector('.chat-header [aria-label="Chat options"]').hidden`), "no chat menu on the not-found page")
+	b.shot("64-not-found")
 }

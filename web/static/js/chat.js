@@ -170,6 +170,7 @@ export class ChatView {
     this.closed = true;
     this.stream.close();
     this.pill.hidden = true;
+    this.menuBtn.hidden = true; // nothing to rename, archive or delete
     this.titleEl.textContent = 'Chat not found';
     this.el.querySelector('.dock').hidden = true;
     this.thread.replace(h('div', { class: 'empty-state' },
