@@ -3,6 +3,7 @@ package ui_test
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -168,4 +169,57 @@ func TestBrowserCosmetics(t *testing.T) {
 	require.Equal(t, "none", eval[string](b, `getComputedStyle(document.querySelector('.empty-state a.btn')).textDecorationLine`))
 	require.True(t, eval[bool](b, `document.querySelector('.chat-header [aria-label="Chat options"]').hidden`), "no chat menu on the not-found page")
 	b.shot("64-not-found")
+}
+
+// A stopped reply says "Stopped" with Continue (also after a reload); the
+// latest reply has Regenerate; a failed turn keeps its error on its user
+// message after the chat moved on.
+func TestBrowserTurnNotes(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	const replies = `document.querySelectorAll('.thread .msg-assistant:not(.streaming):not(.typing)')`
+	lastReply := replies + `[` + replies + `.length - 1]`
+
+	// Stop mid-reply.
+	b.typeAndSend(strings.Repeat("Please write a long answer about streaming. ", 6))
+	b.waitJS("a streaming preview", jsPreviewLen+` > 40`)
+	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.waitJS("the stopped note with Continue", jsIdle+` && `+lastReply+`?.querySelector('.msg-note.stopped button')?.textContent === 'Continue'`)
+	require.Equal(t, 1, eval[int](b, replies+`.length`))
+	b.shot("65-stopped")
+
+	b.do(chromedp.Reload())
+	b.waitJS("the stopped note after a reload", lastReply+`?.querySelector('.msg-note.stopped button')`)
+	require.Contains(t, eval[string](b, lastReply+`.querySelector('.msg-note').textContent`), "Stopped")
+
+	// Continue sends "Continue" as a new turn; the old reply stays Stopped
+	// without the button.
+	b.setValue("#composer-input", "my draft")
+	b.do(chromedp.Click(chromedp.CSS(".msg-note.stopped button")))
+	b.waitJS("the continued reply", jsIdle+` && `+replies+`.length === 2`)
+	require.Equal(t, "Continue", eval[[]string](b, jsUserTexts)[1])
+	require.Equal(t, "my draft", eval[string](b, `document.querySelector('#composer-input').value`), "Continue leaves the draft alone")
+	require.True(t, eval[bool](b, replies+`[0].querySelector('.msg-note.stopped') && !`+replies+`[0].querySelector('.msg-note button')`))
+	require.False(t, eval[bool](b, lastReply+`.querySelector('.msg-note') !== null`), "a completed reply has no note")
+	b.setValue("#composer-input", "")
+
+	// Regenerate re-runs the latest reply: a new message in its place.
+	require.False(t, eval[bool](b, replies+`[0].querySelector('[aria-label="Regenerate"]') !== null`), "only the latest reply")
+	before := eval[string](b, lastReply+`.dataset.id`)
+	b.do(chromedp.Click(chromedp.CSS(`.msg-assistant [aria-label="Regenerate"]`)))
+	b.waitJS("the regenerated reply", jsIdle+` && `+replies+`.length === 2 && `+lastReply+`.dataset.id !== '`+before+`'`)
+	require.Len(t, eval[[]string](b, jsUserTexts), 2)
+
+	// A failed turn, then another message: the error stays on the failed one.
+	b.typeAndSend("/error auth")
+	b.waitJS("the error banner", `document.querySelector('.error-banner')`)
+	failed := `[...document.querySelectorAll('.thread .msg-user')].find(e => e.textContent.includes('/error auth'))`
+	require.False(t, eval[bool](b, failed+`.querySelector('.msg-note') !== null`), "the banner shows the current error")
+	b.typeAndSend("And now?")
+	b.waitJS("the next reply", jsIdle+` && `+replies+`.length === 3`)
+	b.waitJS("the failed turn's note", failed+`?.querySelector('.msg-note.failed')`)
+	require.Contains(t, eval[string](b, failed+`.querySelector('.msg-note.failed').textContent`), "This turn failed")
+	b.shot("66-failed-turn-note")
+	b.checkNoProblems()
 }

@@ -17,6 +17,7 @@ import { ReviewCard } from './review.js';
 import { ApprovalCard } from './approval.js';
 import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } from './send.js';
 import { ToolsPopover, MCPNotice, onMCP } from './mcp.js';
+import { Outcomes } from './outcomes.js';
 
 const STALE_PREVIEW_MS = 1500;
 
@@ -81,7 +82,10 @@ export class ChatView {
       onEdit: (m) => this.startEdit(m.id),
       onSaveEdit: (m, text) => this.saveEdit(m, text),
       onCancelEdit: () => this.cancelEdit(),
+      onContinue: () => this.sendMessage('Continue', 'queue', false),
+      onRegenerate: () => this.retryLast(),
     });
+    this.outcomes = new Outcomes(() => this.scheduleRender());
     this.banner = new ErrorBanner({
       onRetry: () => this.retryLast(),
       onEditLast: () => this.startEdit(this.thread.lastUserId),
@@ -246,12 +250,18 @@ export class ChatView {
     const stick = this.thread.sticky();
     this.settleSend(s);
     const p = this.send.pending;
+    const idle = s.status === 'waiting' || s.status === 'error';
     this.thread.render(s, {
+      idle: idle && !p && !(this.chat && this.chat.archived),
+      outcome: (requestId) => this.outcomes.of(requestId),
       editingId: this.editingId,
       saved: this.saved,
       ghost: p ? () => this.ghost(p) : null,
       ghostSig: p ? JSON.stringify([p, p.state === 'progress' && this.admittedMessage(p)]) : '',
     });
+    // The latest turns' outcomes (the current turn's only once it ended).
+    const asks = this.thread.requestIds;
+    this.outcomes.want(idle ? asks : asks.slice(0, -1));
     this.archived.show(!!(this.chat && this.chat.archived));
     const running = s.status === 'running' || s.status === 'interrupting';
     this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting', locked: !!(this.chat && this.chat.archived) });
@@ -419,14 +429,16 @@ export class ChatView {
 
   // ---- sending (durable, send.js) -----------------------------------------
 
-  async sendMessage(text, behavior) {
+  // sendMessage sends text durably; from the composer (the default) it
+  // clears the draft, from a button (Continue) it leaves the draft alone.
+  async sendMessage(text, behavior, fromComposer = true) {
     const body = { content: textContent(text), request_id: newUUID(), ...this.modelFields() };
     if (isBusy(this.state.status)) body.busy_behavior = behavior === 'interrupt' ? 'interrupt' : 'queue';
     if (!this.send.start(body, text)) {
       toast('A message is still unconfirmed', 'error', 'Check its outcome or discard it before sending another.');
       return;
     }
-    this.composer.clear();
+    if (fromComposer) this.composer.clear();
     this.scheduleRender();
     this.thread.scrollToBottom();
     await this.send.post();
