@@ -5,10 +5,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -222,4 +225,57 @@ func TestBrowserTurnNotes(t *testing.T) {
 	require.Contains(t, eval[string](b, failed+`.querySelector('.msg-note.failed').textContent`), "This turn failed")
 	b.shot("66-failed-turn-note")
 	b.checkNoProblems()
+}
+
+// Offline: the status line says so (not "Streaming…"), a Stop pressed
+// meanwhile is sent when the connection is back, and a send whose answer
+// was lost is looked up on reconnect and offered as "Retry same request",
+// never resent by itself.
+func TestBrowserOffline(t *testing.T) {
+	// A slow reply (about 15 s), so it still runs when the connection is back.
+	b := startBrowserWith(t, func(cfg *app.Config) { cfg.DemoTokenDelay = 100 * time.Millisecond })
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	const status = `document.querySelector('.status-line').textContent`
+
+	// A long reply, then the network goes.
+	b.typeAndSend(strings.Repeat("Please write a long answer about being offline. ", 8))
+	b.waitJS("a streaming preview", jsPreviewLen+` > 20`)
+	id := uuid.MustParse(eval[string](b, `location.pathname.slice('/chats/'.length)`))
+	b.conns.outage(true)
+	b.waitJS("the offline status line", status+`.startsWith('Offline')`)
+	require.NotContains(t, eval[string](b, status), "Streaming")
+	b.shot("67-offline")
+
+	// Stop while offline waits for the connection.
+	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.waitJS("the queued stop", status+`.includes('Stop will be sent')`)
+	chat, err := b.api.Chat(b.ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, sdk.ChatStatusRunning, chat.Status, "nothing reached the server")
+
+	b.conns.outage(false)
+	b.waitJS("the stopped chat", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 1`)
+	chat, err = b.api.Chat(b.ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, sdk.ChatStatusWaiting, chat.Status)
+	msgs, err := b.api.ChatMessages(b.ctx, id, sdk.MessagesOptions{})
+	require.NoError(t, err)
+	require.Len(t, msgs.Messages, 2)
+	require.NotContains(t, msgs.Messages[1].Content[len(msgs.Messages[1].Content)-1].Text, "retried failure", "the reply was cut short by the Stop, not finished")
+
+	// A send while offline: not confirmed; on reconnect it is looked up
+	// and offered for retry, and only the click sends it.
+	b.conns.outage(true)
+	b.waitJS("offline again", status+`.startsWith('Offline')`)
+	b.typeAndSend("Sent while offline")
+	b.waitJS("the unconfirmed send", `document.querySelector('.thread .ghost.unconfirmed')`)
+	b.conns.outage(false)
+	b.waitJS("Retry same request offered", `[...document.querySelectorAll('.thread .ghost button')].some(e => e.textContent === 'Retry same request')`)
+	msgs, err = b.api.ChatMessages(b.ctx, id, sdk.MessagesOptions{})
+	require.NoError(t, err)
+	require.Len(t, msgs.Messages, 2, "never resent by itself")
+	b.clickText(".thread .ghost button", "Retry same request")
+	b.waitJS("the reply to the retried send", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 2`)
+	require.Equal(t, "Sent while offline", eval[[]string](b, jsUserTexts)[1])
 }

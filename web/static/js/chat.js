@@ -56,6 +56,8 @@ export class ChatView {
       onDown: () => {
         this.next = null;
         this.pill.hidden = false;
+        this.offline = true;
+        this.scheduleRender();
       },
       onGone: (deleted) => {
         this.notFound();
@@ -231,6 +233,22 @@ export class ChatView {
     this.loaded = true;
     this.pill.hidden = true;
     this.app.sidebar.patchLocal(this.id, { status: next.status });
+    if (this.offline) this.backOnline(next);
+  }
+
+  // backOnline runs when a lost connection is back (its bootstrap is in):
+  // a Stop pressed meanwhile is sent now if the chat still runs, and a
+  // send whose answer was lost is looked up (read-only), so "Retry same
+  // request" is offered when the server never got it. Nothing is resent
+  // by itself.
+  backOnline(s) {
+    this.offline = false;
+    if (this.stopQueued) {
+      this.stopQueued = false;
+      if (s.status === 'running' || s.status === 'requires_action') this.stop();
+    }
+    const p = this.send.pending;
+    if (p && p.state === 'unconfirmed' && !p.lookup) this.send.checkOutcome();
   }
 
   // ---- rendering --------------------------------------------------------
@@ -264,9 +282,11 @@ export class ChatView {
     this.outcomes.want(idle ? asks : asks.slice(0, -1));
     this.archived.show(!!(this.chat && this.chat.archived));
     const running = s.status === 'running' || s.status === 'interrupting';
-    this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting', locked: !!(this.chat && this.chat.archived) });
+    this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting' || !!this.stopQueued, locked: !!(this.chat && this.chat.archived) });
     const review = this.underReview(s);
     s.review = !!review;
+    s.offline = !!this.offline;
+    s.stopQueued = !!this.stopQueued;
     this.statusLine.show(s);
     if (this.chat) this.mcpNotice.show(this.mcpSelection());
     this.queue.show(s.queue);
@@ -382,12 +402,26 @@ export class ChatView {
     this.scheduleRender();
   }
 
+  // stop interrupts the chat; while the connection is down (or the
+  // request cannot reach the server) the Stop waits and is sent when the
+  // connection is back.
   async stop() {
+    if (this.offline) {
+      this.queueStop();
+      return;
+    }
     try {
       await api('POST', `/chats/${this.id}/interrupt`);
     } catch (e) {
-      if (!(e instanceof ApiError && e.code === 'TRANSITION_NOT_ALLOWED')) toast('Could not stop', 'error', e.message);
+      if (e instanceof ApiError && e.status === 0) this.queueStop();
+      else if (!(e instanceof ApiError && e.code === 'TRANSITION_NOT_ALLOWED')) toast('Could not stop', 'error', e.message);
     }
+  }
+
+  queueStop() {
+    if (!this.stopQueued) toast('Offline: Stop will be sent when the connection is back.');
+    this.stopQueued = true;
+    this.scheduleRender();
   }
 
   async promote(q) {

@@ -32,7 +32,12 @@ function toolTitle(name) {
 }
 
 // statusText is what the status line says for chat state s, or null.
+// While the connection is down the last known state is not news: the line
+// says so instead of "Streaming…".
 export function statusText(s) {
+  if (s.offline && s.status) {
+    return { cls: 'offline', text: s.stopQueued ? 'Offline — Stop will be sent when the connection is back' : 'Offline — reconnecting…' };
+  }
   if (s.retry && s.status === 'running') {
     const left = (Date.parse(s.retry.retrying_at) - Date.now()) / 1000;
     const what = KIND_LABEL[s.retry.kind] || 'Provider error';
