@@ -271,6 +271,7 @@ func (a *App) init(ctx context.Context) error {
 	})
 	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
 	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, a.isReplica)
+	srv.HandleUserStream("/chats/watch", a.streams.HandleWatch)
 	a.authed = func(r *http.Request) bool {
 		if a.isReplica(r) {
 			return true

@@ -277,6 +277,28 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
+// HandleUserStream registers a per-user WebSocket endpoint (GET, under
+// /api/v2 and /api/experimental): the caller is authenticated and holds
+// one of their stream slots (CHATD_MAX_STREAMS_PER_USER) while h runs.
+func (s *Server) HandleUserStream(path string, h func(w http.ResponseWriter, r *http.Request, userID uuid.UUID)) {
+	handler := s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		u, err := s.Authenticate(r)
+		if err != nil {
+			return err
+		}
+		release, err := s.acquireStream(u.ID)
+		if err != nil {
+			return err
+		}
+		defer release()
+		h(w, r, u.ID)
+		return nil
+	})
+	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
+		s.mux.Handle("GET "+prefix+path, handler)
+	}
+}
+
 // HandleChatStream registers a WebSocket route under both prefixes for a
 // chat the caller may see (404 otherwise). replica, when non-nil, admits a
 // peer replica without a user (the parts endpoint).

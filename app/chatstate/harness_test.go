@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -28,13 +29,31 @@ type published struct {
 type recorder struct {
 	mu   sync.Mutex
 	msgs []published
+	// watch holds the chat:watch:{owner} publishes apart, so the tests of
+	// chat:update and chat:ownership see exactly those; TestWatchChannel
+	// checks the watch channel.
+	watch []published
 }
 
 func (r *recorder) Publish(_ context.Context, channel string, payload []byte) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, published{channel, append([]byte(nil), payload...)})
+	p := published{channel, append([]byte(nil), payload...)}
+	if strings.HasPrefix(channel, "chat:watch:") {
+		r.watch = append(r.watch, p)
+		return nil
+	}
+	r.msgs = append(r.msgs, p)
 	return nil
+}
+
+// takeWatch returns and forgets the chat:watch publishes so far.
+func (r *recorder) takeWatch() []published {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := r.watch
+	r.watch = nil
+	return out
 }
 
 // take returns and forgets what was published so far.

@@ -84,6 +84,9 @@ type Tx struct {
 	tx      store.Tx
 	now     time.Time
 	touched []uuid.UUID
+	// titled lists chats whose title a write changed (WriteTitle): only
+	// their owner's watch channel is told, after commit.
+	titled []uuid.UUID
 	// deleted holds the last row of every chat Delete removed, for its
 	// notification.
 	deleted map[uuid.UUID]store.Chat
@@ -93,8 +96,8 @@ type Tx struct {
 }
 
 // Do runs fn as one transaction and, once it has committed, publishes
-// chat:update for every chat it touched and chat:ownership for those left
-// runnable and unowned. A rejected transition or any error rolls back
+// chat:update (and chat:watch:{owner}) for every chat it touched and
+// chat:ownership for those left runnable and unowned. A rejected transition or any error rolls back
 // everything and publishes nothing.
 func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 	var final []notice
@@ -119,6 +122,16 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 			}
 			final = append(final, notice{chat: c, needsOwner: orphan})
 		}
+		for _, id := range t.titled {
+			if slices.Contains(t.touched, id) {
+				continue // its chat:update notice reaches the watch too
+			}
+			c, err := stx.ChatGet(ctx, id)
+			if err != nil {
+				return fmt.Errorf("read chat %s after title write: %w", id, err)
+			}
+			final = append(final, notice{chat: c, watchOnly: true})
+		}
 		return nil
 	})
 	if err != nil {
@@ -138,6 +151,7 @@ type notice struct {
 	chat       store.Chat
 	needsOwner bool
 	deleted    bool
+	watchOnly  bool // a title write: only the owner's watch channel
 }
 
 // needsOwner: the chat is runnable and no live worker owns it (spec:
@@ -203,8 +217,13 @@ func (m *Machine) publish(ctx context.Context, n notice) {
 	up := NewUpdatePayload(c)
 	up.Deleted = n.deleted
 	payload, _ := json.Marshal(up)
-	if err := m.pub.Publish(ctx, pubsub.ChannelUpdate(c.ID.String()), payload); err != nil {
-		m.cfg.Log.Warn("publish chat update", "chat_id", c.ID, "err", err)
+	if !n.watchOnly {
+		if err := m.pub.Publish(ctx, pubsub.ChannelUpdate(c.ID.String()), payload); err != nil {
+			m.cfg.Log.Warn("publish chat update", "chat_id", c.ID, "err", err)
+		}
+	}
+	if err := m.pub.Publish(ctx, pubsub.ChannelWatch(c.OwnerID.String()), payload); err != nil {
+		m.cfg.Log.Warn("publish chat watch", "chat_id", c.ID, "err", err)
 	}
 	if n.needsOwner {
 		payload, _ := json.Marshal(OwnershipPayload{ChatID: c.ID, SnapshotVersion: c.SnapshotVersion})

@@ -2,6 +2,7 @@ package chatstate
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -54,6 +55,11 @@ func (t *Tx) WriteTitle(chatID uuid.UUID, title string, src store.TitleSource) (
 		Title: store.Some(title), TitleSource: store.Some(src), TitleUpdatedAt: store.Some(t.now),
 	}); err != nil {
 		return false, fmt.Errorf("write title of chat %s: %w", chatID, err)
+	}
+	// Not a state change (no snapshot bump, no chat:update), but the
+	// owner's chat-list watch hears of it.
+	if !slices.Contains(t.titled, chatID) {
+		t.titled = append(t.titled, chatID)
 	}
 	return true, nil
 }

@@ -28,6 +28,11 @@ const ChannelOwnership = "chat:ownership"
 // ChannelUpdate is the per-chat channel "chat:update:{chat_id}".
 func ChannelUpdate(chatID string) string { return "chat:update:" + chatID }
 
+// ChannelWatch is the per-owner channel "chat:watch:{owner_id}": the same
+// payload as chat:update for every chat of that owner a transaction
+// touched, for the owner's chat-list watch (GET /chats/watch).
+func ChannelWatch(ownerID string) string { return "chat:watch:" + ownerID }
+
 // Memory is the single-node implementation: in-process fan-out.
 type Memory struct {
 	mu   sync.RWMutex

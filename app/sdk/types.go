@@ -601,3 +601,23 @@ type ToolApprovalAnswer struct {
 type SubmitToolApprovalsRequest struct {
 	Approvals []ToolApprovalAnswer `json:"approvals"`
 }
+
+// ChatWatchEventKind says what changed in a ChatWatchEvent.
+type ChatWatchEventKind string
+
+// The kinds of GET /chats/watch (codersdk's ChatWatchEventKind names).
+// Archive and unarchive arrive as status_change with chat.archived.
+const (
+	ChatWatchEventKindCreated        ChatWatchEventKind = "created"
+	ChatWatchEventKindTitleChange    ChatWatchEventKind = "title_change"
+	ChatWatchEventKindStatusChange   ChatWatchEventKind = "status_change"
+	ChatWatchEventKindActionRequired ChatWatchEventKind = "action_required"
+	ChatWatchEventKindDeleted        ChatWatchEventKind = "deleted"
+)
+
+// ChatWatchEvent is one message of GET /chats/watch: one JSON object per
+// WebSocket message, shaped like codersdk's ChatWatchEvent.
+type ChatWatchEvent struct {
+	Kind ChatWatchEventKind `json:"kind"`
+	Chat Chat               `json:"chat"`
+}

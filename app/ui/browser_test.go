@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -195,6 +196,7 @@ func openTab(t *testing.T, base string, conns *streamConns) *browser {
 type streamConns struct {
 	mu    sync.Mutex
 	conns []net.Conn
+	paths []string // every WebSocket upgrade's path, in order
 	down  atomic.Bool
 }
 
@@ -206,8 +208,20 @@ func (s *streamConns) wrap(next http.Handler) http.Handler {
 			}
 			return
 		}
+		if r.Header.Get("Upgrade") != "" {
+			s.mu.Lock()
+			s.paths = append(s.paths, r.URL.Path)
+			s.mu.Unlock()
+		}
 		next.ServeHTTP(&hijackRecorder{ResponseWriter: w, conns: s}, r)
 	})
+}
+
+// upgraded reports whether a WebSocket was opened on path.
+func (s *streamConns) upgraded(path string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Contains(s.paths, path)
 }
 
 // outage makes the server unreachable (true) or reachable again (false);

@@ -279,3 +279,25 @@ func TestBrowserOffline(t *testing.T) {
 	b.waitJS("the reply to the retried send", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 2`)
 	require.Equal(t, "Sent while offline", eval[[]string](b, jsUserTexts)[1])
 }
+
+// The sidebar follows the chat-list watch: chats created, renamed, run and
+// deleted by another client appear within moments, though the fallback
+// poll runs only once a minute while the watch is up.
+func TestBrowserLiveSidebar(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	b.waitJS("the empty list", `document.querySelector('.chat-list .side-empty')`)
+	require.Eventually(t, func() bool { return b.conns.upgraded("/api/v2/chats/watch") }, 10*time.Second, 20*time.Millisecond, "the watch is open")
+	titles := `[...document.querySelectorAll('.chat-list .chat-title')].map(e => e.textContent)`
+
+	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{Title: "From another client", Content: sdk.Text("hello")})
+	require.NoError(t, err)
+	b.waitJS("the new chat in the list", titles+`.includes('From another client')`)
+	title := "Renamed elsewhere"
+	require.NoError(t, b.api.UpdateChat(b.ctx, chat.ID, sdk.UpdateChatRequest{Title: &title}))
+	b.waitJS("the new title", titles+`.includes('Renamed elsewhere') && !`+titles+`.includes('From another client')`)
+	require.NoError(t, b.api.DeleteChat(b.ctx, chat.ID))
+	b.waitJS("the chat gone", `!`+titles+`.includes('Renamed elsewhere')`)
+	b.checkNoProblems()
+}

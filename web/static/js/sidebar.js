@@ -5,6 +5,7 @@
 import { h, icon, isToday, debounce, THEMES, theme, setTheme } from './dom.js';
 import { api } from './api.js';
 import { openMenu, dialog, toast } from './widgets.js';
+import { ChatWatch } from './watch.js';
 
 const STATUS_LABEL = {
   running: 'Running', interrupting: 'Stopping', requires_action: 'Needs your action', error: 'Error',
@@ -67,9 +68,44 @@ export class Sidebar {
           h('button', { type: 'button', class: 'icon-btn', 'aria-label': 'Log out', title: 'Log out', onclick: () => app.logout() }, icon('logout')))));
     this.showTheme();
     this.renderSkeleton();
+    // The list follows the chat-list watch; a poll stays as the fallback:
+    // every 5 s while the watch is down, every minute while it is up.
+    this.watchUp = false;
+    this.lastRefresh = 0;
+    this.watch = new ChatWatch((e) => this.onWatch(e), (up) => {
+      this.watchUp = up;
+      if (up) this.refreshSoon(); // catch up on what happened while it was down
+    });
     this.timer = setInterval(() => {
-      if (document.visibilityState === 'visible' && !this.renamingId && !document.querySelector('.menu')) this.refresh();
+      const every = this.watchUp ? 60000 : 5000;
+      if (Date.now() - this.lastRefresh >= every - 100 && this.idle()) this.refresh();
     }, 5000);
+  }
+
+  // idle: no rename or menu open, and the tab is shown (a refresh would
+  // redraw under the user's hands).
+  idle() { return document.visibilityState === 'visible' && !this.renamingId && !document.querySelector('.menu'); }
+
+  // onWatch applies one chat-list event: status, title and archived are
+  // patched in place; what changes the list's membership or order is
+  // re-fetched (at most every 300 ms).
+  onWatch(e) {
+    const c = e.chat;
+    const known = this.chats && this.chats.find((x) => x.id === c.id);
+    if (known && e.kind !== 'deleted' && known.archived === c.archived) {
+      this.patchLocal(c.id, { status: c.status, title: c.title, updated_at: c.updated_at });
+      if (e.kind !== 'title_change') this.refreshSoon();
+      return;
+    }
+    this.refreshSoon();
+  }
+
+  refreshSoon() {
+    clearTimeout(this.soon);
+    this.soon = setTimeout(() => {
+      if (this.idle()) this.refresh();
+      else this.refreshSoon();
+    }, 300);
   }
 
   // cycleTheme switches System -> Light -> Dark -> System.
@@ -131,6 +167,7 @@ export class Sidebar {
 
   async refresh() {
     const seq = ++this.seq;
+    this.lastRefresh = Date.now();
     const q = new URLSearchParams({ limit: '200' });
     if (this.query) q.set('q', this.query);
     if (this.archived) q.set('archived', 'true');
@@ -289,5 +326,9 @@ export class Sidebar {
     return ok;
   }
 
-  destroy() { clearInterval(this.timer); }
+  destroy() {
+    clearInterval(this.timer);
+    clearTimeout(this.soon);
+    this.watch.close();
+  }
 }
