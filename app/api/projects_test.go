@@ -89,11 +89,28 @@ func TestProjects(t *testing.T) {
 		require.Equal(t, in.ID, listed[0].ID)
 		requireAPIError(t, h.alice.DeleteProject(ctx, p.ID), http.StatusConflict, sdk.CodeProjectNotEmpty)
 
+		// A child is created in its parent's project and moves with it;
+		// it cannot be moved on its own.
+		child, err := h.alice.CreateChat(ctx, sdk.CreateChatRequest{ParentChatID: &in.ID})
+		require.NoError(t, err)
+		require.Equal(t, &p.ID, child.ProjectID)
+		e = requireAPIError(t, h.alice.UpdateChat(ctx, child.ID, sdk.UpdateChatRequest{ProjectID: sdk.SelectProject(uuid.Nil)}),
+			http.StatusBadRequest, sdk.CodeValidation)
+		require.Equal(t, "project_id", e.Validations[0].Field)
+		require.NoError(t, h.alice.UpdateChat(ctx, in.ID, sdk.UpdateChatRequest{ProjectID: sdk.SelectProject(uuid.Nil)}))
+		c, err := h.alice.Chat(ctx, child.ID)
+		require.NoError(t, err)
+		require.Nil(t, c.ProjectID, "the family moved together")
+		require.NoError(t, h.alice.UpdateChat(ctx, in.ID, sdk.UpdateChatRequest{ProjectID: sdk.SelectProject(p.ID)}))
+		c, err = h.alice.Chat(ctx, child.ID)
+		require.NoError(t, err)
+		require.Equal(t, &p.ID, c.ProjectID)
+
 		// PATCH moves chats in and out.
 		require.NoError(t, h.alice.UpdateChat(ctx, out.ID, sdk.UpdateChatRequest{ProjectID: sdk.SelectProject(p.ID)}))
 		listed, err = h.alice.ListChats(ctx, sdk.ListChatsOptions{ProjectID: p.ID})
 		require.NoError(t, err)
-		require.Len(t, listed, 2)
+		require.Len(t, listed, 3, "both root chats and the child")
 		requireAPIError(t, h.alice.UpdateChat(ctx, out.ID, sdk.UpdateChatRequest{ProjectID: sdk.SelectProject(bobs.ID)}),
 			http.StatusBadRequest, sdk.CodeValidation)
 		for _, id := range []uuid.UUID{in.ID, out.ID} {
@@ -107,7 +124,7 @@ func TestProjects(t *testing.T) {
 		r = h.raw(t, "GET", "/api/v2/chats?project_id=nope", nil, "Authorization", "Bearer "+h.aliceToken)
 		requireJSONError(t, r, http.StatusBadRequest, sdk.CodeValidation)
 
-		// Empty now: it goes, with its memories.
+		// Empty now (the child left with its root): it goes, with its memories.
 		require.NoError(t, h.alice.DeleteProject(ctx, p.ID))
 		_, err = h.alice.Project(ctx, p.ID)
 		requireAPIError(t, err, http.StatusNotFound, sdk.CodeNotFound)
