@@ -149,6 +149,19 @@ func TestMemoryCapAndReminder(t *testing.T) {
 		require.Contains(t, result(5, "call_5"), "replaced")
 		require.Contains(t, toolDescriptions(t, reqs[1])["read_memory"], "200 of at most 200")
 
+		// The journal records each tool's effect class: a save or delete
+		// re-run after a crash is harmless, a read is pure.
+		want := map[string]string{"call_1": store.EffectIdempotent, "call_4": store.EffectIdempotent, "call_5": store.EffectPure}
+		require.NoError(t, e.app.Store().ReadTx(e.ctx, func(tx store.Reader) error {
+			for id, effect := range want {
+				entry, err := tx.JournalGet(e.ctx, chat.ID, id)
+				require.NoError(t, err)
+				require.Equal(t, effect, entry.Effect, id)
+				require.Equal(t, store.JournalCompleted, entry.State, id)
+			}
+			return nil
+		}))
+
 		_, err = e.c.Memory(e.ctx, p.ID, "too-many")
 		var apiErr *sdk.Error
 		require.ErrorAs(t, err, &apiErr)
@@ -157,14 +170,28 @@ func TestMemoryCapAndReminder(t *testing.T) {
 }
 
 // TestMemoryToolsOnlyInProjects: chats outside a project have no memory
-// tools and no project block.
+// tools and no project block; a subagent chat in a project gets the
+// project's instructions but no memory (only root chats have it).
 func TestMemoryToolsOnlyInProjects(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		e := setup(t, newStore(t), providers[0], []llmtest.Reply{llmtest.TextChunks("Hi.")})
+		e := setup(t, newStore(t), providers[0], []llmtest.Reply{llmtest.TextChunks("Hi."), llmtest.TextChunks("Salut.")})
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello")})
 		e.waitStatus(chat.ID, sdk.ChatStatusWaiting)
 		r := decodeRequest(t, e.llm.Requests()[0])
 		require.Empty(t, r.Tools)
 		require.Empty(t, r.systemText())
+
+		p, err := e.c.CreateProject(e.ctx, sdk.CreateProjectRequest{Name: "P", Instructions: "Answer in French."})
+		require.NoError(t, err)
+		root := e.create(sdk.CreateChatRequest{ProjectID: &p.ID}) // waiting: no model call
+		child := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello"), ParentChatID: &root.ID})
+		require.Equal(t, &p.ID, child.ProjectID)
+		e.waitStatus(child.ID, sdk.ChatStatusWaiting)
+		reqs := e.llm.Requests()
+		require.Len(t, reqs, 2)
+		r = decodeRequest(t, reqs[1])
+		require.Empty(t, r.Tools, "no memory tools for a subagent chat")
+		require.Contains(t, r.systemText(), "Answer in French.")
+		require.NotContains(t, r.systemText(), "durable memory")
 	})
 }
