@@ -28,6 +28,7 @@ import (
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/partbuf"
+	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/stream"
 	"github.com/chatd/chatd/app/tools"
@@ -58,6 +59,7 @@ type App struct {
 	streams    *stream.Server
 	replicaTok string
 	tokens     *auth.Tokens
+	projects   *projects.Service // projects and their memory (not chat state)
 	handler    http.Handler
 	authed     func(*http.Request) bool // valid credentials, for the connection cap
 	firstToken string                   // printed once on a first start without a bootstrap token
@@ -224,9 +226,11 @@ func (a *App) init(ctx context.Context) error {
 		reg.Add(t)
 	}
 	a.metrics = api.NewMetrics()
+	a.projects = projects.New(a.store, a.clock)
 	wdeps := worker.Deps{
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
 		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
+		Memory: a.projects,
 	}
 	var mcpServers api.MCPServers
 	if a.cfg.MCPConfig != "" {
@@ -260,6 +264,7 @@ func (a *App) init(ctx context.Context) error {
 	srv := api.New(acfg, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
 		Clock: a.clock, Tokens: a.tokens, MCP: mcpServers,
+		Projects: a.projects,
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)

@@ -56,6 +56,7 @@ func (p ChatPatch) Assignments() []Assignment {
 	as = set(as, "tool_approval", p.ToolApproval)
 	as = set(as, "tool_approvals", p.ToolApprovals)
 	as = set(as, "updated_at", p.UpdatedAt)
+	as = set(as, "project_id", p.ProjectID)
 	return as
 }
 

@@ -68,6 +68,8 @@ type Store interface {
 // returns a slice (here and in Tx) returns a non-nil, empty one when nothing
 // matches, on every store.
 type Reader interface {
+	ProjectReader
+
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
 
@@ -183,6 +185,7 @@ type Reader interface {
 // own tests) hold one.
 type Tx interface {
 	Reader
+	ProjectTx
 
 	// ChatInsert creates a chat with snapshot_version = 1 and every other
 	// version at 0.
@@ -406,6 +409,8 @@ type Chat struct {
 	ToolApprovals json.RawMessage
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// ProjectID is the project the chat is in, if any.
+	ProjectID uuid.NullUUID
 }
 
 // Root returns the id of the chat's family root (itself for a root chat).
@@ -434,6 +439,8 @@ type ChatInsertParams struct {
 	// ToolApproval is the chat's approval policy (ApprovalNever when empty).
 	ToolApproval string
 	Now          time.Time
+	// ProjectID puts the chat in a project.
+	ProjectID uuid.NullUUID
 }
 
 // Opt is an optional field of a patch: only set fields are written.
@@ -471,6 +478,8 @@ type ChatPatch struct {
 	// ToolApprovals: a nil value writes NULL.
 	ToolApprovals Opt[json.RawMessage]
 	UpdatedAt     Opt[time.Time]
+	// ProjectID moves the chat into a project (an unset value: out of any).
+	ProjectID Opt[uuid.NullUUID]
 }
 
 // Lease is a runner's ownership of a chat.
@@ -541,6 +550,8 @@ type ChatListParams struct {
 	Labels   map[string]string // every pair must match
 	AfterID  uuid.NullUUID     // keyset: chats listed after this one
 	Limit    int               // see ListLimit
+	// ProjectID lists only the chats in this project.
+	ProjectID uuid.NullUUID
 }
 
 // Message roles.

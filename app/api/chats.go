@@ -63,6 +63,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		RequestID json.RawMessage `json:"request_id"`
 		// Raw, so a bad entry gets a 400 that names it.
 		MCPServerIDs json.RawMessage `json:"mcp_server_ids"`
+		ProjectID    json.RawMessage `json:"project_id"`
 	}
 	if err := decodeDurable(r, &req); err != nil {
 		return err
@@ -93,8 +94,16 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 	if err != nil {
 		return err
 	}
+	project, err := parseProjectID(req.ProjectID)
+	if err != nil {
+		return err
+	}
+	if project.Value.Valid {
+		req.CreateChatRequest.ProjectID = &project.Value.UUID
+	}
 	p := chatstate.CreateParams{
-		OwnerID: c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
+		ProjectID: project.Value,
+		OwnerID:   c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
 		Labels: req.Labels, DynamicTools: tools, MCPServerIDs: servers, ToolApproval: req.ToolApproval,
 		Input: chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
 			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort},
@@ -273,6 +282,13 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) er
 		return err
 	}
 	p.Limit = int(limit)
+	if raw := q.Get("project_id"); raw != "" {
+		id, err := uuid.Parse(raw)
+		if err != nil || id == uuid.Nil {
+			return validation("project_id", fmt.Sprintf("%q is not a valid project id", raw))
+		}
+		p.ProjectID = uuid.NullUUID{UUID: id, Valid: true}
+	}
 	if raw := q.Get("after_id"); raw != "" {
 		id, err := uuid.Parse(raw)
 		if err != nil {
@@ -350,8 +366,13 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 		sdk.UpdateChatRequest
 		// Raw, so absent (nil) and null ("null") stay apart.
 		MCPServerIDs json.RawMessage `json:"mcp_server_ids"`
+		ProjectID    json.RawMessage `json:"project_id"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	project, err := parseProjectID(req.ProjectID)
+	if err != nil {
 		return err
 	}
 	if req.Title != nil {
@@ -369,6 +390,7 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 	}
 	change := chatstate.MetadataChange{
 		Archived: req.Archived, Labels: req.Labels, PinOrder: req.PinOrder, ToolApproval: req.ToolApproval,
+		ProjectID: project,
 	}
 	if req.MCPServerIDs != nil {
 		servers, err := s.parseMCPServerIDs(req.MCPServerIDs)

@@ -68,8 +68,10 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		te *chatstate.TransitionError
 		ve *chatstate.ValidationError
 	)
-	switch {
+	switch pe, isProject := projectError(err); {
 	case errors.As(err, &ae):
+	case isProject:
+		ae = pe
 	case errors.As(err, &ve):
 		ae = validation(ve.Field, ve.Detail)
 	case errors.Is(err, auth.ErrUnauthenticated):

@@ -27,6 +27,9 @@ type CreateParams struct {
 	// empty); it tightens the configured one, never loosens it.
 	ToolApproval string
 	Input        UserInput // empty Content creates the chat in waiting
+	// ProjectID puts the chat in a project of its owner. A child chat is
+	// in its parent's project whatever this says.
+	ProjectID uuid.NullUUID
 }
 
 // Create applies N -> Create -> R0 (or W with no user message). The chat
@@ -51,6 +54,7 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 			return Result{}, fmt.Errorf("parent chat %s: %w", p.ParentChatID.UUID, err)
 		}
 		root = uuid.NullUUID{UUID: parent.Root(), Valid: true}
+		p.ProjectID = parent.ProjectID
 		rc, err := t.tx.ChatLockShared(t.ctx, root.UUID)
 		if err != nil {
 			return Result{}, fmt.Errorf("lock root chat %s: %w", root.UUID, err)
@@ -67,6 +71,9 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 			return Result{}, &TransitionError{Transition: Create, From: StateN, Cause: cause,
 				Reason: "the family's root chat is archived"}
 		}
+	}
+	if err := t.checkProject(p.OwnerID, p.ProjectID); err != nil {
+		return Result{}, err
 	}
 	status := store.ChatStatusWaiting
 	var content json.RawMessage
@@ -86,6 +93,7 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 		Title: p.Title, TitleSource: source, Status: status, Labels: p.Labels,
 		LastModelConfigID: p.Input.ModelConfigID, LastReasoningEffort: p.Input.ReasoningEffort,
 		DynamicTools: p.DynamicTools, MCPServerIDs: p.MCPServerIDs, ToolApproval: p.ToolApproval, Now: t.now,
+		ProjectID: p.ProjectID,
 	})
 	if err != nil {
 		return Result{}, fmt.Errorf("insert chat: %w", err)

@@ -42,10 +42,14 @@ type MetadataChange struct {
 	// stricter of the two, so it can tighten it but never loosen it; a
 	// change applies to the calls of later steps.
 	ToolApproval *string
+	// ProjectID, when set, moves a root chat and its family into a project
+	// of the chat's owner (an unset value: out of any).
+	ProjectID store.Opt[uuid.NullUUID]
 }
 
 func (c MetadataChange) mutates() bool {
-	return c.Title != nil || c.Labels != nil || c.PinOrder != nil || c.MCPServerIDs.Set || c.ToolApproval != nil
+	return c.Title != nil || c.Labels != nil || c.PinOrder != nil || c.MCPServerIDs.Set || c.ToolApproval != nil ||
+		c.ProjectID.Set
 }
 
 // UpdateMetadata applies a metadata change under MetadataAllowed: an
@@ -68,6 +72,11 @@ func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) (Result, error) 
 	}
 	if c.Archived != nil && *c.Archived != chat.Archived {
 		if _, err := t.SetArchivedFamily(chatID, *c.Archived); err != nil {
+			return Result{}, err
+		}
+	}
+	if c.ProjectID.Set {
+		if err := t.moveFamilyToProject(chat, c.ProjectID.Value); err != nil {
 			return Result{}, err
 		}
 	}

@@ -112,6 +112,8 @@ type ListChatsOptions struct {
 	Labels   map[string]string
 	Limit    int
 	AfterID  uuid.UUID
+	// ProjectID lists only the chats in this project.
+	ProjectID uuid.UUID
 }
 
 // ListChats lists chats (GET /chats).
@@ -131,6 +133,9 @@ func (c *Client) ListChats(ctx context.Context, opts ListChatsOptions) ([]Chat, 
 	}
 	if opts.AfterID != uuid.Nil {
 		q.Set("after_id", opts.AfterID.String())
+	}
+	if opts.ProjectID != uuid.Nil {
+		q.Set("project_id", opts.ProjectID.String())
 	}
 	path := "/chats"
 	if len(q) > 0 {

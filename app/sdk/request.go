@@ -45,6 +45,9 @@ type RequestBinding struct {
 	// (absent or null), else the ids with duplicates removed, in order;
 	// null for send_message.
 	MCPServerIDs []uuid.UUID `json:"mcp_server_ids"`
+	// ProjectID is create_chat's project_id; absent when none, so
+	// bindings without a project hash as before.
+	ProjectID *uuid.UUID `json:"project_id,omitempty"`
 }
 
 // SHA256 is request_sha256: the hex SHA-256 of b's RFC 8785 canonical
@@ -96,7 +99,7 @@ func CreateChatBinding(req CreateChatRequest) (RequestBinding, error) {
 		Endpoint: EndpointCreateChat, Content: content, ModelConfigID: req.ModelConfigID,
 		ReasoningEffort: req.ReasoningEffort, Title: req.Title, SystemPrompt: req.SystemPrompt,
 		Labels: req.Labels, UnsafeDynamicTools: tools, ParentChatID: req.ParentChatID,
-		MCPServerIDs: uniqueIDs(req.MCPServerIDs),
+		MCPServerIDs: uniqueIDs(req.MCPServerIDs), ProjectID: req.ProjectID,
 	}, nil
 }
 

@@ -142,6 +142,8 @@ type Chat struct {
 	// chat is in requires_action for them (answered ones included, with
 	// their state); omitted otherwise.
 	ToolApprovals []ToolApproval `json:"tool_approvals,omitempty"`
+	// ProjectID is the project the chat is in; null when none.
+	ProjectID *uuid.UUID `json:"project_id"`
 }
 
 // ChatMessageUsage is the token accounting of a message.
@@ -204,6 +206,8 @@ type CreateChatRequest struct {
 	// ToolApproval tightens the chat's tool approval policy: never (the
 	// default), effectful or always.
 	ToolApproval string `json:"tool_approval,omitempty"`
+	// ProjectID puts the chat in one of its owner's projects.
+	ProjectID *uuid.UUID `json:"project_id,omitempty"`
 }
 
 // UpdateChatRequest is the body of PATCH /chats/{chat}.
@@ -216,6 +220,9 @@ type UpdateChatRequest struct {
 	MCPServerIDs MCPServerSelection `json:"mcp_server_ids,omitzero"`
 	// ToolApproval changes the chat's tool approval policy when set.
 	ToolApproval *string `json:"tool_approval,omitempty"`
+	// ProjectID moves a root chat and its family into a project, or out
+	// of any (null), when Set.
+	ProjectID ProjectSelection `json:"project_id,omitzero"`
 }
 
 // MCPServerSelection is an optional, nullable list of MCP server ids, as

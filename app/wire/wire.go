@@ -39,6 +39,7 @@ func ToChat(c store.Chat) sdk.Chat {
 		RequiresActionDeadlineAt: c.RequiresActionDeadlineAt, SnapshotVersion: c.SnapshotVersion,
 		MCPServerIDs: c.MCPServerIDs, // nil is null: every configured server
 		ToolApproval: c.ToolApproval,
+		ProjectID:    uuidPtr(c.ProjectID),
 	}
 	if c.Status == store.ChatStatusRequiresAction {
 		// A row the machine wrote always decodes; a broken one shows none.

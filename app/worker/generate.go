@@ -29,6 +29,10 @@ type view struct {
 	// entry: they ran (or started) as server-side calls, so the journal
 	// judges them even when their tool is gone now.
 	journaled map[string]bool
+	// project is the chat's project (nil: none) and memories its memory
+	// index, read in the same snapshot (memory.go).
+	project  *store.Project
+	memories []store.Memory
 }
 
 // load reads the chat's prompt-relevant history.
@@ -71,7 +75,7 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 				return fmt.Errorf("decode dynamic tools: %w", err)
 			}
 		}
-		return nil
+		return v.loadProject(ctx, tx)
 	})
 	return v, err
 }
@@ -148,6 +152,9 @@ func (v view) prompt(upTo int) []llm.Message {
 		_ = json.Unmarshal(m.Content, &parts)
 		out = append(out, llm.Message{Role: m.Role, Parts: parts})
 	}
+	if sys, ok := v.projectPrompt(); ok {
+		out = append(out, sys)
+	}
 	for _, m := range v.system {
 		add(m)
 	}
@@ -211,6 +218,9 @@ func (r *runner) serverTools(ctx context.Context, v view) toolset {
 		ts[t.Name()] = t
 	}
 	for _, t := range r.w.deps.Tools.List() {
+		ts[t.Name()] = t
+	}
+	for _, t := range r.memoryTools(v) {
 		ts[t.Name()] = t
 	}
 	return ts

@@ -151,6 +151,9 @@ type Deps struct {
 	// Clock is the time source (clock.Real when nil).
 	Clock clock.Clock
 	Log   *slog.Logger
+	// Memory is project memory (app/projects); nil: root chats in a
+	// project get no memory tools (their instructions still apply).
+	Memory Memory
 }
 
 // Worker is one replica's chat worker.

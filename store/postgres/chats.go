@@ -18,7 +18,7 @@ const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_so
 	snapshot_version, history_version, queue_version, retry_state_version,
 	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
 	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
-	mcp_server_ids, tool_approval, tool_approvals, created_at, updated_at`
+	mcp_server_ids, tool_approval, tool_approvals, created_at, updated_at, project_id`
 
 func scanChat(row pgx.Row) (store.Chat, error) {
 	var (
@@ -34,7 +34,7 @@ func scanChat(row pgx.Row) (store.Chat, error) {
 		&c.SnapshotVersion, &c.HistoryVersion, &c.QueueVersion, &c.RetryStateVersion,
 		&c.GenerationAttempt, &requiresAction, &compactionAt, &labels,
 		&c.PinOrder, &c.LastModelConfigID, &c.LastReasoningEffort, &dynTools,
-		&c.MCPServerIDs, &c.ToolApproval, &approvals, &c.CreatedAt, &c.UpdatedAt,
+		&c.MCPServerIDs, &c.ToolApproval, &approvals, &c.CreatedAt, &c.UpdatedAt, &c.ProjectID,
 	)
 	if err != nil {
 		return store.Chat{}, translate(err)
@@ -73,12 +73,12 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 			id, owner_id, parent_chat_id, root_chat_id, title, title_source, title_updated_at,
 			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
 			mcp_server_ids, tool_approval, snapshot_version, history_version, queue_version,
-			retry_state_version, generation_attempt, created_at, updated_at
-		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, 0, 0, 0, 0, $7, $7)
+			retry_state_version, generation_attempt, created_at, updated_at, project_id
+		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, 0, 0, 0, 0, $7, $7, $15)
 		RETURNING `+chatColumns,
 		p.ID, p.OwnerID, p.ParentChatID, p.RootChatID, p.Title, string(source), p.Now,
 		string(p.Status), labels, p.LastModelConfigID, p.LastReasoningEffort, p.DynamicTools,
-		p.MCPServerIDs, toolApproval(p.ToolApproval),
+		p.MCPServerIDs, toolApproval(p.ToolApproval), p.ProjectID,
 	)
 	c, err := scanChat(row)
 	if err != nil {
@@ -228,6 +228,9 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 	}
 	if p.Archived != nil {
 		where = append(where, "archived = "+a.add(*p.Archived))
+	}
+	if p.ProjectID.Valid {
+		where = append(where, "project_id = "+a.add(p.ProjectID.UUID))
 	}
 	if p.Query != "" {
 		where = append(where, `title ILIKE '%' || `+a.add(likeEscape(p.Query))+` || '%' ESCAPE '\'`)

@@ -19,7 +19,7 @@ const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_so
 	snapshot_version, history_version, queue_version, retry_state_version,
 	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
 	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
-	mcp_server_ids, tool_approval, tool_approvals, created_at, updated_at`
+	mcp_server_ids, tool_approval, tool_approvals, created_at, updated_at, project_id`
 
 func scanChat(row rowScanner) (store.Chat, error) {
 	var (
@@ -27,7 +27,7 @@ func scanChat(row rowScanner) (store.Chat, error) {
 		id, owner, titleUpdated, created, updated   string
 		parent, root, worker, runner, lastErr, rs   sql.NullString
 		deadline, compaction, modelID, dynamicTools sql.NullString
-		mcpServers, approvals                       sql.NullString
+		mcpServers, approvals, project              sql.NullString
 		labels                                      string
 		archived                                    int
 		status, source                              string
@@ -36,7 +36,7 @@ func scanChat(row rowScanner) (store.Chat, error) {
 		&archived, &worker, &runner, &lastErr, &rs, &c.SnapshotVersion, &c.HistoryVersion,
 		&c.QueueVersion, &c.RetryStateVersion, &c.GenerationAttempt, &deadline, &compaction,
 		&labels, &c.PinOrder, &modelID, &c.LastReasoningEffort, &dynamicTools, &mcpServers,
-		&c.ToolApproval, &approvals, &created, &updated)
+		&c.ToolApproval, &approvals, &created, &updated, &project)
 	if err != nil {
 		return store.Chat{}, translate(err)
 	}
@@ -48,6 +48,7 @@ func scanChat(row rowScanner) (store.Chat, error) {
 	s.nullUUID(&c.WorkerID, worker)
 	s.nullUUID(&c.RunnerID, runner)
 	s.nullUUID(&c.LastModelConfigID, modelID)
+	s.nullUUID(&c.ProjectID, project)
 	s.time(&c.TitleUpdatedAt, titleUpdated)
 	s.time(&c.CreatedAt, created)
 	s.time(&c.UpdatedAt, updated)
@@ -105,12 +106,12 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 		INSERT INTO chats (
 			id, owner_id, parent_chat_id, root_chat_id, title, title_source, title_updated_at,
 			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
-			mcp_server_ids, tool_approval, created_at, updated_at
-		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			mcp_server_ids, tool_approval, created_at, updated_at, project_id
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		RETURNING `+chatColumns,
 		p.ID.String(), p.OwnerID.String(), nullUUID(p.ParentChatID), nullUUID(p.RootChatID),
 		p.Title, string(source), now, string(p.Status), labels, nullUUID(p.LastModelConfigID),
-		p.LastReasoningEffort, nullJSON(p.DynamicTools), servers, toolApproval(p.ToolApproval), now, now)
+		p.LastReasoningEffort, nullJSON(p.DynamicTools), servers, toolApproval(p.ToolApproval), now, now, nullUUID(p.ProjectID))
 	c, err := scanChat(row)
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)
@@ -284,6 +285,9 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 	}
 	if p.Archived != nil {
 		where = append(where, "archived = "+a.add(boolInt(*p.Archived)))
+	}
+	if p.ProjectID.Valid {
+		where = append(where, "project_id = "+a.add(p.ProjectID.UUID.String()))
 	}
 	if p.Query != "" {
 		// LIKE folds ASCII only; chatd_fold lowers with Unicode rules, as

@@ -80,6 +80,10 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ChatMCPServerIDs", testChatMCPServerIDs},
 		{"ChatToolApproval", testChatToolApproval},
 		{"ChatListArchivable", testChatListArchivable},
+		// projects and project memory
+		{"Projects", testProjects},
+		{"Memories", testMemories},
+		{"MemoryLockSerialises", testMemoryLockSerialises},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

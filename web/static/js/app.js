@@ -7,6 +7,7 @@ import { api, ApiError, onUnauthorized } from './api.js';
 import { Sidebar } from './sidebar.js';
 import { ChatView } from './chat.js';
 import { NewChatView } from './newchat.js';
+import { ProjectsView, ProjectView } from './project.js';
 import { openMenu, toast } from './widgets.js';
 
 const NARROW = window.matchMedia('(max-width: 800px)');
@@ -70,12 +71,19 @@ class App {
     if (!this.me && !(await this.loadSession())) return;
     this.ensureShell();
     const m = /^\/chats\/([0-9a-fA-F-]{36})\/?$/.exec(path);
+    const project = /^\/projects\/([0-9a-fA-F-]{36})\/?$/.exec(path);
     if (this.view) this.view.destroy();
     if (m) {
       this.view = new ChatView(this, m[1].toLowerCase());
       this.sidebar.setActive(m[1].toLowerCase());
+    } else if (project) {
+      this.view = new ProjectView(this, project[1].toLowerCase());
+      this.sidebar.setActive(null);
+    } else if (path === '/projects' || path === '/projects/') {
+      this.view = new ProjectsView(this);
+      this.sidebar.setActive(null);
     } else {
-      if (path !== '/') history.replaceState(null, '', '/');
+      if (path !== '/') history.replaceState(null, '', '/' + location.search);
       this.view = new NewChatView(this);
       this.sidebar.setActive(null);
       document.title = 'chatd';

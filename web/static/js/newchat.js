@@ -36,12 +36,18 @@ export class NewChatView {
       h('label', { class: 'field-label', text: 'Dynamic tools your client answers (JSON array)' }), this.tools,
       h('label', { class: 'field-label', text: 'Labels (key:value, comma separated)' }), this.labels);
     this.status = h('div', { class: 'new-status', role: 'status', 'aria-live': 'polite' });
+    // /?project={id} creates the chat in that project (project.js).
+    const project = new URLSearchParams(location.search).get('project');
+    this.projectId = project && /^[0-9a-fA-F-]{36}$/.test(project) ? project.toLowerCase() : null;
+    this.projectNote = h('p', { class: 'project-note muted', hidden: !this.projectId });
+    if (this.projectId) this.loadProject();
     this.el = h('section', { class: 'chat-view new-chat-view', 'aria-label': 'New chat' },
       h('header', { class: 'chat-header' }, app.sidebarButton(), h('h1', { class: 'chat-title-h', text: 'New chat' })),
       h('div', { class: 'scroller' }, h('div', { class: 'hero' },
         h('div', { class: 'hero-mark', 'aria-hidden': 'true' }, icon('chat')),
         h('h2', { text: 'What can I help with?' }),
-        h('p', { class: 'muted', text: 'Chats are durable: close the tab mid-reply and everything is still here when you come back.' }))),
+        h('p', { class: 'muted', text: 'Chats are durable: close the tab mid-reply and everything is still here when you come back.' }),
+        this.projectNote)),
       h('div', { class: 'dock' }, h('div', { class: 'dock-inner' }, this.status, this.composer.el, options)));
     this.send = new DurableSend({
       key: 'chatd.pending.new',
@@ -63,6 +69,17 @@ export class NewChatView {
 
   mounted() { this.composer.focus(); }
 
+  async loadProject() {
+    try {
+      const p = await api('GET', `/projects/${this.projectId}`);
+      this.projectNote.replaceChildren('In project ', h('a', { href: `/projects/${p.id}`, 'data-link': true, text: p.name }));
+    } catch (e) {
+      this.projectId = null;
+      this.projectNote.hidden = true;
+      toast('The project was not found; this chat will be outside any project', 'error', e.message);
+    }
+  }
+
   destroy() { this.toolsPopover.destroy(); }
 
   async create(text) {
@@ -74,6 +91,7 @@ export class NewChatView {
     if (this.composer.model.value) body.model_config_id = this.composer.model.value;
     if (this.composer.effort.value) body.reasoning_effort = this.composer.effort.value;
     if (this.mcpSelection !== null) body.mcp_server_ids = this.mcpSelection;
+    if (this.projectId) body.project_id = this.projectId;
     if (this.system.value.trim()) body.system_prompt = this.system.value.trim();
     if (this.tools.value.trim()) {
       try {

@@ -60,6 +60,7 @@ export class Sidebar {
       this.labelSelect,
       this.list,
       h('div', { class: 'sidebar-bottom' },
+        h('a', { class: 'side-btn projects-link', href: '/projects', 'data-link': true }, icon('chat'), h('span', { text: 'Projects' })),
         this.archivedBtn,
         h('div', { class: 'user' },
           h('span', { class: 'avatar', 'aria-hidden': 'true', text: (app.me && app.me.username || '?').slice(0, 1).toUpperCase() }),
