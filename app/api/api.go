@@ -165,6 +165,7 @@ func (s *Server) routes() {
 	chat("GET", "/requests/{request_id}", s.lookupRequest)
 	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
+	s.userRoutes() // users.go
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
 		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.limitLogins(s.login))))
