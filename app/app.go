@@ -21,8 +21,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/admin"
+	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"

@@ -1,7 +1,7 @@
 package main
 
 import (
-		"io"
+	"io"
 	"net/http"
 	"path/filepath"
 	"strings"
