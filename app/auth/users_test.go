@@ -126,6 +126,11 @@ func TestLoginCode(t *testing.T) {
 		require.Equal(t, f.clock.Now().Add(auth.LoginCodeTTL), exp)
 		require.True(t, strings.HasPrefix(code, auth.LoginCodePrefix))
 		f.refused(t, code, "a login code is not a token")
+		// Stored as its hash: the clear code is no key of the table.
+		require.ErrorIs(t, f.store.InTx(f.ctx, func(tx store.Tx) error {
+			_, err := tx.LoginCodeTake(f.ctx, []byte(code), f.clock.Now())
+			return err
+		}), store.ErrNotFound)
 		u, err := f.tokens.ExchangeLoginCode(f.ctx, code)
 		require.NoError(t, err)
 		require.Equal(t, f.alice.ID, u.ID)
