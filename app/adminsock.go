@@ -107,7 +107,7 @@ func (l sameUser) Accept() (net.Conn, error) {
 // startAdmin serves admin commands on the SQLite file's socket. Failing to
 // listen (a path too long for a socket, say) is logged and not fatal:
 // only the CLI beside the server is lost.
-func (a *App) startAdmin() *adminSocket {
+func (a *App) startAdmin(baseURL string) *adminSocket {
 	if sharedByReplicas(a.store) {
 		return nil // Postgres: the CLI uses the database directly
 	}
@@ -116,7 +116,7 @@ func (a *App) startAdmin() *adminSocket {
 		var ln *net.UnixListener
 		if ln, err = listenAdmin(path); err == nil {
 			s := &adminSocket{path: path, done: make(chan struct{}), srv: &http.Server{
-				Handler:           admin.Handler(&admin.Ops{Tokens: a.tokens, Invocations: invocations{store: a.store, machine: a.machine}}),
+				Handler:           admin.Handler(&admin.Ops{Tokens: a.tokens, Invocations: invocations{store: a.store, machine: a.machine}, BaseURL: baseURL}),
 				ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			}}
 			guarded := sameUser{UnixListener: ln, allow: ownUserOrRoot, refuse: func(uid int, err error) {
@@ -190,6 +190,6 @@ func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() 
 		return nil, nil, err
 	}
 	m := chatstate.New(s, pub, machineConfig(cfg, sharedByReplicas(s), log, cfg.Clock))
-	ops := &admin.Ops{Tokens: tokens, Invocations: invocations{store: s, machine: m}}
+	ops := &admin.Ops{Tokens: tokens, Invocations: invocations{store: s, machine: m}, BaseURL: "http://" + cfg.Addr}
 	return admin.Local(ops), func() error { closePub(); return s.Close() }, nil
 }

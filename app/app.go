@@ -21,6 +21,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
@@ -437,7 +438,7 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("start worker: %w", err)
 	}
 	defer a.Stop()
-	sock := a.startAdmin()
+	sock := a.startAdmin("http://" + ln.Addr().String())
 	defer sock.stop(a.cfg.ShutdownTimeout)
 	// Timeouts bound every request; the stream handlers lift them from
 	// their own connections (pings and per-frame deadlines bound those).
@@ -456,10 +457,19 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		a.log.Info("model", "id", m.ID, "provider", m.Provider, "model", m.Model, "default", m.Default)
 	}
 	if a.firstToken != "" {
-		// Shown once: only its hash is stored.
-		a.log.Info("first start: created user admin; this token is shown only once",
-			"login_url", "http://"+ln.Addr().String()+"/login#token="+a.firstToken, "api_token", a.firstToken)
+		// Shown once: only hashes are stored. The link carries a one-time
+		// code that expires, not the long-lived token.
+		code, exp, err := a.tokens.CreateLoginCode(ctx, auth.AdminName)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("first start: login code: %w", err)
+		}
+		a.log.Info("first start: created user admin; open the login link (single use, expires in 15 minutes); the API token is shown only once",
+			"login_url", admin.LoginURL("http://"+ln.Addr().String(), code), "expires_at", exp.UTC().Format(time.RFC3339),
+			"api_token", a.firstToken)
 		a.firstToken = ""
+	} else {
+		a.log.Info("to log in to the web UI, run `chatd login-link` (with this server's --db) for a one-time login link")
 	}
 	stopMetrics, err := a.serveMetrics()
 	if err != nil {

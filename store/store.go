@@ -159,6 +159,9 @@ type Reader interface {
 	// UserCount counts users.
 	UserCount(ctx context.Context) (int64, error)
 
+	// UserList lists every user, oldest first.
+	UserList(ctx context.Context) ([]User, error)
+
 	// TokenGetByHash finds a token by its hash.
 	TokenGetByHash(ctx context.Context, hash []byte) (Token, error)
 
@@ -289,6 +292,23 @@ type Tx interface {
 	// per-user quota checks see each other's writes. ErrNotFound when the
 	// user does not exist.
 	UserLock(ctx context.Context, id uuid.UUID) error
+
+	// UserSetDisabled disables or enables a user (store.ErrNotFound when
+	// there is none).
+	UserSetDisabled(ctx context.Context, id uuid.UUID, disabled bool) error
+	// UserLockEnabledAdmins locks the rows of the enabled admins until the
+	// transaction ends (Postgres FOR UPDATE; SQLite's writer lock) and
+	// returns their ids, so "not the last admin" checks are serialised.
+	UserLockEnabledAdmins(ctx context.Context) ([]uuid.UUID, error)
+
+	// LoginCodeInsert stores a login code's hash.
+	LoginCodeInsert(ctx context.Context, p LoginCodeInsertParams) error
+	// LoginCodeTake deletes the login code with this hash and returns its
+	// user when it has not expired at now; otherwise (unknown, used,
+	// expired) store.ErrNotFound and nothing changes.
+	LoginCodeTake(ctx context.Context, hash []byte, now time.Time) (uuid.UUID, error)
+	// LoginCodeDeleteExpired removes the codes expired at now.
+	LoginCodeDeleteExpired(ctx context.Context, now time.Time) (int64, error)
 
 	// TokenInsert stores a token's hash; the clear token never reaches the store.
 	TokenInsert(ctx context.Context, p TokenInsertParams) (Token, error)
@@ -807,7 +827,16 @@ type User struct {
 	ID        uuid.UUID
 	Name      string
 	Admin     bool
+	Disabled  bool // a disabled user's tokens and sessions do not authenticate
 	CreatedAt time.Time
+}
+
+// LoginCodeInsertParams store a login code's hash.
+type LoginCodeInsertParams struct {
+	Hash      []byte
+	UserID    uuid.UUID
+	ExpiresAt time.Time
+	Now       time.Time
 }
 
 // UserInsertParams create a user.

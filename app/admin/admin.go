@@ -1,6 +1,6 @@
 // Package admin is the operator's request/response protocol: the commands
-// the CLI runs against a database (token create, list and revoke; later
-// login links and backups). One dispatcher answers them, so the same code
+// the CLI runs against a database (token create, list and revoke, login
+// links; later backups). One dispatcher answers them, so the same code
 // runs whether the CLI reaches a running server over its admin socket
 // (JSON over HTTP on a Unix socket, mode 0600, next to the SQLite file) or
 // opens the database itself (no server running, or Postgres).
@@ -33,7 +33,26 @@ const (
 	CmdTokenCreate = "token.create"
 	CmdTokenList   = "token.list"
 	CmdTokenRevoke = "token.revoke"
+	CmdLoginLink   = "login.link"
 )
+
+// LoginLinkRequest mints a one-time login link for User (default admin).
+type LoginLinkRequest struct {
+	User string `json:"user,omitempty"`
+}
+
+// LoginLinkResponse is the link, its code and when it stops working.
+type LoginLinkResponse struct {
+	URL       string    `json:"url"`
+	Code      string    `json:"code"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// LoginURL is the web UI's login address for code on the server at base.
+// The code is in the fragment, which browsers never send or log.
+func LoginURL(base, code string) string {
+	return strings.TrimRight(base, "/") + "/login#code=" + code
+}
 
 // TokenCreateRequest mints an API token.
 type TokenCreateRequest struct {
@@ -103,6 +122,9 @@ type Ops struct {
 	Tokens *auth.Tokens
 	// Invocations answers invocation.*; nil refuses them.
 	Invocations Invocations
+	// BaseURL is the web UI's address for login links (the serving
+	// server's own, or http://CHATD_ADDR when the CLI opens the database).
+	BaseURL string
 }
 
 // Do runs one command on a JSON request and returns its JSON answer. Both
@@ -124,6 +146,22 @@ func (o *Ops) Do(ctx context.Context, cmd string, body []byte) (any, error) {
 			return nil, err
 		}
 		return TokenCreateResponse{Token: token, Info: info}, nil
+	case CmdLoginLink:
+		var req LoginLinkRequest
+		if err := decode(body, &req); err != nil {
+			return nil, err
+		}
+		if req.User == "" {
+			req.User = auth.AdminName
+		}
+		code, exp, err := o.Tokens.CreateLoginCode(ctx, req.User)
+		if errors.Is(err, auth.ErrUserDisabled) {
+			return nil, &Error{Code: CodeConflict, Message: fmt.Sprintf("user %q is disabled", req.User)}
+		}
+		if err != nil {
+			return nil, err
+		}
+		return LoginLinkResponse{URL: LoginURL(o.BaseURL, code), Code: code, ExpiresAt: exp}, nil
 	case CmdTokenList:
 		var req TokenListRequest
 		if err := decode(body, &req); err != nil {

@@ -59,15 +59,28 @@ func (s *Server) authed(h func(http.ResponseWriter, *http.Request, *caller) erro
 	}
 }
 
-// login exchanges an API token for an HttpOnly SameSite=Strict cookie that
-// carries a fresh session token of the same user.
+// login exchanges an API token, or a login link's one-time code, for an
+// HttpOnly SameSite=Strict cookie that carries a fresh session token of the
+// same user.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	var req sdk.LoginRequest
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	u, err := s.deps.Tokens.Authenticate(r.Context(), req.Token)
+	var (
+		u   store.User
+		err error
+	)
+	switch {
+	case req.Token != "" && req.Code != "":
+		return validation("code", "give a token or a code, not both")
+	case req.Code != "":
+		u, err = s.deps.Tokens.ExchangeLoginCode(r.Context(), req.Code)
+		err = userError(err)
+	default:
+		u, err = s.deps.Tokens.Authenticate(r.Context(), req.Token)
+	}
 	if err != nil {
 		return err
 	}
@@ -106,5 +119,5 @@ func (s *Server) me(w http.ResponseWriter, r *http.Request, c *caller) error {
 }
 
 func toUser(u store.User) sdk.User {
-	return sdk.User{ID: u.ID, Name: u.Name, Admin: u.Admin, CreatedAt: u.CreatedAt}
+	return sdk.User{ID: u.ID, Name: u.Name, Admin: u.Admin, Disabled: u.Disabled, CreatedAt: u.CreatedAt}
 }

@@ -53,6 +53,12 @@ func allRoutes(s seeded) []route {
 		route{"GET", "/chats", ""},
 		route{"GET", "/chats/models", ""},
 		route{"GET", "/users/me", ""},
+		route{"GET", "/users", ""},
+		route{"POST", "/users", `{"username":"zed"}`},
+		route{"PATCH", "/users/alice", `{"disabled":true}`},
+		route{"GET", "/users/me/tokens", ""},
+		route{"POST", "/users/me/tokens", `{"token_name":"x"}`},
+		route{"DELETE", "/users/me/tokens/" + uuid.NewString(), ""},
 	)
 }
 

@@ -122,6 +122,9 @@ func (t *Tokens) Authenticate(ctx context.Context, token string) (store.User, er
 	if exp := t.expiresAt(tok); exp != nil && !now.Before(*exp) {
 		return store.User{}, fmt.Errorf("%w: token expired", ErrUnauthenticated)
 	}
+	if u.Disabled {
+		return store.User{}, fmt.Errorf("%w: %w", ErrUnauthenticated, ErrUserDisabled)
+	}
 	if tok.LastUsedAt == nil || now.Sub(*tok.LastUsedAt) >= t.touch {
 		err := t.store.InTx(ctx, func(tx store.Tx) error {
 			_, err := tx.TokenTouch(ctx, tok.ID, now)
@@ -164,7 +167,10 @@ func deleteExpired(ctx context.Context, tx store.Tx, now time.Time, ttl time.Dur
 	if ttl > 0 {
 		idleBefore = now.Add(-ttl)
 	}
-	_, err := tx.TokenDeleteExpired(ctx, now, idleBefore)
+	if _, err := tx.TokenDeleteExpired(ctx, now, idleBefore); err != nil {
+		return err
+	}
+	_, err := tx.LoginCodeDeleteExpired(ctx, now)
 	return err
 }
 

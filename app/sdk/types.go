@@ -383,12 +383,15 @@ type User struct {
 	ID        uuid.UUID `json:"id"`
 	Name      string    `json:"username"`
 	Admin     bool      `json:"admin"`
+	Disabled  bool      `json:"disabled"` // its tokens and sessions do not authenticate
 	CreatedAt time.Time `json:"created_at"`
 }
 
-// LoginRequest exchanges an API token for a session cookie.
+// LoginRequest exchanges an API token, or a login link's one-time code,
+// for a session cookie. Exactly one is set.
 type LoginRequest struct {
-	Token string `json:"token"`
+	Token string `json:"token,omitempty"`
+	Code  string `json:"code,omitempty"`
 }
 
 // ValidationError names one bad field.

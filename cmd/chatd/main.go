@@ -37,12 +37,13 @@ Usage:
                                                print a new API token for NAME
   chatd token list [--user NAME] [--json]      list tokens (never their secrets)
   chatd token revoke ID | --user NAME --all    revoke tokens at once
+  chatd login-link [--user NAME] [--url URL]   print a one-time web UI login link (15 minutes)
   chatd invocation inspect --request-id UUID   show a durable request, its turn and tool journal
   chatd invocation reconcile --request-id UUID --review FILE.json
                                                record an operator's review of an unresolved request
 
 Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
-Beside a running SQLite server, token commands go through its admin socket (PATH.sock).
+Beside a running SQLite server, token and login-link commands go through its admin socket (PATH.sock).
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -61,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runInvocation(ctx, args, stdout, stderr)
 	case "version", "--version", "-version":
 		return runVersion(args, stdout)
+	case "login-link":
+		return runLoginLink(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -47,8 +47,14 @@ func createToken(t *testing.T, db string, args ...string) string {
 // HTTP base URL and a stop that waits for the server.
 func serve(t *testing.T, db string) (string, func()) {
 	t.Helper()
+	return serveLogging(t, db, io.Discard)
+}
+
+// serveLogging is serve with the server's log written to logs.
+func serveLogging(t *testing.T, db string, logs io.Writer) (string, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DB: db, NoWorker: true}, io.Discard)
+	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DB: db, NoWorker: true}, logs)
 	require.NoError(t, err)
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)

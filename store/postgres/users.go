@@ -11,11 +11,11 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-const userColumns = `id, name, admin, created_at`
+const userColumns = `id, name, admin, disabled, created_at`
 
 func scanUser(row pgx.Row) (store.User, error) {
 	var u store.User
-	if err := row.Scan(&u.ID, &u.Name, &u.Admin, &u.CreatedAt); err != nil {
+	if err := row.Scan(&u.ID, &u.Name, &u.Admin, &u.Disabled, &u.CreatedAt); err != nil {
 		return store.User{}, translate(err)
 	}
 	u.CreatedAt = utc(u.CreatedAt)
@@ -247,4 +247,76 @@ func (t *tx) ReplicaDelete(ctx context.Context, workerID uuid.UUID) error {
 		return fmt.Errorf("delete replica %s: %w", workerID, translate(err))
 	}
 	return nil
+}
+
+// UserList lists every user, oldest first.
+func (t *tx) UserList(ctx context.Context) ([]store.User, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+userColumns+` FROM users ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", translate(err))
+	}
+	users, err := collect(rows, scanUser)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return users, nil
+}
+
+// UserSetDisabled disables or enables a user.
+func (t *tx) UserSetDisabled(ctx context.Context, id uuid.UUID, disabled bool) error {
+	tag, err := t.tx.Exec(ctx, `UPDATE users SET disabled = $1 WHERE id = $2`, disabled, id)
+	if err != nil {
+		return fmt.Errorf("set disabled of user %s: %w", id, translate(err))
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set disabled of user %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// UserLockEnabledAdmins locks the enabled admins' rows (FOR NO KEY UPDATE,
+// which an UPDATE of admin or disabled also takes): a concurrent demotion
+// waits, and the rows are re-checked after it, so two writers cannot each
+// remove "the other" last admin.
+func (t *tx) UserLockEnabledAdmins(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := t.tx.Query(ctx, `SELECT id FROM users WHERE admin AND NOT disabled ORDER BY id FOR NO KEY UPDATE`)
+	if err != nil {
+		return nil, fmt.Errorf("lock enabled admins: %w", translate(err))
+	}
+	ids, err := collect(rows, func(row pgx.Row) (uuid.UUID, error) {
+		var id uuid.UUID
+		return id, translate(row.Scan(&id))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock enabled admins: %w", err)
+	}
+	return ids, nil
+}
+
+// LoginCodeInsert stores a login code's hash.
+func (t *tx) LoginCodeInsert(ctx context.Context, p store.LoginCodeInsertParams) error {
+	if _, err := t.tx.Exec(ctx, `INSERT INTO login_codes (hash, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4)`,
+		p.Hash, p.UserID, p.ExpiresAt, p.Now); err != nil {
+		return fmt.Errorf("insert login code for user %s: %w", p.UserID, translate(err))
+	}
+	return nil
+}
+
+// LoginCodeTake deletes a live login code and returns its user.
+func (t *tx) LoginCodeTake(ctx context.Context, hash []byte, now time.Time) (uuid.UUID, error) {
+	var id uuid.UUID
+	err := t.tx.QueryRow(ctx, `DELETE FROM login_codes WHERE hash = $1 AND expires_at > $2 RETURNING user_id`, hash, now).Scan(&id)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("take login code: %w", translate(err))
+	}
+	return id, nil
+}
+
+// LoginCodeDeleteExpired removes expired login codes.
+func (t *tx) LoginCodeDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	tag, err := t.tx.Exec(ctx, `DELETE FROM login_codes WHERE expires_at <= $1`, now)
+	if err != nil {
+		return 0, fmt.Errorf("delete expired login codes: %w", translate(err))
+	}
+	return tag.RowsAffected(), nil
 }

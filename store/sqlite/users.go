@@ -11,15 +11,15 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-const userColumns = `id, name, admin, created_at`
+const userColumns = `id, name, admin, disabled, created_at`
 
 func scanUser(row rowScanner) (store.User, error) {
 	var (
 		u           store.User
 		id, created string
-		admin       int
+		admin, off  int
 	)
-	if err := row.Scan(&id, &u.Name, &admin, &created); err != nil {
+	if err := row.Scan(&id, &u.Name, &admin, &off, &created); err != nil {
 		return store.User{}, translate(err)
 	}
 	var s scanner
@@ -29,6 +29,7 @@ func scanUser(row rowScanner) (store.User, error) {
 		return store.User{}, s.err
 	}
 	u.Admin = admin != 0
+	u.Disabled = off != 0
 	return u, nil
 }
 
@@ -270,4 +271,90 @@ func (t *tx) ReplicaDelete(ctx context.Context, workerID uuid.UUID) error {
 		return fmt.Errorf("delete replica %s: %w", workerID, err)
 	}
 	return nil
+}
+
+// UserList lists every user, oldest first.
+func (t *tx) UserList(ctx context.Context) ([]store.User, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+userColumns+` FROM users ORDER BY created_at, id`)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", translate(err))
+	}
+	users, err := collect(rows, scanUser)
+	if err != nil {
+		return nil, fmt.Errorf("list users: %w", err)
+	}
+	return users, nil
+}
+
+// UserSetDisabled disables or enables a user.
+func (t *tx) UserSetDisabled(ctx context.Context, id uuid.UUID, disabled bool) error {
+	n, err := t.exec(ctx, `UPDATE users SET disabled = ? WHERE id = ?`, boolInt(disabled), id.String())
+	if err != nil {
+		return fmt.Errorf("set disabled of user %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("set disabled of user %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// UserLockEnabledAdmins returns the enabled admins; the write transaction
+// already holds the database's write lock.
+func (t *tx) UserLockEnabledAdmins(ctx context.Context) ([]uuid.UUID, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT id FROM users WHERE admin = 1 AND disabled = 0 ORDER BY id`)
+	if err != nil {
+		return nil, fmt.Errorf("lock enabled admins: %w", translate(err))
+	}
+	ids, err := collect(rows, func(row rowScanner) (uuid.UUID, error) {
+		var (
+			raw string
+			id  uuid.UUID
+		)
+		if err := row.Scan(&raw); err != nil {
+			return uuid.Nil, translate(err)
+		}
+		var s scanner
+		s.uuid(&id, raw)
+		return id, s.err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("lock enabled admins: %w", err)
+	}
+	return ids, nil
+}
+
+// LoginCodeInsert stores a login code's hash.
+func (t *tx) LoginCodeInsert(ctx context.Context, p store.LoginCodeInsertParams) error {
+	if _, err := t.exec(ctx, `INSERT INTO login_codes (hash, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)`,
+		p.Hash, p.UserID.String(), ts(p.ExpiresAt), ts(p.Now)); err != nil {
+		return fmt.Errorf("insert login code for user %s: %w", p.UserID, err)
+	}
+	return nil
+}
+
+// LoginCodeTake deletes a live login code and returns its user.
+func (t *tx) LoginCodeTake(ctx context.Context, hash []byte, now time.Time) (uuid.UUID, error) {
+	var raw string
+	err := t.tx.QueryRowContext(ctx, `DELETE FROM login_codes WHERE hash = ? AND expires_at > ? RETURNING user_id`, hash, ts(now)).Scan(&raw)
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("take login code: %w", translate(err))
+	}
+	var (
+		s  scanner
+		id uuid.UUID
+	)
+	s.uuid(&id, raw)
+	if s.err != nil {
+		return uuid.Nil, fmt.Errorf("take login code: %w", s.err)
+	}
+	return id, nil
+}
+
+// LoginCodeDeleteExpired removes expired login codes.
+func (t *tx) LoginCodeDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	n, err := t.exec(ctx, `DELETE FROM login_codes WHERE expires_at <= ?`, ts(now))
+	if err != nil {
+		return 0, fmt.Errorf("delete expired login codes: %w", err)
+	}
+	return n, nil
 }

@@ -195,40 +195,45 @@ class App {
     this.sidebar = null;
     this.me = null;
     document.title = 'Sign in · chatd';
-    // The first-start link carries the token in the fragment (never sent to
-    // the server, never logged); take it and clear it from the address bar.
+    // A login link carries a one-time code (or, in tests and old links, a
+    // token) in the fragment (never sent to the server, never logged); take
+    // it and clear it from the address bar.
     const frag = new URLSearchParams(location.hash.slice(1));
+    const fromCode = frag.get('code');
     const fromLink = frag.get('token');
     if (location.hash) history.replaceState(null, '', '/login');
 
     const input = h('input', { id: 'token', class: 'text-input', type: 'password', autocomplete: 'current-password', required: true, 'aria-describedby': 'login-help' });
     const err = h('p', { class: 'form-error', role: 'alert' });
     const btn = h('button', { type: 'submit', class: 'btn primary wide' }, 'Sign in');
-    const submit = async (token) => {
+    // body is {token} or {code}; a used or expired code gets the server's
+    // message, which says how to get a new link.
+    const submit = async (body) => {
       err.textContent = '';
       btn.disabled = true;
       btn.textContent = 'Signing in…';
       try {
-        await api('POST', '/auth/login', { token }, { quiet401: true });
+        await api('POST', '/auth/login', body, { quiet401: true });
         this.navigate('/', { replace: true });
       } catch (e) {
         btn.disabled = false;
         btn.textContent = 'Sign in';
-        err.textContent = e instanceof ApiError && e.status === 401 ? 'That token is not valid.' : e.message;
+        err.textContent = body.code ? [e.message, e.detail].filter(Boolean).join(' ')
+          : e instanceof ApiError && e.status === 401 ? 'That token is not valid.' : e.message;
         input.focus();
       }
     };
-    const form = h('form', { class: 'card login-card', onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) submit(input.value.trim()); } },
+    const form = h('form', { class: 'card login-card', onsubmit: (e) => { e.preventDefault(); if (input.value.trim()) submit({ token: input.value.trim() }); } },
       h('div', { class: 'login-mark', 'aria-hidden': 'true' }, icon('chat')),
       h('h1', { text: 'Sign in to chatd' }),
       h('label', { for: 'token', class: 'field-label', text: 'API token' }),
       input,
-      h('p', { id: 'login-help', class: 'muted small', text: 'Use the login link chatd printed on its first start, or a token from “chatd token create”.' }),
+      h('p', { id: 'login-help', class: 'muted small', text: 'Use a login link (printed on the first start, or by “chatd login-link”), or a token from “chatd token create”.' }),
       err, btn);
     this.root.replaceChildren(h('main', { class: 'center-page' }, form));
     this.root.removeAttribute('aria-busy');
-    if (fromLink) {
-      submit(fromLink);
+    if (fromCode || fromLink) {
+      submit(fromCode ? { code: fromCode } : { token: fromLink });
       return;
     }
     input.focus();
