@@ -9,8 +9,10 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -167,4 +169,57 @@ func TestSubagentFamilyOverHTTP(t *testing.T) {
 			})
 		}
 	})
+}
+
+// TestSubagentWaitSurvivesKill: the chatd process is killed (SIGKILL)
+// while the parent waits for its child in wait_agent and the child is
+// streaming. The next process on the same database takes both over: the
+// child answers, the wait runs again and returns the answer, and the
+// parent finishes; there is one child and one result per call.
+func TestSubagentWaitSurvivesKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the chatd binary")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	bin := buildChatd(t)
+	parentSrv := llmtest.NewOpenAI(t, llmtest.ToolCall("call_spawn", "spawn_agent", `{"prompt":"`+childMarker+`: add 2 and 2","title":"Adder"}`))
+	hang := llmtest.Join(llmtest.TextChunks("Half"), llmtest.Hang())
+	childSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("It is 4."))
+	router := newFamilyRouter(t, parentSrv, childSrv)
+	token := auth.NewToken()
+	db := filepath.Join(t.TempDir(), "chatd.db")
+	env := []string{"CHATD_SUBAGENTS=true"}
+
+	first, c1 := startChatd(t, bin, db, token, router.URL+"/v1", env...)
+	parent, err := c1.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text(parentMarker + " what 2+2 is."), Title: "kill"})
+	require.NoError(t, err)
+	childID := worker.SubagentID(parent.ID, "call_spawn")
+	parentSrv.Enqueue(
+		llmtest.ToolCall("call_wait", "wait_agent", `{"chat_ids":["`+childID.String()+`"],"timeout_seconds":600}`),
+		llmtest.TextChunks("The subagent says 4."),
+	)
+	close(router.ready)
+	waitClosed(t, hang.Started(), "the child to stream")
+	require.Eventually(t, func() bool {
+		resp, err := c1.ChatMessages(ctx, parent.ID, sdk.MessagesOptions{Limit: 100})
+		return err == nil && len(resp.Messages) == 4 // user, spawn call, its result, the wait call
+	}, 30*time.Second, 10*time.Millisecond, "the parent calls wait_agent")
+	require.NoError(t, first.cmd.Process.Kill())
+	first.wait()
+
+	_, c2 := startChatd(t, bin, db, token, router.URL+"/v1", env...)
+	done := waitClientStatus(t, c2, parent, sdk.ChatStatusWaiting)
+	require.Nil(t, done.LastError)
+	resp, err := c2.ChatMessages(ctx, parent.ID, sdk.MessagesOptions{Limit: 100})
+	require.NoError(t, err)
+	require.Equal(t, []string{"user", "assistant", "tool", "assistant", "tool", "assistant"}, roles(resp.Messages))
+	require.Equal(t, "The subagent says 4.", text(resp.Messages[5]))
+	list, err := c2.ChatMessages(ctx, childID, sdk.MessagesOptions{Limit: 100})
+	require.NoError(t, err)
+	require.Equal(t, "It is 4.", text(list.Messages[len(list.Messages)-1]))
+	waited, ok := decodeRequest(t, parentSrv.Requests()[2]).toolResult("call_wait")
+	require.True(t, ok)
+	require.Contains(t, waited, "It is 4.")
+	require.Len(t, parentSrv.Requests(), 3)
 }
