@@ -199,7 +199,9 @@ func TestAgentToolsOffered(t *testing.T) {
 // returns its answer, and the parent goes on.
 func TestSubagentSpawnWait(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		g := setupAgents(t, newStore(t), Config{})
+		// One root slot: the parent holds it, the child runs in the
+		// subagent pool.
+		g := setupAgents(t, newStore(t), Config{RootLimit: 1})
 		parent := g.create("parent prompt")
 		p, c := g.routed.route("parent prompt"), g.routed.route("child prompt")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
