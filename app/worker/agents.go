@@ -311,21 +311,25 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 		p.Title, p.TitleSource = chatstate.FallbackTitle(args.Prompt, 60), store.TitleSourceFallback
 	}
 	var child store.Chat
+	created := false
 	err = a.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		existing, err := t.Reader().ChatGet(ctx, p.ID)
 		switch {
 		case err == nil:
-			child = existing // a re-run after a crash: the first run created it
+			child, created = existing, false // a re-run after a crash: the first run created it
 			return nil
 		case !errors.Is(err, store.ErrNotFound):
 			return err
 		}
 		res, err := t.Create(p)
-		child = res.Chat
+		child, created = res.Chat, err == nil
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("spawn: %w", err)
+	}
+	if created && p.TitleSource == store.TitleSourceFallback {
+		a.w.GenerateTitle(child.ID) // as POST /chats does for a chat without a title
 	}
 	return json.Marshal(map[string]any{"chat_id": child.ID, "status": child.Status})
 }
