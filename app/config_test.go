@@ -22,6 +22,20 @@ func TestAutoArchiveDaysFromEnv(t *testing.T) {
 	}
 }
 
+// TestSubagentSettingsFromEnv: CHATD_SUBAGENTS and CHATD_MAX_AGENT_DEPTH
+// reach the worker; unset (or not a positive number) keeps the default
+// depth (0 in worker.Config).
+func TestSubagentSettingsFromEnv(t *testing.T) {
+	for env, want := range map[string]bool{"true": true, "1": true, "": false, "no": false} {
+		t.Setenv("CHATD_SUBAGENTS", env)
+		require.Equal(t, want, app.FromEnv().Worker.Subagents, "%q", env)
+	}
+	for env, want := range map[string]int{"2": 2, "": 0, "0": 0, "-3": 0, "deep": 0} {
+		t.Setenv("CHATD_MAX_AGENT_DEPTH", env)
+		require.Equal(t, want, app.FromEnv().Worker.MaxAgentDepth, "%q", env)
+	}
+}
+
 // TestLogFormat: CHATD_LOG_FORMAT picks text (the default) or JSON lines;
 // any other value stops startup with an error naming the setting.
 func TestLogFormat(t *testing.T) {

@@ -162,3 +162,33 @@ func Webhook(url string, client *http.Client) Tool {
 		},
 	}
 }
+
+// Call describes the tool call a Run serves: which chat called, for which
+// owner, on which model. The worker puts it on the context of every
+// server-side call; the tools that act on the calling chat itself (the
+// subagent tools) read it with CallFrom. Other tools ignore it.
+type Call struct {
+	// ChatID is the chat whose turn made the call.
+	ChatID uuid.UUID
+	// OwnerID owns that chat.
+	OwnerID uuid.UUID
+	// ToolCallID is the model's id of the call, unique within the chat.
+	ToolCallID string
+	// ModelConfigID and ReasoningEffort are what the calling turn runs on
+	// (unset: the chat's default).
+	ModelConfigID   uuid.NullUUID
+	ReasoningEffort string
+}
+
+type callKey struct{}
+
+// WithCall returns ctx carrying c.
+func WithCall(ctx context.Context, c Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// CallFrom returns the call ctx carries, if any.
+func CallFrom(ctx context.Context) (Call, bool) {
+	c, ok := ctx.Value(callKey{}).(Call)
+	return c, ok
+}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/tools"
@@ -49,4 +50,16 @@ func TestRegistryAndBuiltins(t *testing.T) {
 	var nilReg *tools.Registry
 	_, ok = nilReg.Get("x")
 	require.False(t, ok)
+}
+
+// TestCallContext: the call the worker puts on a Run's context comes back
+// from CallFrom; a context without one says so.
+func TestCallContext(t *testing.T) {
+	t.Parallel()
+	_, ok := tools.CallFrom(context.Background())
+	require.False(t, ok)
+	want := tools.Call{ChatID: uuid.New(), OwnerID: uuid.New(), ToolCallID: "call_1", ReasoningEffort: "high"}
+	got, ok := tools.CallFrom(tools.WithCall(context.Background(), want))
+	require.True(t, ok)
+	require.Equal(t, want, got)
 }

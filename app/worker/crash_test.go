@@ -154,8 +154,9 @@ type process struct {
 
 func (p *process) wait() { p.once.Do(func() { _ = p.cmd.Wait() }) }
 
-// startChatd runs `chatd serve` on a free port and waits until it answers.
-func startChatd(t *testing.T, bin, db, token, openAIURL string) (*process, *sdk.Client) {
+// startChatd runs `chatd serve` on a free port and waits until it answers;
+// env adds settings (NAME=value).
+func startChatd(t *testing.T, bin, db, token, openAIURL string, env ...string) (*process, *sdk.Client) {
 	t.Helper()
 	addr := freeAddr(t)
 	p := &process{logs: &syncBuffer{}}
@@ -166,6 +167,7 @@ func startChatd(t *testing.T, bin, db, token, openAIURL string) (*process, *sdk.
 		"OPENAI_BASE_URL="+openAIURL,
 		"OPENAI_API_KEY=test-key",
 	)
+	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
 	require.NoError(t, p.cmd.Start())
 	t.Cleanup(func() {

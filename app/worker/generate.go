@@ -181,7 +181,7 @@ func (v view) llmTools(server toolset) []llm.Tool {
 	out := make([]llm.Tool, 0, len(server)+len(v.tools))
 	dynamic := v.dynamicNames()
 	for _, t := range server.sorted() {
-		if !dynamic[t.Name()] {
+		if !dynamic[t.Name()] && offered(t) {
 			out = append(out, llm.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.Schema()})
 		}
 	}
@@ -222,6 +222,15 @@ func (r *runner) serverTools(ctx context.Context, v view) toolset {
 	}
 	for _, t := range r.memoryTools(v) {
 		ts[t.Name()] = t
+	}
+	// The agent tools, for a chat that may have children (a failed read
+	// leaves them out of this step).
+	if ok, err := r.w.mayUseAgents(ctx, v.chat); err != nil {
+		r.log.Warn("agent tools left out of this step", "err", err)
+	} else if ok {
+		for _, t := range r.w.agentTools() {
+			ts[t.Name()] = t
+		}
 	}
 	return ts
 }

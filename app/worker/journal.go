@@ -112,6 +112,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	model, effort := v.modelID(), v.effort()
 	for _, c := range toRun {
 		wg.Add(1)
 		go func() {
@@ -121,7 +122,10 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 				runErr error
 			)
 			if tool, ok := server[c.Name]; ok {
-				out, runErr = r.runTool(ctx, tool, c.Args)
+				callCtx := tools.WithCall(ctx, tools.Call{
+					ChatID: r.chatID, OwnerID: v.chat.OwnerID, ToolCallID: c.ID, ModelConfigID: model, ReasoningEffort: effort,
+				})
+				out, runErr = r.runTool(callCtx, tool, c.Args)
 			} else {
 				runErr = fmt.Errorf("tool %q is unavailable: its MCP server is not connected or no longer configured; the call was not run", c.Name)
 			}

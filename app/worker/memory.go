@@ -218,14 +218,3 @@ func (r *runner) memoryTools(v view) []tools.Tool {
 		},
 	}
 }
-
-// decodeArgs reads a tool call's arguments; an empty input is {}.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("the arguments are not a JSON object of the tool's schema: %w", err)
-	}
-	return nil
-}

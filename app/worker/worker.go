@@ -83,6 +83,15 @@ type Config struct {
 	AutoArchiveDays int
 	// AutoArchiveInterval is the time between auto-archive ticks.
 	AutoArchiveInterval time.Duration
+	// Subagents offers the agent tools (spawn_agent, ...; agents.go).
+	// Off by default like every server-side tool: some OpenAI-compatible
+	// models refuse any request that offers tools.
+	Subagents bool
+	// MaxAgentDepth is how deep a family of subagents may grow: a chat is
+	// offered the agent tools while its children would be at most this
+	// deep (a root's children are at depth 1, so 1 lets root chats spawn
+	// and children not).
+	MaxAgentDepth int
 }
 
 func (c Config) withDefaults() Config {
@@ -110,6 +119,7 @@ func (c Config) withDefaults() Config {
 	defInt(&c.SubagentLimit, DefaultSubagentLimit)
 	defInt(&c.CompactThresholdPercent, DefaultCompactThresholdPercent)
 	defInt(&c.TitleConcurrency, DefaultTitleConcurrency)
+	defInt(&c.MaxAgentDepth, DefaultMaxAgentDepth)
 	return c
 }
 

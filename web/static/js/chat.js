@@ -76,8 +76,10 @@ export class ChatView {
       type: 'button', class: 'icon-btn', 'aria-label': 'Chat options', 'aria-haspopup': 'menu', 'aria-expanded': 'false',
       onclick: (e) => this.chat && this.app.chatMenu(this.chat, e.currentTarget),
     }, icon('dots'));
+    // A subagent's view says whose subagent it is, with a link back.
+    this.parentEl = h('span', { class: 'subagent-of', hidden: true });
     const header = h('header', { class: 'chat-header' },
-      this.app.sidebarButton(), this.titleEl, this.pill, h('span', { class: 'spacer' }), this.menuBtn);
+      this.app.sidebarButton(), this.titleEl, this.parentEl, this.pill, h('span', { class: 'spacer' }), this.menuBtn);
 
     this.thread = new Thread({
       onJump: () => this.composer.focus(),
@@ -157,9 +159,23 @@ export class ChatView {
       this.titleEl.textContent = this.chat.title || 'New chat';
       document.title = (this.chat.title || 'New chat') + ' · chatd';
       if (this.chat.last_model_config_id) this.composer.setModels(this.app.models, this.chat.last_model_config_id);
+      if (this.chat.parent_chat_id) this.showParent(this.chat.parent_chat_id);
     } catch (e) {
       if (e instanceof ApiError && e.status === 404) this.notFound();
     }
+  }
+
+  // showParent fills the "Subagent of …" line with a link to the parent.
+  async showParent(parentId) {
+    let title = 'its parent chat';
+    try {
+      const p = await api('GET', `/chats/${parentId}`);
+      title = p.title || 'New chat';
+    } catch (e) { /* the link still leads there */ }
+    if (this.closed) return;
+    this.parentEl.replaceChildren('Subagent of ',
+      h('a', { href: `/chats/${parentId}`, 'data-link': true, class: 'parent-link', text: title }));
+    this.parentEl.hidden = false;
   }
 
   setChatFields(fields) {

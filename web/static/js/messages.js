@@ -50,6 +50,32 @@ function toolLabel(name) {
     effectBadge(m.tool.effect));
 }
 
+// AGENT_TOOLS are the subagent tools whose cards link to the child chats.
+const AGENT_TOOLS = new Set(['spawn_agent', 'wait_agent', 'message_agent', 'interrupt_agent', 'close_agent', 'list_agents']);
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+// agentLinks links a subagent tool's card to the chats it names: the
+// result's chat_id or agents, else the arguments' chat_id / chat_ids.
+function agentLinks(call, result) {
+  if (!AGENT_TOOLS.has(call.tool_name)) return null;
+  const out = new Map();
+  const add = (id, title) => { if (typeof id === 'string' && UUID_RE.test(id) && !out.has(id)) out.set(id, title || ''); };
+  let args = parseJSON(call.argsText !== undefined ? call.argsText : call.args);
+  if (!args || typeof args !== 'object') args = null;
+  const res = result && !result.is_error ? parseJSON(result.result) : null;
+  if (res && typeof res === 'object') {
+    add(res.chat_id, call.tool_name === 'spawn_agent' && args && typeof args.title === 'string' ? args.title : '');
+    for (const a of Array.isArray(res.agents) ? res.agents : []) add(a && a.chat_id, a && a.title);
+  }
+  if (args) {
+    add(args.chat_id);
+    for (const id of Array.isArray(args.chat_ids) ? args.chat_ids : []) add(id);
+  }
+  if (!out.size) return null;
+  return h('div', { class: 'agent-links' }, [...out].map(([id, title]) =>
+    h('a', { class: 'agent-link', href: `/chats/${id}`, 'data-link': true, dataset: { chatId: id }, text: title ? `Open subagent “${title}”` : 'Open subagent' })));
+}
+
 // toolCard renders one call with its result (or its pending state).
 export function toolCard(call, result, ctx) {
   const args = call.argsText !== undefined ? call.argsText : call.args;
@@ -69,6 +95,8 @@ export function toolCard(call, result, ctx) {
     card.append(h('details', { class: 'tool-section' },
       h('summary', {}, 'Arguments'), h('pre', { class: 'json', tabindex: '0', text: argText })));
   }
+  const links = agentLinks(call, result);
+  if (links) card.append(links);
   if (result) {
     const v = parseJSON(result.result);
     const label = state === 'cancelled' ? 'Cancelled' : state === 'error' ? 'Error' : 'Result';

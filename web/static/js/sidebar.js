@@ -203,7 +203,7 @@ export class Sidebar {
 
   render(force) {
     if (!this.chats) return;
-    const sig = JSON.stringify([this.chats.map((c) => [c.id, c.title, c.status, c.pin_order, c.archived, c.updated_at]),
+    const sig = JSON.stringify([this.chats.map((c) => [c.id, c.title, c.status, c.pin_order, c.archived, c.updated_at, c.root_chat_id]),
       this.activeId, this.renamingId, this.archived, [...this.labels], this.label, this.query]);
     if (sig === this.renderedSig && !force) return;
     this.renderedSig = sig;
@@ -214,23 +214,37 @@ export class Sidebar {
       this.list.replaceChildren(h('p', { class: 'side-empty', text: msg }));
       return;
     }
-    const groups = this.archived ? [['Archived', chats]] : [
-      ['Pinned', chats.filter((c) => c.pin_order > 0).sort((a, b) => a.pin_order - b.pin_order)],
-      ['Today', chats.filter((c) => !(c.pin_order > 0) && isToday(c.updated_at))],
-      ['Earlier', chats.filter((c) => !(c.pin_order > 0) && !isToday(c.updated_at))],
+    // Subagent chats sit under their root, with their own status dot; a
+    // child whose root is not in the list shows on its own.
+    const ids = new Set(chats.map((c) => c.id));
+    const kids = new Map();
+    for (const c of chats) {
+      if (c.root_chat_id && ids.has(c.root_chat_id)) {
+        if (!kids.has(c.root_chat_id)) kids.set(c.root_chat_id, []);
+        kids.get(c.root_chat_id).push(c);
+      }
+    }
+    const tops = chats.filter((c) => !(c.root_chat_id && ids.has(c.root_chat_id)));
+    const withKids = (cs) => cs.flatMap((c) => [this.item(c),
+      ...(kids.get(c.id) || []).sort((a, b) => a.created_at < b.created_at ? -1 : 1).map((k) => this.item(k, true))]);
+    const groups = this.archived ? [['Archived', tops]] : [
+      ['Pinned', tops.filter((c) => c.pin_order > 0).sort((a, b) => a.pin_order - b.pin_order)],
+      ['Today', tops.filter((c) => !(c.pin_order > 0) && isToday(c.updated_at))],
+      ['Earlier', tops.filter((c) => !(c.pin_order > 0) && !isToday(c.updated_at))],
     ];
     const focused = document.activeElement;
     const focusKey = focused && this.list.contains(focused) ? focused.dataset.focusKey : null;
     this.list.replaceChildren(...groups.filter(([, cs]) => cs.length).map(([name, cs]) => h('section', { class: 'chat-group' },
       h('h2', { class: 'group-title', text: name }),
-      h('ul', { role: 'list' }, cs.map((c) => this.item(c))))));
+      h('ul', { role: 'list' }, withKids(cs)))));
     if (focusKey) {
       const el = this.list.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`);
       if (el) el.focus();
     }
   }
 
-  item(c) {
+  // item renders one chat; child marks a subagent shown under its root.
+  item(c, child) {
     const active = c.id === this.activeId;
     const title = c.title || 'New chat';
     if (this.renamingId === c.id) {
@@ -256,8 +270,12 @@ export class Sidebar {
       'aria-expanded': 'false', dataset: { focusKey: 'menu:' + c.id },
       onclick: (e) => { e.preventDefault(); openMenu(e.currentTarget, this.menuItems(c)); },
     }, icon('dots'));
-    return h('li', { class: 'chat-item' + (active ? ' active' : ''), dataset: { id: c.id } },
-      h('a', { href: `/chats/${c.id}`, 'data-link': true, class: 'chat-link', 'aria-current': active ? 'page' : null, dataset: { focusKey: 'link:' + c.id }, title },
+    return h('li', { class: 'chat-item' + (child ? ' chat-child' : '') + (active ? ' active' : ''), dataset: { id: c.id } },
+      h('a', {
+        href: `/chats/${c.id}`, 'data-link': true, class: 'chat-link', 'aria-current': active ? 'page' : null,
+        dataset: { focusKey: 'link:' + c.id }, title: child ? `${title} (subagent)` : title,
+      },
+        child ? h('span', { class: 'child-mark', 'aria-hidden': 'true', text: '↳' }) : null,
         c.pin_order > 0 && !this.archived ? icon('pin', 'pin-icon') : null,
         h('span', { class: 'chat-title', text: title }),
         status ? h('span', { class: `dot dot-${c.status}`, role: 'img', 'aria-label': status, title: status }) : null),
