@@ -286,23 +286,65 @@ func (m *Manager) Status(context.Context) []sdk.MCPServer {
 		if !s.cfg.Disabled {
 			m.start(s)
 		}
-		s.mu.Lock()
-		st := sdk.MCPServer{ID: s.cfg.ID, Name: s.cfg.Name, Transport: s.transport, State: s.state, Tools: []sdk.MCPTool{}}
-		if s.lastErr != "" {
-			e := s.lastErr
-			st.LastError = &e
-		}
-		if s.state == sdk.MCPStateConnected {
-			for _, t := range s.tools {
-				st.Tools = append(st.Tools, sdk.MCPTool{
-					Name: t.name, MCPName: t.mcpName, Description: t.desc, Effect: t.effect, EffectSource: t.effectSource,
-				})
-			}
-		}
-		s.mu.Unlock()
-		out = append(out, st)
+		out = append(out, s.status())
 	}
 	return out
+}
+
+// statusOf is the status of the server with id, without connecting it.
+func (m *Manager) statusOf(id uuid.UUID) (sdk.MCPServer, bool) {
+	m.cfgMu.RLock()
+	s, ok := m.byID[id]
+	m.cfgMu.RUnlock()
+	if !ok {
+		return sdk.MCPServer{}, false
+	}
+	return s.status(), true
+}
+
+// status is s's state and tools.
+func (s *server) status() sdk.MCPServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := sdk.MCPServer{ID: s.cfg.ID, Name: s.cfg.Name, Transport: s.transport, State: s.state, Tools: []sdk.MCPTool{}}
+	if s.lastErr != "" {
+		e := s.lastErr
+		st.LastError = &e
+	}
+	if s.state == sdk.MCPStateConnected {
+		st.Tools = mcpTools(s.tools)
+	}
+	return st
+}
+
+func mcpTools(list []*Tool) []sdk.MCPTool {
+	out := []sdk.MCPTool{}
+	for _, t := range list {
+		out = append(out, sdk.MCPTool{
+			Name: t.name, MCPName: t.mcpName, Description: t.desc, Effect: t.effect, EffectSource: t.effectSource,
+		})
+	}
+	return out
+}
+
+// Test connects to sc afresh, lists its tools and disconnects, within the
+// connect timeout and while ctx lasts. It shares nothing with the
+// manager's connections.
+func (m *Manager) Test(ctx context.Context, sc Server) sdk.MCPServerTest {
+	s := m.newServer(sc)
+	defer s.cancel()
+	stop := context.AfterFunc(ctx, s.cancel)
+	defer stop()
+	c, err := m.connect(s)
+	if err != nil {
+		msg := s.redact(err.Error())
+		if ctx.Err() != nil {
+			msg = "test cancelled: " + msg
+		}
+		return sdk.MCPServerTest{Error: &msg, Tools: []sdk.MCPTool{}}
+	}
+	defer c.close()
+	return sdk.MCPServerTest{OK: true, Transport: c.transport, Tools: mcpTools(c.tools)}
 }
 
 // Close disconnects every server, stopping the stdio children, and waits
