@@ -202,4 +202,3 @@ func TestServersReplicasConverge(t *testing.T) {
 		require.Empty(t, fb.m.Tools(t.Context(), nil))
 	})
 }
-
