@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -79,4 +80,9 @@ func TestNoMCPConfigNoServers(t *testing.T) {
 func TestMCPConfigFromEnv(t *testing.T) {
 	t.Setenv("CHATD_MCP_CONFIG", "/etc/chatd/mcp.json")
 	require.Equal(t, "/etc/chatd/mcp.json", app.FromEnv().MCPConfig)
+}
+
+func TestMCPResyncIntervalFromEnv(t *testing.T) {
+	t.Setenv("CHATD_MCP_RESYNC_INTERVAL", "5s")
+	require.Equal(t, 5*time.Second, app.FromEnv().MCPResyncInterval)
 }
