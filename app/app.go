@@ -55,7 +55,8 @@ type App struct {
 	models     *ModelList
 	buffer     *partbuf.Buffer
 	worker     *worker.Worker
-	mcp        *mcp.Manager // nil without an MCP config
+	mcp        *mcp.Manager
+	mcpServers *mcp.Servers // the stored MCP servers a.mcp follows
 	poller     *stream.Poller
 	streams    *stream.Server
 	replicaTok string
@@ -233,16 +234,10 @@ func (a *App) init(ctx context.Context) error {
 		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
 		Memory: a.projects,
 	}
-	var mcpServers api.MCPServers
-	if a.cfg.MCPConfig != "" {
-		mcfg, err := mcp.LoadConfig(a.cfg.MCPConfig)
-		if err != nil {
-			return fmt.Errorf("load the MCP servers: %w", err)
-		}
-		// Nothing connects before the first chat or status asks.
-		a.mcp = mcp.NewManager(mcfg, mcp.Options{Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock})
-		wdeps.MCP, mcpServers = a.mcp, a.mcp
+	if err := a.openMCP(ctx); err != nil { // mcpservers.go
+		return err
 	}
+	wdeps.MCP = a.mcp
 	if a.cfg.HookURL != "" {
 		if wdeps.Hooks, err = hooks.New(hooks.Config{
 			URL: a.cfg.HookURL, Secret: a.cfg.HookSecret, MaxConcurrent: a.cfg.HookMaxConcurrent, Clock: a.clock,
@@ -264,7 +259,7 @@ func (a *App) init(ctx context.Context) error {
 	}
 	srv := api.New(acfg, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
-		Clock: a.clock, Tokens: a.tokens, MCP: mcpServers,
+		Clock: a.clock, Tokens: a.tokens, MCP: a.mcp, MCPAdmin: mcpAdmin{a.mcpServers},
 		Projects: a.projects,
 	})
 	a.api = srv
@@ -358,7 +353,7 @@ func (a *App) Machine() *chatstate.Machine { return a.machine }
 // Worker is the app's chat worker.
 func (a *App) Worker() *worker.Worker { return a.worker }
 
-// MCP is the app's MCP servers, nil without an MCP config.
+// MCP is the app's MCP servers.
 func (a *App) MCP() *mcp.Manager { return a.mcp }
 
 // Buffer is the app's message-part buffer.
@@ -384,6 +379,9 @@ func (a *App) Start(ctx context.Context) error {
 			return fmt.Errorf("publish replica address: %w", err)
 		}
 	}
+	if err := a.mcpServers.Start(ctx); err != nil {
+		return err
+	}
 	if a.cfg.NoWorker {
 		return nil
 	}
@@ -395,6 +393,7 @@ func (a *App) Start(ctx context.Context) error {
 func (a *App) Stop() {
 	a.streams.Close()
 	a.worker.Stop()
+	a.mcpServers.Stop()
 	a.closeMCP() // after the worker: its tool calls are over
 	a.poller.Stop()
 	if sharedByReplicas(a.store) {

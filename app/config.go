@@ -120,6 +120,10 @@ type Config struct {
 	// MCPConfig is the path of an mcpServers JSON file whose MCP servers'
 	// tools the chats may use (none when empty). A bad file stops startup.
 	MCPConfig string
+	// MCPResyncInterval is how often the stored MCP servers are read again
+	// without a change notification (mcp.DefaultResyncInterval, 30 s, when
+	// zero): with several replicas, a lost hint delays an edit at most this.
+	MCPResyncInterval time.Duration
 
 	// CookieSecure is when the session cookie is Secure: auto (default:
 	// behind HTTPS), true or false.
@@ -183,6 +187,7 @@ func FromEnv() Config {
 	}
 	c.WebhookURL = os.Getenv("CHATD_WEBHOOK_URL")
 	c.MCPConfig = os.Getenv("CHATD_MCP_CONFIG")
+	c.MCPResyncInterval, _ = time.ParseDuration(os.Getenv("CHATD_MCP_RESYNC_INTERVAL"))
 	c.HookURL, c.HookSecret = os.Getenv("CHATD_HOOK_URL"), os.Getenv("CHATD_HOOK_SECRET")
 	c.HookMaxConcurrent = envLimit("CHATD_HOOK_MAX_CONCURRENT", 0)
 	c.CookieSecure = os.Getenv("CHATD_COOKIE_SECURE")

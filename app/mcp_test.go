@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -66,15 +67,22 @@ func TestMCPWiring(t *testing.T) {
 	require.Contains(t, string(body), `chatd_mcp_server_failures_total{server="broken"}`)
 }
 
-func TestNoMCPConfigNoManager(t *testing.T) {
+// Without a config file the manager exists (servers can be added through
+// the API) but has no servers.
+func TestNoMCPConfigNoServers(t *testing.T) {
 	t.Parallel()
 	a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
-	require.Nil(t, a.MCP())
+	require.Empty(t, a.MCP().Status(t.Context()))
 }
 
 func TestMCPConfigFromEnv(t *testing.T) {
 	t.Setenv("CHATD_MCP_CONFIG", "/etc/chatd/mcp.json")
 	require.Equal(t, "/etc/chatd/mcp.json", app.FromEnv().MCPConfig)
+}
+
+func TestMCPResyncIntervalFromEnv(t *testing.T) {
+	t.Setenv("CHATD_MCP_RESYNC_INTERVAL", "5s")
+	require.Equal(t, 5*time.Second, app.FromEnv().MCPResyncInterval)
 }

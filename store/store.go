@@ -181,6 +181,12 @@ type Reader interface {
 	// JournalList lists a chat's entries in start order; with requestID set,
 	// only that request's.
 	JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]JournalEntry, error)
+
+	// MCPServerGet reads a stored MCP server (ErrNotFound when none).
+	MCPServerGet(ctx context.Context, id uuid.UUID) (MCPServer, error)
+
+	// MCPServerList lists the stored MCP servers by name.
+	MCPServerList(ctx context.Context) ([]MCPServer, error)
 }
 
 // Tx is the set of data operations available inside a write transaction:
@@ -347,6 +353,18 @@ type Tx interface {
 	// JournalUpdate writes the set fields of p and returns the entry
 	// (ErrNotFound when none).
 	JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID string, p JournalPatch) (JournalEntry, error)
+
+	// MCPServerInsert stores an MCP server; ErrConflict when its id or
+	// name is taken.
+	MCPServerInsert(ctx context.Context, p MCPServer) (MCPServer, error)
+
+	// MCPServerUpdate replaces a stored server's enabled, transport, spec
+	// and secrets and sets updated_at to p.UpdatedAt; id, name, source and
+	// created_at stay. ErrNotFound when none.
+	MCPServerUpdate(ctx context.Context, p MCPServer) (MCPServer, error)
+
+	// MCPServerDelete removes a stored server and reports whether it existed.
+	MCPServerDelete(ctx context.Context, id uuid.UUID) (int64, error)
 }
 
 // ChatStatus is the chats.status column.
@@ -890,4 +908,34 @@ type TokenInsertParams struct {
 type TokenListParams struct {
 	// UserID, when valid, lists only that user's tokens.
 	UserID uuid.NullUUID
+}
+
+// MCP server sources (mcp_servers.source).
+const (
+	// MCPSourceDatabase: created through the API.
+	MCPSourceDatabase = "database"
+	// MCPSourceConfigFile: seeded from the MCP config file at start.
+	MCPSourceConfigFile = "config_file"
+)
+
+// MCP server transports (mcp_servers.transport).
+const (
+	MCPTransportStdio = "stdio"
+	MCPTransportHTTP  = "http"
+)
+
+// MCPServer is one stored MCP server (table mcp_servers). The store keeps
+// Spec and Secrets as given: app/mcp decides what they hold.
+type MCPServer struct {
+	ID        uuid.UUID
+	Name      string
+	Source    string
+	Enabled   bool
+	Transport string
+	// Spec is the server's non-secret settings, a JSON object.
+	Spec json.RawMessage
+	// Secrets is the sealed env and headers; nil when there are none.
+	Secrets   []byte
+	CreatedAt time.Time
+	UpdatedAt time.Time
 }

@@ -101,6 +101,8 @@ type Deps struct {
 	MCP MCPServers
 	// Projects owns projects and their memory (nil: the routes are 404).
 	Projects *projects.Service
+	// MCPAdmin manages the stored MCP servers (nil: no admin routes).
+	MCPAdmin MCPAdmin
 }
 
 // Server is the HTTP API.
@@ -150,6 +152,12 @@ func (s *Server) routes() {
 	chat("GET", "/chats/models", s.listModels)
 	chat("GET", "/chats/model-configs", s.listModelConfigs)
 	chat("GET", "/chats/mcp-servers", s.listMCPServers)
+	// MCP server admin: PATCH, DELETE and POST .../test only, never a GET
+	// or POST shaped /chats/<word>/{id} (it collides with /chats/{chat}/messages).
+	chat("POST", "/chats/mcp-servers", s.createMCPServer)
+	chat("PATCH", "/chats/mcp-servers/{id}", s.patchMCPServer)
+	chat("DELETE", "/chats/mcp-servers/{id}", s.deleteMCPServer)
+	chat("POST", "/chats/mcp-servers/{id}/test", s.testMCPServer)
 	chat("GET", "/chats/{chat}", s.getChat)
 	chat("PATCH", "/chats/{chat}", s.patchChat)
 	chat("DELETE", "/chats/{chat}", s.deleteChat)

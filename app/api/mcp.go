@@ -2,7 +2,9 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -14,6 +16,8 @@ import (
 // listMCPServers answers GET /chats/mcp-servers: every configured MCP
 // server with its state and tools (an empty list when none is configured).
 // The wire type has no env, headers or args, so they cannot leak here.
+// An admin also sees each server's stored settings (config; never the
+// values of env and headers).
 func (s *Server) listMCPServers(w http.ResponseWriter, r *http.Request, c *caller) error {
 	out := []sdk.MCPServer{}
 	if s.deps.MCP != nil {
@@ -21,10 +25,174 @@ func (s *Server) listMCPServers(w http.ResponseWriter, r *http.Request, c *calle
 			out = servers
 		}
 	}
+	var configs map[uuid.UUID]sdk.MCPServerConfig
+	if c.user.Admin && s.deps.MCPAdmin != nil {
+		var err error
+		if configs, err = s.deps.MCPAdmin.Configs(r.Context()); err != nil {
+			return err
+		}
+	}
 	for i := range out {
 		if out[i].Tools == nil {
 			out[i].Tools = []sdk.MCPTool{}
 		}
+		out[i].Config = nil
+		if cfg, ok := configs[out[i].ID]; ok {
+			out[i].Config = &cfg
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// MCPAdmin manages the stored MCP servers (app/mcp.Servers). Its errors
+// that are the caller's fault are *MCPAdminError.
+type MCPAdmin interface {
+	// Create stores a server from a body (name, enabled and the fields of
+	// an MCP config file entry) and returns it with its config.
+	Create(ctx context.Context, body []byte) (sdk.MCPServer, error)
+	// Update changes the fields the body gives (null resets one).
+	Update(ctx context.Context, id uuid.UUID, body []byte) (sdk.MCPServer, error)
+	// Delete removes a server and disconnects it.
+	Delete(ctx context.Context, id uuid.UUID) error
+	// Test connects to a server afresh and lists its tools.
+	Test(ctx context.Context, id uuid.UUID) (sdk.MCPServerTest, error)
+	// Configs are the stored settings, by server id.
+	Configs(ctx context.Context) (map[uuid.UUID]sdk.MCPServerConfig, error)
+}
+
+// Kinds of MCPAdminError.
+var (
+	ErrMCPServerInvalid      = errors.New("invalid MCP server")
+	ErrMCPServerNotFound     = errors.New("MCP server not found")
+	ErrMCPServerExists       = errors.New("MCP server exists")
+	ErrMCPServerInConfigFile = errors.New("MCP server named by the config file")
+)
+
+// MCPAdminError is an MCPAdmin failure the API answers with a 4xx: Kind
+// decides the answer, Detail explains it.
+type MCPAdminError struct {
+	Kind   error
+	Detail string
+}
+
+func (e *MCPAdminError) Error() string { return e.Detail }
+
+// Unwrap is the kind.
+func (e *MCPAdminError) Unwrap() error { return e.Kind }
+
+// mcpAdminAnswer turns an MCPAdminError into its HTTP answer.
+func mcpAdminAnswer(err error) error {
+	var ae *MCPAdminError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	switch {
+	case errors.Is(ae.Kind, ErrMCPServerInvalid):
+		return validation("body", ae.Detail)
+	case errors.Is(ae.Kind, ErrMCPServerNotFound):
+		return newError(http.StatusNotFound, sdk.CodeNotFound, "MCP server not found.", ae.Detail)
+	case errors.Is(ae.Kind, ErrMCPServerExists):
+		return newError(http.StatusConflict, sdk.CodeMCPServerExists, "An MCP server with this name exists.", ae.Detail)
+	case errors.Is(ae.Kind, ErrMCPServerInConfigFile):
+		return newError(http.StatusConflict, sdk.CodeMCPServerInConfigFile,
+			"The MCP config file names this server; disable it, or remove it from the file first.", ae.Detail)
+	}
+	return err
+}
+
+// mcpAdmin checks that the caller may manage MCP servers.
+func (s *Server) mcpAdmin(c *caller) (MCPAdmin, error) {
+	if !c.user.Admin {
+		return nil, errAdminOnly
+	}
+	if s.deps.MCPAdmin == nil {
+		return nil, errNotFoundRoute
+	}
+	return s.deps.MCPAdmin, nil
+}
+
+// mcpServerID reads the {id} of an MCP server route.
+func mcpServerID(r *http.Request) (uuid.UUID, error) {
+	raw := r.PathValue("id")
+	id, err := uuid.Parse(raw)
+	if err != nil {
+		return uuid.Nil, validation("id", fmt.Sprintf("%q is not a valid MCP server id (a UUID)", raw))
+	}
+	return id, nil
+}
+
+// createMCPServer answers POST /chats/mcp-servers (admins).
+func (s *Server) createMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+	admin, err := s.mcpAdmin(c)
+	if err != nil {
+		return err
+	}
+	var body json.RawMessage
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	out, err := admin.Create(r.Context(), body)
+	if err != nil {
+		return mcpAdminAnswer(err)
+	}
+	writeJSON(w, http.StatusCreated, out)
+	return nil
+}
+
+// patchMCPServer answers PATCH /chats/mcp-servers/{id} (admins).
+func (s *Server) patchMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+	admin, err := s.mcpAdmin(c)
+	if err != nil {
+		return err
+	}
+	id, err := mcpServerID(r)
+	if err != nil {
+		return err
+	}
+	var body json.RawMessage
+	if err := decodeJSON(r, &body); err != nil {
+		return err
+	}
+	out, err := admin.Update(r.Context(), id, body)
+	if err != nil {
+		return mcpAdminAnswer(err)
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// deleteMCPServer answers DELETE /chats/mcp-servers/{id} (admins).
+func (s *Server) deleteMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+	admin, err := s.mcpAdmin(c)
+	if err != nil {
+		return err
+	}
+	id, err := mcpServerID(r)
+	if err != nil {
+		return err
+	}
+	if err := admin.Delete(r.Context(), id); err != nil {
+		return mcpAdminAnswer(err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// testMCPServer answers POST /chats/mcp-servers/{id}/test (admins): 200
+// whether or not the server answered; ok and error say which.
+func (s *Server) testMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+	admin, err := s.mcpAdmin(c)
+	if err != nil {
+		return err
+	}
+	id, err := mcpServerID(r)
+	if err != nil {
+		return err
+	}
+	out, err := admin.Test(r.Context(), id)
+	if err != nil {
+		return mcpAdminAnswer(err)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -58,8 +59,10 @@ type Manager struct {
 	clock                                  clock.Clock
 	connectTimeout, minBackoff, maxBackoff time.Duration
 	failures                               *prometheus.CounterVec
-	servers                                []*server // sorted by name
-	byID                                   map[uuid.UUID]*server
+
+	cfgMu   sync.RWMutex // guards servers and byID, which Apply replaces
+	servers []*server    // sorted by name
+	byID    map[uuid.UUID]*server
 
 	// dial, when set, replaces the configured transport (tests connect
 	// in-memory servers through it).
@@ -67,7 +70,7 @@ type Manager struct {
 
 	ctx    context.Context // ends at Close
 	cancel context.CancelFunc
-	mu     sync.Mutex // guards closed and the WaitGroup's Add
+	mu     sync.Mutex // guards closed, every server's started and the WaitGroup's Add
 	closed bool
 	wg     sync.WaitGroup // one per started server
 }
@@ -103,19 +106,83 @@ func NewManager(cfg Config, opts Options) *Manager {
 	m.failures = registerFailures(opts.Registerer)
 	m.ctx, m.cancel = context.WithCancel(context.Background())
 	for _, sc := range cfg.Servers {
-		s := &server{cfg: sc, refresh: make(chan struct{}, 1), changed: make(chan struct{}), state: sdk.MCPStateConnecting}
-		s.transport = sdk.MCPTransportStreamableHTTP
-		if sc.Stdio() {
-			s.transport = sdk.MCPTransportStdio
-		}
-		if sc.Disabled {
-			s.state = sdk.MCPStateDisabled
-		}
+		s := m.newServer(sc)
 		m.servers = append(m.servers, s)
 		m.byID[sc.ID] = s
 	}
 	slices.SortFunc(m.servers, func(a, b *server) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
 	return m
+}
+
+// newServer is sc's server, not connected.
+func (m *Manager) newServer(sc Server) *server {
+	s := &server{cfg: sc, refresh: make(chan struct{}, 1), changed: make(chan struct{}), stopped: make(chan struct{}), state: sdk.MCPStateConnecting}
+	s.ctx, s.cancel = context.WithCancel(m.ctx)
+	s.transport = sdk.MCPTransportStreamableHTTP
+	if sc.Stdio() {
+		s.transport = sdk.MCPTransportStdio
+	}
+	if sc.Disabled {
+		s.state = sdk.MCPStateDisabled
+	}
+	return s
+}
+
+// Apply replaces the configured servers with cfg's, at run time. A new
+// server connects lazily, like those given to NewManager; a server whose
+// settings changed in any way (enabling or disabling it too) is
+// disconnected and connects again with the new settings on its next use;
+// a removed or disabled one is disconnected. Tools and Status see the new
+// set when Apply returns, which is after the retired connections are
+// closed (their stdio children stopped). A call in flight on a retired
+// connection ends with an error result ("removed or changed during the
+// call"), recorded by the worker's tool journal like any failed call.
+func (m *Manager) Apply(cfg Config) {
+	m.cfgMu.Lock()
+	next := make([]*server, 0, len(cfg.Servers))
+	byID := make(map[uuid.UUID]*server, len(cfg.Servers))
+	kept := map[*server]bool{}
+	for _, sc := range cfg.Servers {
+		s, ok := m.byID[sc.ID]
+		if ok && reflect.DeepEqual(s.cfg, sc) {
+			kept[s] = true
+		} else {
+			s = m.newServer(sc)
+		}
+		next = append(next, s)
+		byID[sc.ID] = s
+	}
+	slices.SortFunc(next, func(a, b *server) int { return strings.Compare(a.cfg.Name, b.cfg.Name) })
+	var retired []*server
+	for _, s := range m.servers {
+		if !kept[s] {
+			retired = append(retired, s)
+		}
+	}
+	m.servers, m.byID = next, byID
+	m.cfgMu.Unlock()
+	for _, s := range retired {
+		m.retire(s)
+	}
+}
+
+// retire stops s's connection loop, closing its session, and waits for it.
+func (m *Manager) retire(s *server) {
+	m.mu.Lock()
+	s.cancel()
+	started := s.started
+	m.mu.Unlock()
+	s.set(sdk.MCPStateDisabled, "", "", nil)
+	if started {
+		<-s.stopped
+	}
+}
+
+// snapshot is the current servers, sorted by name.
+func (m *Manager) snapshot() []*server {
+	m.cfgMu.RLock()
+	defer m.cfgMu.RUnlock()
+	return m.servers
 }
 
 // registerFailures registers the failure counter on r, reusing one a
@@ -142,6 +209,8 @@ func registerFailures(r prometheus.Registerer) *prometheus.CounterVec {
 // Has reports whether id is a configured server's id (disabled ones
 // included).
 func (m *Manager) Has(id uuid.UUID) bool {
+	m.cfgMu.RLock()
+	defer m.cfgMu.RUnlock()
 	_, ok := m.byID[id]
 	return ok
 }
@@ -156,7 +225,7 @@ func (m *Manager) Tools(ctx context.Context, ids []uuid.UUID) []tools.Tool {
 		return nil // none asked for, or closed
 	}
 	var selected []*server
-	for _, s := range m.servers {
+	for _, s := range m.snapshot() {
 		if s.cfg.Disabled || ids != nil && !slices.Contains(ids, s.cfg.ID) {
 			continue
 		}
@@ -200,7 +269,7 @@ func (m *Manager) awaitSettled(ctx context.Context, servers []*server) {
 				return
 			case <-timer.C():
 				return
-			case <-m.ctx.Done():
+			case <-s.ctx.Done():
 				return
 			}
 		}
@@ -211,28 +280,71 @@ func (m *Manager) awaitSettled(ctx context.Context, servers []*server) {
 // and tools. It starts connecting servers not yet used and does not wait
 // for them. It never shows a server's env, headers or args.
 func (m *Manager) Status(context.Context) []sdk.MCPServer {
-	out := make([]sdk.MCPServer, 0, len(m.servers))
-	for _, s := range m.servers {
+	servers := m.snapshot()
+	out := make([]sdk.MCPServer, 0, len(servers))
+	for _, s := range servers {
 		if !s.cfg.Disabled {
 			m.start(s)
 		}
-		s.mu.Lock()
-		st := sdk.MCPServer{ID: s.cfg.ID, Name: s.cfg.Name, Transport: s.transport, State: s.state, Tools: []sdk.MCPTool{}}
-		if s.lastErr != "" {
-			e := s.lastErr
-			st.LastError = &e
-		}
-		if s.state == sdk.MCPStateConnected {
-			for _, t := range s.tools {
-				st.Tools = append(st.Tools, sdk.MCPTool{
-					Name: t.name, MCPName: t.mcpName, Description: t.desc, Effect: t.effect, EffectSource: t.effectSource,
-				})
-			}
-		}
-		s.mu.Unlock()
-		out = append(out, st)
+		out = append(out, s.status())
 	}
 	return out
+}
+
+// statusOf is the status of the server with id, without connecting it.
+func (m *Manager) statusOf(id uuid.UUID) (sdk.MCPServer, bool) {
+	m.cfgMu.RLock()
+	s, ok := m.byID[id]
+	m.cfgMu.RUnlock()
+	if !ok {
+		return sdk.MCPServer{}, false
+	}
+	return s.status(), true
+}
+
+// status is s's state and tools.
+func (s *server) status() sdk.MCPServer {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := sdk.MCPServer{ID: s.cfg.ID, Name: s.cfg.Name, Transport: s.transport, State: s.state, Tools: []sdk.MCPTool{}}
+	if s.lastErr != "" {
+		e := s.lastErr
+		st.LastError = &e
+	}
+	if s.state == sdk.MCPStateConnected {
+		st.Tools = mcpTools(s.tools)
+	}
+	return st
+}
+
+func mcpTools(list []*Tool) []sdk.MCPTool {
+	out := []sdk.MCPTool{}
+	for _, t := range list {
+		out = append(out, sdk.MCPTool{
+			Name: t.name, MCPName: t.mcpName, Description: t.desc, Effect: t.effect, EffectSource: t.effectSource,
+		})
+	}
+	return out
+}
+
+// Test connects to sc afresh, lists its tools and disconnects, within the
+// connect timeout and while ctx lasts. It shares nothing with the
+// manager's connections.
+func (m *Manager) Test(ctx context.Context, sc Server) sdk.MCPServerTest {
+	s := m.newServer(sc)
+	defer s.cancel()
+	stop := context.AfterFunc(ctx, s.cancel)
+	defer stop()
+	c, err := m.connect(s)
+	if err != nil {
+		msg := s.redact(err.Error())
+		if ctx.Err() != nil {
+			msg = "test cancelled: " + msg
+		}
+		return sdk.MCPServerTest{Error: &msg, Tools: []sdk.MCPTool{}}
+	}
+	defer c.close()
+	return sdk.MCPServerTest{OK: true, Transport: c.transport, Tools: mcpTools(c.tools)}
 }
 
 // Close disconnects every server, stopping the stdio children, and waits
@@ -250,31 +362,33 @@ func (m *Manager) Close() error {
 func (m *Manager) start(s *server) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed {
-		return
+	if m.closed || s.ctx.Err() != nil {
+		return // closed, or s was retired
 	}
 	s.once.Do(func() {
+		s.started = true
 		m.wg.Add(1)
 		go m.run(s)
 	})
 }
 
-// run keeps s connected until Close: it connects, serves the session
-// until it ends, and reconnects with backoff.
+// run keeps s connected until Close or s is retired: it connects, serves
+// the session until it ends, and reconnects with backoff.
 func (m *Manager) run(s *server) {
 	defer m.wg.Done()
+	defer close(s.stopped)
 	log := m.log.With("mcp_server", s.cfg.Name)
 	failures := 0
-	for m.ctx.Err() == nil {
+	for s.ctx.Err() == nil {
 		c, err := m.connect(s)
 		if err != nil {
-			if m.ctx.Err() != nil {
+			if s.ctx.Err() != nil {
 				return
 			}
 			m.failures.WithLabelValues(s.cfg.Name).Inc()
 			log.Warn("MCP server failed to connect; its tools are left out", "err", err, "retry_in", m.backoff(failures))
 			s.set(sdk.MCPStateFailed, s.redact(err.Error()), "", nil)
-			if !m.sleep(m.backoff(failures)) {
+			if !m.sleep(s, m.backoff(failures)) {
 				return
 			}
 			failures++
@@ -284,7 +398,7 @@ func (m *Manager) run(s *server) {
 		s.set(sdk.MCPStateConnected, "", c.transport, c)
 		began := m.clock.Now()
 		err = m.serve(s, c, log)
-		if m.ctx.Err() != nil {
+		if s.ctx.Err() != nil {
 			c.close()
 			return
 		}
@@ -305,7 +419,7 @@ func (m *Manager) run(s *server) {
 		}
 		s.set(state, s.redact(msg), "", nil)
 		c.close() // after set: no call picks the dead session up meanwhile
-		if !m.sleep(m.backoff(failures)) {
+		if !m.sleep(s, m.backoff(failures)) {
 			return
 		}
 		failures++
@@ -317,12 +431,12 @@ func (m *Manager) run(s *server) {
 func (m *Manager) serve(s *server, c *session, log *slog.Logger) error {
 	for {
 		select {
-		case <-m.ctx.Done():
+		case <-s.ctx.Done():
 			return nil
 		case <-c.done:
 			return c.waitErr
 		case <-s.refresh:
-			ctx, cancel := m.bounded()
+			ctx, cancel := m.bounded(s)
 			list, err := m.listTools(ctx, s, c.cs)
 			cancel()
 			if err != nil {
@@ -340,10 +454,10 @@ func (m *Manager) serve(s *server, c *session, log *slog.Logger) error {
 	}
 }
 
-// bounded is a context of the manager's lifetime that ends after the
-// connect timeout on the manager's clock.
-func (m *Manager) bounded() (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithCancelCause(m.ctx)
+// bounded is a context of s's lifetime that ends after the connect
+// timeout on the manager's clock.
+func (m *Manager) bounded(s *server) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(s.ctx)
 	stop := m.after(m.connectTimeout, func() { cancel(fmt.Errorf("no answer within %s", m.connectTimeout)) })
 	return ctx, func() {
 		stop()
@@ -363,14 +477,15 @@ func (m *Manager) backoff(n int) time.Duration {
 	return d
 }
 
-// sleep waits d on the manager's clock; false when Close came first.
-func (m *Manager) sleep(d time.Duration) bool {
+// sleep waits d on the manager's clock; false when Close or s's
+// retirement came first.
+func (m *Manager) sleep(s *server, d time.Duration) bool {
 	t := m.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C():
 		return true
-	case <-m.ctx.Done():
+	case <-s.ctx.Done():
 		return false
 	}
 }
@@ -380,6 +495,12 @@ type server struct {
 	cfg     Server
 	once    sync.Once
 	refresh chan struct{} // notifications/tools/list_changed, coalesced
+	// ctx ends when the server is retired (Apply) or at Close; its
+	// connection loop then ends and closes stopped, if it was started.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	started bool // under Manager.mu
+	stopped chan struct{}
 
 	mu        sync.Mutex
 	state     string
@@ -427,6 +548,9 @@ func (m *Manager) current(ctx context.Context, s *server) (*session, error) {
 	m.awaitSettled(ctx, []*server{s})
 	if m.ctx.Err() != nil {
 		return nil, fmt.Errorf("MCP server %s: chatd is shutting down", s.cfg.Name)
+	}
+	if s.ctx.Err() != nil {
+		return nil, fmt.Errorf("MCP server %s was removed or changed", s.cfg.Name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -139,6 +139,17 @@ func setup(t *testing.T, servers ...Server) fixture {
 	if len(servers) == 0 {
 		servers = []Server{{Name: "t"}}
 	}
+	f := fixture{ts: newTestServer(t), reg: prometheus.NewRegistry()}
+	f.m = NewManager(testConfig(servers...), Options{Registerer: f.reg, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
+	f.m.dial = f.ts.dial(t)
+	t.Cleanup(func() { require.NoError(t, f.m.Close()) })
+	return f
+}
+
+// testConfig fills in what setup's servers leave out: their ids, a
+// command (the in-memory dial replaces it) and the default timeout.
+func testConfig(servers ...Server) Config {
+	servers = slices.Clone(servers)
 	for i := range servers {
 		servers[i].ID = ServerID(servers[i].Name)
 		if servers[i].Command == "" && servers[i].URL == "" {
@@ -148,11 +159,7 @@ func setup(t *testing.T, servers ...Server) fixture {
 			servers[i].Timeout = DefaultTimeout
 		}
 	}
-	f := fixture{ts: newTestServer(t), reg: prometheus.NewRegistry()}
-	f.m = NewManager(Config{Servers: servers}, Options{Registerer: f.reg, MinBackoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond})
-	f.m.dial = f.ts.dial(t)
-	t.Cleanup(func() { require.NoError(t, f.m.Close()) })
-	return f
+	return Config{Servers: servers}
 }
 
 // waitUntil waits for cond on server name's state, woken by its changes.

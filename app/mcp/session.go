@@ -48,7 +48,7 @@ func (c *session) close() {
 // connect opens a session to s and lists its tools, within the connect
 // timeout.
 func (m *Manager) connect(s *server) (*session, error) {
-	connCtx, cancelConn := context.WithCancelCause(m.ctx)
+	connCtx, cancelConn := context.WithCancelCause(s.ctx)
 	stopWatch := m.after(m.connectTimeout, func() {
 		cancelConn(fmt.Errorf("no answer within %s", m.connectTimeout))
 	})
@@ -68,7 +68,7 @@ func (m *Manager) connect(s *server) (*session, error) {
 		err = context.Cause(connCtx)
 	}
 	if err != nil {
-		if cause := context.Cause(connCtx); cause != nil && m.ctx.Err() == nil {
+		if cause := context.Cause(connCtx); cause != nil && s.ctx.Err() == nil {
 			err = fmt.Errorf("%w (%v)", cause, err)
 		}
 		cancelConn(nil)

@@ -77,13 +77,24 @@ func (t *Tool) Run(ctx context.Context, args json.RawMessage) (json.RawMessage, 
 	}
 	timeout := t.server.cfg.Timeout
 	errTimeout := fmt.Errorf("MCP tool %s gave no result within %s; the call was cancelled", t.name, timeout)
-	callCtx, cancel := context.WithTimeoutCause(ctx, timeout, errTimeout)
+	// The server's retirement (Apply) or Close cancels the call, which
+	// sends MCP cancellation before the session closes.
+	errGone := fmt.Errorf("MCP server %s was removed or changed during the call; the call was cancelled and may have run", t.server.cfg.Name)
+	serverCtx, cancelServer := context.WithCancelCause(ctx)
+	defer cancelServer(nil)
+	stop := context.AfterFunc(t.server.ctx, func() { cancelServer(errGone) })
+	defer stop()
+	callCtx, cancel := context.WithTimeoutCause(serverCtx, timeout, errTimeout)
 	defer cancel()
 	res, err := c.cs.CallTool(callCtx, &mcp.CallToolParams{Name: t.mcpName, Arguments: arguments})
 	switch {
 	case err == nil:
 	case ctx.Err() != nil:
 		return nil, fmt.Errorf("MCP tool %s interrupted; the call was cancelled: %w", t.name, ctx.Err())
+	case t.m.ctx.Err() != nil:
+		return nil, fmt.Errorf("MCP tool %s: chatd is shutting down; the call was cancelled and may have run: %w", t.name, err)
+	case errors.Is(context.Cause(callCtx), errGone):
+		return nil, errGone
 	case errors.Is(context.Cause(callCtx), errTimeout):
 		return nil, errTimeout
 	default:

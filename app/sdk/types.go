@@ -560,6 +560,8 @@ type MCPServer struct {
 	// LastError is the last connection failure (null when none).
 	LastError *string   `json:"last_error"`
 	Tools     []MCPTool `json:"tools"`
+	// Config is the server's stored settings, shown to admins only.
+	Config *MCPServerConfig `json:"config,omitempty"`
 }
 
 // MCPTool is one tool of an MCP server.

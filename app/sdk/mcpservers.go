@@ -1,0 +1,59 @@
+package sdk
+
+import "time"
+
+// Error codes of the MCP server admin API.
+const (
+	// CodeMCPServerExists: POST /chats/mcp-servers with a name in use.
+	CodeMCPServerExists = "MCP_SERVER_EXISTS"
+	// CodeMCPServerInConfigFile: DELETE of a server the MCP config file
+	// still names (it would be seeded again at the next start); disable it
+	// or remove it from the file first.
+	CodeMCPServerInConfigFile = "MCP_SERVER_IN_CONFIG_FILE"
+)
+
+// Where a stored MCP server came from.
+const (
+	MCPSourceDatabase   = "database"
+	MCPSourceConfigFile = "config_file"
+)
+
+// MCPServerConfig is an MCP server's stored settings, shown to admins
+// only. The values of env and headers are write-only: only their names
+// are shown (EnvKeys, HeaderKeys).
+type MCPServerConfig struct {
+	// Source is database (created through the API) or config_file
+	// (seeded from CHATD_MCP_CONFIG).
+	Source  string `json:"source"`
+	Enabled bool   `json:"enabled"`
+	// Command and Args start a stdio server; URL reaches an HTTP one.
+	Command    string            `json:"command,omitempty"`
+	Args       []string          `json:"args"`
+	EnvKeys    []string          `json:"env_keys"`
+	URL        string            `json:"url,omitempty"`
+	HeaderKeys []string          `json:"header_keys"`
+	Tools      MCPToolFilter     `json:"tools"`
+	Effects    map[string]string `json:"effects"`
+	Approval   string            `json:"approval"`
+	Approvals  map[string]string `json:"approvals"`
+	// Timeout bounds one tools/call, a Go duration such as "60s".
+	Timeout   string    `json:"timeout"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// MCPToolFilter keeps only Include's tools (when not empty), then drops
+// Exclude's.
+type MCPToolFilter struct {
+	Include []string `json:"include"`
+	Exclude []string `json:"exclude"`
+}
+
+// MCPServerTest is the answer of POST /chats/mcp-servers/{id}/test: a
+// fresh connection with the stored settings, its tools, or why it failed.
+type MCPServerTest struct {
+	OK        bool      `json:"ok"`
+	Transport string    `json:"transport,omitempty"`
+	Error     *string   `json:"error"`
+	Tools     []MCPTool `json:"tools"`
+}
