@@ -98,6 +98,9 @@ type Deps struct {
 	Tokens *auth.Tokens
 	// MCP is the configured MCP servers (nil: none configured).
 	MCP MCPServers
+	// ModelConfigs administers providers and model configs (nil: the
+	// admin routes answer 404).
+	ModelConfigs ModelConfigs
 }
 
 // Server is the HTTP API.
@@ -147,6 +150,7 @@ func (s *Server) routes() {
 	chat("GET", "/chats/models", s.listModels)
 	chat("GET", "/chats/model-configs", s.listModelConfigs)
 	chat("GET", "/chats/mcp-servers", s.listMCPServers)
+	s.providerRoutes(chat)
 	chat("GET", "/chats/{chat}", s.getChat)
 	chat("PATCH", "/chats/{chat}", s.patchChat)
 	chat("DELETE", "/chats/{chat}", s.deleteChat)
