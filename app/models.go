@@ -3,8 +3,8 @@ package app
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
