@@ -1,6 +1,8 @@
 // Package llm is the provider interface of chatd's agent loop. Providers
 // (openai/, anthropic/, demo/) turn a prompt into a streamed assistant
-// message; they know nothing of storage. llmtest/ holds fake wire servers.
+// message; they know nothing of storage. llmtest/ holds fake wire servers;
+// modelinfo/ is the table of well-known models (context window, reasoning
+// efforts, vision).
 package llm
 
 import (

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,16 +187,36 @@ func openTab(t *testing.T, base string, conns *streamConns) *browser {
 	return b
 }
 
-// streamConns records hijacked (WebSocket) connections.
+// streamConns records hijacked (WebSocket) connections, and can make the
+// server unreachable for the browser: while down, every request without an
+// Authorization header (the page's: it signs in with its cookie; the
+// test's SDK client sends a bearer token and still gets through) has its
+// connection closed without an answer, as a network failure would.
 type streamConns struct {
 	mu    sync.Mutex
 	conns []net.Conn
+	down  atomic.Bool
 }
 
 func (s *streamConns) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.down.Load() && r.Header.Get("Authorization") == "" {
+			if c, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = c.Close()
+			}
+			return
+		}
 		next.ServeHTTP(&hijackRecorder{ResponseWriter: w, conns: s}, r)
 	})
+}
+
+// outage makes the server unreachable (true) or reachable again (false);
+// going down also cuts the open streams.
+func (s *streamConns) outage(down bool) {
+	s.down.Store(down)
+	if down {
+		s.cut()
+	}
 }
 
 // cut closes every recorded connection.
@@ -549,8 +570,11 @@ func TestBrowser(t *testing.T) {
 
 		// A non-retryable error: the banner names it and offers a way out.
 		b.typeAndSend("/error auth")
-		b.waitJS("the error banner", `document.querySelector('.error-banner') && document.querySelector('.status-line.error')`)
+		b.waitJS("the error banner", `document.querySelector('.error-banner')`)
+		require.Empty(t, eval[string](b, `document.querySelector('.status-line').textContent`), "no status line repeating Error above the banner")
 		require.Contains(t, eval[string](b, `document.querySelector('.error-banner').textContent`), "Authentication failed")
+		require.Empty(t, eval[[]string](b, `[...document.querySelectorAll('.error-banner button')].map(e => e.textContent).filter(t => t === '/compact' || t === '/clear')`),
+			"no /compact or /clear for an auth error")
 		b.shot("08-error")
 
 		// A dynamic tool: the action card takes the result.

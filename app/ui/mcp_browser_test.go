@@ -152,7 +152,7 @@ func TestBrowserMCP(t *testing.T) {
 		b.do(chromedp.KeyEvent("\r"))
 		b.waitJS("the popover opened from the keyboard", `!document.querySelector('.tools-popover').hidden`)
 		// A click elsewhere closes it.
-		click(".hero h2")
+		click(".chat-header .chat-title-h")
 		b.waitJS("the popover closed by an outside click", `document.querySelector('.tools-popover').hidden`)
 	})
 
@@ -161,7 +161,7 @@ func TestBrowserMCP(t *testing.T) {
 		openTools()
 		click(`.mcp-server[data-server="offline"] .switch`)
 		b.waitJS("offline switched off", checked("offline", false)+` && `+checked("everything", true))
-		click(".hero h2")
+		click(".chat-header .chat-title-h")
 		b.typeAndSend(`/tool everything__echo {"text": "hello from MCP"}`)
 		id := chatID()
 		b.waitJS("the MCP tool card", jsIdle+` && document.querySelector('.tool-card .state-ok') && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('echo: hello from MCP'))`)

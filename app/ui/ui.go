@@ -1,16 +1,27 @@
 // Package ui serves chatd's embedded web UI (package web): the static files
-// with their content types, validators, no-cache and a strict
+// with their content types, validators, caching rules and a strict
 // Content-Security-Policy, and index.html for the UI's own routes (SPA
 // fallback, e.g. /login, /chats/{id}). It never answers for /api/: an
 // unknown API path gets the API's JSON 404, not a page.
 //
 // Every file is read into memory when the handler is built, and requests
 // are answered from that table only, so no request path can reach outside
-// the embedded tree.
+// the embedded tree. Text files are gzip-compressed once, then, and served
+// compressed to clients that accept it.
+//
+// Versioned assets: every file is also served under /v/<version>/, where
+// the version is a hash of the whole tree, and index.html names its
+// stylesheet, script and icon by those URLs. Modules import each other by
+// relative paths, so a whole UI version loads from one prefix, and those
+// responses are cached for a year as immutable; a new binary with any
+// changed file has a new version. index.html itself, the unversioned paths
+// and a version other than the current one are served no-cache (revalidated
+// with the ETag).
 package ui
 
 import (
 	"bytes"
+	"compress/gzip"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -18,6 +29,8 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -29,9 +42,16 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 	"img-src 'self' data:; font-src 'self'; connect-src 'self' ws: wss:; object-src 'none'; " +
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
-// CacheControl makes browsers revalidate every file (cheap: ETag and 304),
-// so a new binary's UI is picked up at once; the files are not versioned.
+// CacheControl makes browsers revalidate index.html and unversioned paths
+// (cheap: ETag and 304), so a new binary's UI is picked up at once.
 const CacheControl = "no-cache"
+
+// ImmutableCacheControl is sent for files under the current version prefix:
+// their content never changes under that URL.
+const ImmutableCacheControl = "public, max-age=31536000, immutable"
+
+// VersionPrefix is the path segment of versioned assets: /v/<version>/<file>.
+const VersionPrefix = "v/"
 
 // contentTypes fixes the types of the UI's file kinds, whatever the host's
 // mime tables say; other extensions fall back to package mime.
@@ -50,12 +70,43 @@ type file struct {
 	data        []byte
 	etag        string
 	contentType string
+	gzip        []byte // nil when compression does not pay (binary, tiny)
 }
 
 // Handler serves the UI.
 type Handler struct {
-	files map[string]*file // by path inside the tree, without a leading slash
-	index *file
+	files   map[string]*file // by path inside the tree, without a leading slash
+	index   *file
+	version string
+}
+
+// compressible: the text types, worth gzipping.
+func compressible(contentType string) bool {
+	return strings.HasPrefix(contentType, "text/") || contentType == "application/json" ||
+		contentType == "image/svg+xml"
+}
+
+func newFile(name string, data []byte) (*file, error) {
+	sum := sha256.Sum256(data)
+	f := &file{data: data, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, contentType: contentType(name)}
+	if !compressible(f.contentType) {
+		return f, nil
+	}
+	var b bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zw.Write(data); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	if b.Len() < len(data) {
+		f.gzip = b.Bytes()
+	}
+	return f, nil
 }
 
 // New reads every file of fsys (which must have index.html at its root)
@@ -70,17 +121,71 @@ func New(fsys fs.FS) (*Handler, error) {
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(data)
-		h.files[name] = &file{data: data, etag: `"` + hex.EncodeToString(sum[:12]) + `"`, contentType: contentType(name)}
-		return nil
+		h.files[name], err = newFile(name, data)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read UI files: %w", err)
 	}
-	if h.index = h.files["index.html"]; h.index == nil {
+	index := h.files["index.html"]
+	if index == nil {
 		return nil, fmt.Errorf("read UI files: no index.html")
 	}
+	h.version = treeVersion(h.files)
+	// index.html names the current version's URLs: "/<file>" -> "/v/<version>/<file>".
+	page := index.data
+	for name := range h.files {
+		if name != "index.html" {
+			page = bytes.ReplaceAll(page, []byte(`"/`+name+`"`), []byte(`"/`+VersionPrefix+h.version+"/"+name+`"`))
+		}
+	}
+	if h.index, err = newFile("index.html", page); err != nil {
+		return nil, fmt.Errorf("read UI files: %w", err)
+	}
+	h.files["index.html"] = h.index
 	return h, nil
+}
+
+// Version is the current version of the UI's files (the path segment after
+// /v/).
+func (h *Handler) Version() string { return h.version }
+
+// treeVersion hashes every file's name and content.
+func treeVersion(files map[string]*file) string {
+	names := make([]string, 0, len(files))
+	for name := range files {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	sum := sha256.New()
+	for _, name := range names {
+		fmt.Fprintf(sum, "%s\x00%s\x00", name, files[name].etag)
+	}
+	return hex.EncodeToString(sum.Sum(nil)[:8])
+}
+
+// acceptsGzip reads Accept-Encoding: gzip (or *) with a non-zero q.
+func acceptsGzip(header string) bool {
+	for _, part := range strings.Split(header, ",") {
+		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		coding = strings.ToLower(strings.TrimSpace(coding))
+		if coding != "gzip" && coding != "*" {
+			continue
+		}
+		q := 1.0
+		for _, p := range strings.Split(params, ";") {
+			k, v, ok := strings.Cut(strings.TrimSpace(p), "=")
+			if ok && strings.EqualFold(strings.TrimSpace(k), "q") {
+				if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil {
+					q = f
+				}
+			}
+		}
+		if q > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func contentType(name string) string {
@@ -125,18 +230,42 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if name == "" {
 		name = "index.html"
 	}
+	cache, versioned := CacheControl, false
+	if rest, ok := strings.CutPrefix(name, VersionPrefix); ok {
+		versioned = true
+		version, file, _ := strings.Cut(rest, "/")
+		if version == h.version && file != "index.html" {
+			cache = ImmutableCacheControl
+		}
+		// Another version's URL (a page loaded before an upgrade) gets
+		// today's file, revalidated rather than cached as that version.
+		name = file
+	}
 	f := h.files[name]
 	if f == nil {
-		if isAsset(name) {
+		if versioned || isAsset(name) {
 			http.Error(w, "not found", http.StatusNotFound)
 			return
 		}
 		name, f = "index.html", h.index
 	}
+	if f == h.index {
+		cache = CacheControl
+	}
 	hd.Set("Content-Type", f.contentType)
-	hd.Set("Cache-Control", CacheControl)
-	hd.Set("ETag", f.etag)
-	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(f.data))
+	hd.Set("Cache-Control", cache)
+	data, etag := f.data, f.etag
+	if f.gzip != nil {
+		hd.Add("Vary", "Accept-Encoding")
+		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+			// Its own validator: a cache must not answer a 304 for the
+			// identity body with the compressed one, or the reverse.
+			data, etag = f.gzip, strings.TrimSuffix(f.etag, `"`)+`-gz"`
+			hd.Set("Content-Encoding", "gzip")
+		}
+	}
+	hd.Set("ETag", etag)
+	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(data))
 }
 
 func setSecurityHeaders(h http.Header) {

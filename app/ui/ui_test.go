@@ -1,6 +1,7 @@
 package ui_test
 
 import (
+	"compress/gzip"
 	"context"
 	"io"
 	"io/fs"
@@ -56,7 +57,7 @@ func TestHandler(t *testing.T) {
 		contentType        string
 		body               string // a substring of the body
 	}{
-		{"index", "GET", "/", 200, html, `<script type="module" src="/js/app.js"></script>`},
+		{"index", "GET", "/", 200, html, `<script type="module" src="/v/`},
 		{"index by name", "GET", "/index.html", 200, html, `id="app"`},
 		{"SPA: a chat", "GET", "/chats/7b0e6f4e-9a57-4f7c-8a0c-1f6d0f1e2a3b", 200, html, `id="app"`},
 		{"SPA: login", "GET", "/login", 200, html, `id="app"`},
@@ -90,7 +91,7 @@ func TestHandler(t *testing.T) {
 				require.Equal(t, ui.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"))
 				require.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
 			}
-			if tc.status == 200 {
+			if tc.status == 200 && !strings.HasPrefix(tc.path, "/v/") {
 				require.Equal(t, "no-cache", resp.Header.Get("Cache-Control"))
 				require.NotEmpty(t, resp.Header.Get("ETag"))
 				require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
@@ -175,4 +176,118 @@ func TestMountedInApp(t *testing.T) {
 	resp, body = get(t, srv, "GET", "/healthz", nil)
 	require.Equal(t, 200, resp.StatusCode)
 	require.Contains(t, body, `"ok"`)
+}
+
+// index.html names its assets under the current version, and those URLs
+// are cached as immutable; index.html and unversioned or other-version URLs
+// are revalidated.
+func TestHandlerVersionedAssets(t *testing.T) {
+	t.Parallel()
+	h, err := ui.New(web.Files())
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	v := "/v/" + h.Version()
+	require.Regexp(t, `^/v/[0-9a-f]{16}$`, v)
+
+	_, page := get(t, srv, "GET", "/", nil)
+	for _, ref := range []string{`src="` + v + `/js/app.js"`, `href="` + v + `/css/app.css"`, `href="` + v + `/favicon.svg"`} {
+		require.Contains(t, page, ref)
+	}
+	cases := []struct {
+		path, cache string
+		status      int
+	}{
+		{"/", ui.CacheControl, 200},
+		{"/chats/7b0e6f4e-9a57-4f7c-8a0c-1f6d0f1e2a3b", ui.CacheControl, 200},
+		{v + "/js/app.js", ui.ImmutableCacheControl, 200},
+		{v + "/js/markdown.js", ui.ImmutableCacheControl, 200}, // a relative import of app.js
+		{v + "/css/app.css", ui.ImmutableCacheControl, 200},
+		{v + "/index.html", ui.CacheControl, 200},
+		{"/js/app.js", ui.CacheControl, 200},
+		{"/v/0123456789abcdef/js/app.js", ui.CacheControl, 200},
+		{v + "/js/nope.js", "", 404},
+		{v + "/chats/x", "", 404},
+		{v + "/", "", 404},
+	}
+	for _, tc := range cases {
+		resp, body := get(t, srv, "GET", tc.path, nil)
+		require.Equal(t, tc.status, resp.StatusCode, tc.path)
+		if tc.status == 200 {
+			require.Equal(t, tc.cache, resp.Header.Get("Cache-Control"), tc.path)
+			require.NotEmpty(t, body, tc.path)
+		}
+	}
+	// The same bytes as the unversioned file.
+	_, a := get(t, srv, "GET", "/js/app.js", nil)
+	_, b := get(t, srv, "GET", v+"/js/app.js", nil)
+	require.Equal(t, a, b)
+}
+
+// Another tree has another version.
+func TestHandlerVersionFollowsContent(t *testing.T) {
+	t.Parallel()
+	tree := func(js string) string {
+		h, err := ui.New(fstest.MapFS{
+			"index.html": {Data: []byte(`<script src="/js/app.js"></script>`)},
+			"js/app.js":  {Data: []byte(js)},
+		})
+		require.NoError(t, err)
+		return h.Version()
+	}
+	require.Equal(t, tree("a"), tree("a"))
+	require.NotEqual(t, tree("a"), tree("b"))
+}
+
+// Text files are served gzip-compressed to clients that accept it, with
+// their own validator; others get the identity body.
+func TestHandlerCompresses(t *testing.T) {
+	t.Parallel()
+	srv := newUIServer(t)
+	_, plain := get(t, srv, "GET", "/js/app.js", http.Header{"Accept-Encoding": {"identity"}})
+	cases := []struct {
+		accept string
+		gzip   bool
+	}{
+		{"gzip", true},
+		{"br, gzip;q=0.8", true},
+		{"GZIP", true},
+		{"*", true},
+		{"gzip;q=0", false},
+		{"br", false},
+		{"identity", false},
+	}
+	etags := map[bool]string{}
+	for _, tc := range cases {
+		resp, body := get(t, srv, "GET", "/js/app.js", http.Header{"Accept-Encoding": {tc.accept}})
+		require.Equal(t, http.StatusOK, resp.StatusCode, tc.accept)
+		require.Equal(t, "Accept-Encoding", resp.Header.Get("Vary"), tc.accept)
+		if !tc.gzip {
+			require.Empty(t, resp.Header.Get("Content-Encoding"), tc.accept)
+			require.Equal(t, plain, body, tc.accept)
+		} else {
+			require.Equal(t, "gzip", resp.Header.Get("Content-Encoding"), tc.accept)
+			require.Less(t, len(body), len(plain), "compressed")
+			zr, err := gzip.NewReader(strings.NewReader(body))
+			require.NoError(t, err)
+			unzipped, err := io.ReadAll(zr)
+			require.NoError(t, err)
+			require.Equal(t, plain, string(unzipped), tc.accept)
+		}
+		etags[tc.gzip] = resp.Header.Get("ETag")
+	}
+	require.NotEqual(t, etags[true], etags[false], "each encoding has its own ETag")
+
+	// A 304 for the compressed ETag.
+	resp, _ := get(t, srv, "GET", "/js/app.js", http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {etags[true]}})
+	require.Equal(t, http.StatusNotModified, resp.StatusCode)
+
+	// Binary files are sent as they are.
+	h, err := ui.New(fstest.MapFS{"index.html": {Data: []byte("x")}, "a.png": {Data: []byte(strings.Repeat("p", 4096))}})
+	require.NoError(t, err)
+	png := httptest.NewServer(h)
+	t.Cleanup(png.Close)
+	resp, _ = get(t, png, "GET", "/a.png", http.Header{"Accept-Encoding": {"gzip"}})
+	require.Empty(t, resp.Header.Get("Content-Encoding"))
+	require.Empty(t, resp.Header.Get("Vary"))
 }

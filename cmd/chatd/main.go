@@ -32,6 +32,7 @@ const usage = `chatd: a durable backend for AI agent chats
 Usage:
   chatd [serve] [--addr ADDR] [--db PATH|URL]   serve the API and web UI (default)
   chatd migrate [--db PATH|URL] up|down|status  manage the database schema
+  chatd version (or --version)                 print the version, commit and Go version
   chatd token create --user NAME [--admin] [--label TEXT] [--expires DURATION]
                                                print a new API token for NAME
   chatd token list [--user NAME] [--json]      list tokens (never their secrets)
@@ -46,7 +47,7 @@ Beside a running SQLite server, token commands go through its admin socket (PATH
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := "serve"
-	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
+	if len(args) > 0 && args[0] != "" && (args[0][0] != '-' || args[0] == "--version" || args[0] == "-version") {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runToken(ctx, args, stdout, stderr)
 	case "invocation":
 		return runInvocation(ctx, args, stdout, stderr)
+	case "version", "--version", "-version":
+		return runVersion(args, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -215,3 +215,131 @@ func TestHangReleasedByClose(t *testing.T) {
 	srv.Close()
 	<-done // the request ends; no leaked handler blocks Close
 }
+
+const responsesBody = `{"model":"gpt-test","stream":true,"input":[{"role":"user","content":"hi"}]}`
+
+func TestOpenAIResponsesStream(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewOpenAIResponses(t, llmtest.Join(
+		llmtest.Reasoning("hm", "m"),
+		llmtest.TextChunks("Hel", "lo"),
+		llmtest.ToolCallChunks("call_a", "search", `{"q":`, `"go"}`),
+		llmtest.ToolCall("", "now", ""),
+	).WithUsage(llmtest.Usage{InputTokens: 3, OutputTokens: 4, ReasoningTokens: 1, CacheReadTokens: 2}))
+
+	status, ctype, events, _ := post(t, srv.URL+"/responses", responsesBody)
+	require.Equal(t, http.StatusOK, status)
+	require.Contains(t, ctype, "text/event-stream")
+	var names []string
+	for i, e := range events {
+		names = append(names, e.name)
+		require.Equal(t, e.name, e.data["type"], "event name and data type agree")
+		require.EqualValues(t, i, e.data["sequence_number"])
+	}
+	require.Equal(t, []string{
+		"response.created", "response.in_progress",
+		"response.output_item.added", "response.reasoning_summary_part.added",
+		"response.reasoning_summary_text.delta", "response.reasoning_summary_text.delta",
+		"response.reasoning_summary_text.done", "response.reasoning_summary_part.done", "response.output_item.done",
+		"response.output_item.added", "response.content_part.added",
+		"response.output_text.delta", "response.output_text.delta",
+		"response.output_text.done", "response.content_part.done", "response.output_item.done",
+		"response.output_item.added",
+		"response.function_call_arguments.delta", "response.function_call_arguments.delta",
+		"response.function_call_arguments.done", "response.output_item.done",
+		"response.output_item.added", "response.function_call_arguments.done", "response.output_item.done",
+		"response.completed",
+	}, names)
+	require.Equal(t, "reasoning", events[2].data["item"].(map[string]any)["type"])
+	require.Equal(t, "hm", events[4].data["delta"])
+	require.Equal(t, "Hel", events[11].data["delta"])
+	require.EqualValues(t, 1, events[11].data["output_index"])
+	require.Equal(t, map[string]any{
+		"id": "fc_llmtest_0", "type": "function_call", "status": "in_progress",
+		"arguments": "", "call_id": "call_a", "name": "search",
+	}, events[16].data["item"])
+	require.Equal(t, "fc_llmtest_0", events[17].data["item_id"])
+	require.Equal(t, `{"q":"go"}`, events[19].data["arguments"])
+	require.Equal(t, "call_llmtest_1", events[21].data["item"].(map[string]any)["call_id"])
+
+	done := events[len(events)-1].data["response"].(map[string]any)
+	require.Equal(t, "completed", done["status"])
+	require.Len(t, done["output"], 4)
+	require.Equal(t, map[string]any{
+		"input_tokens": 3.0, "input_tokens_details": map[string]any{"cached_tokens": 2.0},
+		"output_tokens": 4.0, "output_tokens_details": map[string]any{"reasoning_tokens": 1.0},
+		"total_tokens": 7.0,
+	}, done["usage"])
+}
+
+func TestOpenAIResponsesEndings(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewOpenAIResponses(t,
+		llmtest.TextChunks("cut").WithFinish("length"),
+		llmtest.TextChunks("bad").WithFinish("content_filter"),
+		llmtest.Join(llmtest.TextChunks("par"), llmtest.StreamError(http.StatusTooManyRequests, "slow down")),
+		llmtest.HTTPError(http.StatusUnauthorized, "Incorrect API key provided"),
+	)
+	_, _, events, _ := post(t, srv.URL+"/responses", responsesBody)
+	last := events[len(events)-1].data
+	require.Equal(t, "response.incomplete", last["type"])
+	require.Equal(t, map[string]any{"reason": "max_output_tokens"}, last["response"].(map[string]any)["incomplete_details"])
+
+	_, _, events, _ = post(t, srv.URL+"/responses", responsesBody)
+	last = events[len(events)-1].data
+	require.Equal(t, map[string]any{"reason": "content_filter"}, last["response"].(map[string]any)["incomplete_details"])
+
+	_, _, events, _ = post(t, srv.URL+"/responses", responsesBody)
+	last = events[len(events)-1].data
+	require.Equal(t, "error", events[len(events)-1].name)
+	require.Equal(t, "rate_limit_exceeded", last["code"])
+	require.Equal(t, "slow down", last["message"])
+
+	status, _, _, raw := post(t, srv.URL+"/responses", responsesBody)
+	require.Equal(t, http.StatusUnauthorized, status)
+	require.JSONEq(t, `{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","param":null,"code":"invalid_api_key"}}`, string(raw))
+
+	status, _, _, raw = post(t, srv.URL+"/responses", `{"model":"m","stream":true}`)
+	require.Equal(t, http.StatusBadRequest, status)
+	require.Contains(t, string(raw), "input")
+}
+
+func TestRawReply(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewOpenAIResponses(t, llmtest.Raw(`{"type":"response.created","x":1}`, `{"plain":true}`))
+	_, _, events, _ := post(t, srv.URL+"/responses", responsesBody)
+	require.Len(t, events, 2)
+	require.Equal(t, "response.created", events[0].name)
+	require.Equal(t, "", events[1].name)
+	require.Equal(t, true, events[1].data["plain"])
+}
+
+func TestModelsAndOllamaShow(t *testing.T) {
+	t.Parallel()
+	srv := llmtest.NewOpenAI(t, llmtest.TextChunks("scripted"))
+	srv.SetModels(llmtest.ListedModel{ID: "m1", Fields: map[string]any{"max_model_len": 4096}})
+	res, err := http.Get(srv.URL + "/models")
+	require.NoError(t, err)
+	raw, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	require.JSONEq(t, `{"object":"list","data":[{"id":"m1","object":"model","created":1700000000,"owned_by":"llmtest","max_model_len":4096}]}`, string(raw))
+
+	// Without SetOllamaShow, /api/show is no route.
+	status, _, _, _ := post(t, strings.TrimSuffix(srv.URL, "/v1")+"/api/show", `{"model":"m1"}`)
+	require.Equal(t, http.StatusNotFound, status)
+
+	srv.SetOllamaShow("m1", llmtest.OllamaShow{ModelInfo: map[string]any{"llama.context_length": 8192}, Parameters: "num_ctx 2048"})
+	status, _, _, raw = post(t, strings.TrimSuffix(srv.URL, "/v1")+"/api/show", `{"model":"m1"}`)
+	require.Equal(t, http.StatusOK, status)
+	var show map[string]any
+	require.NoError(t, json.Unmarshal(raw, &show))
+	require.Equal(t, map[string]any{"llama.context_length": 8192.0}, show["model_info"])
+	require.Equal(t, "num_ctx 2048", show["parameters"])
+	status, _, _, _ = post(t, strings.TrimSuffix(srv.URL, "/v1")+"/api/show", `{"model":"other"}`)
+	require.Equal(t, http.StatusNotFound, status)
+
+	// Listing, showing and unrouted requests use no scripted reply.
+	require.Len(t, srv.Requests(), 4)
+	require.Equal(t, 1, srv.Pending())
+}

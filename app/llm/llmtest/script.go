@@ -1,6 +1,6 @@
 // Package llmtest holds fake LLM servers that speak the real wire protocols
-// (OpenAI Chat Completions SSE, Anthropic Messages SSE), so tests run the
-// real provider code over real HTTP. A test scripts one Reply per request:
+// (OpenAI Chat Completions SSE, OpenAI Responses SSE, Anthropic Messages
+// SSE), so tests run the real provider code over real HTTP. A test scripts one Reply per request:
 //
 //	srv := llmtest.NewOpenAI(t,
 //		llmtest.Join(llmtest.TextChunks("Let me look."), llmtest.ToolCall("call_1", "search", `{"q":"go"}`)),
@@ -65,6 +65,7 @@ type Reply struct {
 	message string // HTTP error message
 	usage   *Usage
 	finish  string
+	raw     []string // Raw: the whole stream, verbatim
 }
 
 // TextChunks streams each chunk as one text delta.
@@ -96,6 +97,13 @@ func ToolCall(id, name, argsJSON string) Reply {
 // ToolCallChunks streams one tool call with the given argument pieces.
 func ToolCallChunks(id, name string, argPieces ...string) Reply {
 	return Reply{steps: []step{{kind: stepToolCall, id: id, name: name, args: argPieces}}}
+}
+
+// Raw streams exactly these JSON event payloads and nothing else, each as
+// one server-sent event named by its "type" field (data-only when it has
+// none). It scripts wire events the neutral steps do not cover.
+func Raw(events ...string) Reply {
+	return Reply{raw: events}
 }
 
 // HTTPError answers with status and the provider's real JSON error body.

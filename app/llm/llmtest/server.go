@@ -47,13 +47,16 @@ type protocol interface {
 
 // Server is a fake provider API on a real HTTP listener. It records every
 // request and answers each with the next scripted Reply (the default reply
-// when the script is empty). Safe for concurrent use.
+// when the script is empty). GET {base}/models answers the list SetModels
+// set, and POST /api/show what SetOllamaShow set, without using the
+// script. Safe for concurrent use.
 type Server struct {
 	// URL is the base URL to put in the provider's Config.BaseURL
 	// (".../v1" for OpenAI, the server root for Anthropic).
 	URL string
 
 	proto  protocol
+	base   string // basePath of URL
 	ts     *httptest.Server
 	closed chan struct{}
 	once   sync.Once
@@ -62,10 +65,29 @@ type Server struct {
 	script []Reply
 	def    Reply
 	reqs   []Request
+	models []ListedModel
+	shows  map[string]OllamaShow
+}
+
+// ListedModel is one entry of a fake server's GET /v1/models list.
+type ListedModel struct {
+	ID      string
+	OwnedBy string // "llmtest" when empty
+	// Fields are extra JSON fields of the entry, as servers add them:
+	// vLLM's max_model_len, OpenRouter's context_length.
+	Fields map[string]any
+}
+
+// OllamaShow is the answer of Ollama's POST /api/show for one model: its
+// model_info (e.g. "llama.context_length": 131072) and its Modelfile
+// parameters text (e.g. "num_ctx 8192\nstop \"<|eot_id|>\"").
+type OllamaShow struct {
+	ModelInfo  map[string]any
+	Parameters string
 }
 
 func newServer(t testing.TB, proto protocol, basePath string, replies []Reply) *Server {
-	s := &Server{proto: proto, closed: make(chan struct{}), script: replies, def: DefaultReply()}
+	s := &Server{proto: proto, base: basePath, closed: make(chan struct{}), script: replies, def: DefaultReply()}
 	s.ts = httptest.NewServer(http.HandlerFunc(s.serve))
 	s.URL = s.ts.URL + basePath
 	t.Cleanup(s.Close)
@@ -84,6 +106,26 @@ func (s *Server) SetDefault(r Reply) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.def = r
+}
+
+// SetModels sets the list GET /v1/models answers (an empty list until
+// set). Listing consumes no scripted reply.
+func (s *Server) SetModels(models ...ListedModel) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = models
+}
+
+// SetOllamaShow makes POST /api/show (at the server root, as Ollama has it)
+// answer for model; models without one get Ollama's 404. Without any
+// SetOllamaShow the route does not exist, as on servers other than Ollama.
+func (s *Server) SetOllamaShow(model string, show OllamaShow) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shows == nil {
+		s.shows = map[string]OllamaShow{}
+	}
+	s.shows[model] = show
 }
 
 // Requests returns the requests received so far, in arrival order.
@@ -117,16 +159,45 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
+	switch {
+	case r.Method == http.MethodGet && r.URL.Path == s.base+"/models":
+		list := s.modelList()
+		s.mu.Unlock()
+		writeJSON(w, http.StatusOK, list)
+		return
+	case r.Method == http.MethodPost && r.URL.Path == "/api/show" && s.shows != nil:
+		var req struct {
+			Model string `json:"model"`
+			Name  string `json:"name"`
+		}
+		_ = json.Unmarshal(body, &req)
+		if req.Model == "" {
+			req.Model = req.Name
+		}
+		show, ok := s.shows[req.Model]
+		s.mu.Unlock()
+		if !ok {
+			writeJSON(w, http.StatusNotFound, map[string]any{"error": fmt.Sprintf("model '%s' not found", req.Model)})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"modelfile": "FROM " + req.Model, "parameters": show.Parameters, "template": "{{ .Prompt }}",
+			"details":    map[string]any{"format": "gguf", "family": "llama"},
+			"model_info": show.ModelInfo, "capabilities": []string{"completion", "tools"},
+		})
+		return
+	}
+	if r.Method != http.MethodPost || r.URL.Path != s.proto.path() {
+		s.mu.Unlock()
+		// A request to no route uses no scripted reply.
+		s.proto.writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
+		return
+	}
 	reply := s.def
 	if len(s.script) > 0 {
 		reply, s.script = s.script[0], s.script[1:]
 	}
 	s.mu.Unlock()
-
-	if r.Method != http.MethodPost || r.URL.Path != s.proto.path() {
-		s.proto.writeError(w, http.StatusNotFound, fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path))
-		return
-	}
 	var m map[string]any
 	if err := json.Unmarshal(body, &m); err != nil {
 		s.proto.writeError(w, http.StatusBadRequest, "body is not a JSON object: "+err.Error())
@@ -140,7 +211,45 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		s.proto.writeError(w, reply.status, reply.message)
 		return
 	}
-	s.proto.stream(&streamer{w: w, r: r, closed: s.closed}, m, reply)
+	st := &streamer{w: w, r: r, closed: s.closed}
+	if reply.raw != nil {
+		for _, ev := range reply.raw {
+			var head struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal([]byte(ev), &head)
+			if head.Type != "" {
+				st.raw("event: " + head.Type + "\n")
+			}
+			st.raw("data: " + ev + "\n\n")
+		}
+		return
+	}
+	s.proto.stream(st, m, reply)
+}
+
+// modelList renders the models in the list shape of GET /v1/models.
+// s.mu is held.
+func (s *Server) modelList() map[string]any {
+	data := []any{}
+	for _, m := range s.models {
+		owner := m.OwnedBy
+		if owner == "" {
+			owner = "llmtest"
+		}
+		e := map[string]any{"id": m.ID, "object": "model", "created": 1700000000, "owned_by": owner}
+		for k, v := range m.Fields {
+			e[k] = v
+		}
+		data = append(data, e)
+	}
+	return map[string]any{"object": "list", "data": data}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }
 
 // streamer writes server-sent events; headers go out with the first event,

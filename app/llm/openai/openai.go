@@ -1,6 +1,8 @@
-// Package openai is chatd's provider for the OpenAI Chat Completions API
-// and the servers that speak it (Ollama, vLLM, llama.cpp, LM Studio), over
-// the official openai-go SDK with streaming and function tools.
+// Package openai is chatd's provider for the OpenAI APIs, Chat Completions
+// and Responses, and the servers that speak them (Ollama, vLLM, llama.cpp,
+// LM Studio), over the official openai-go SDK with streaming and function
+// tools. UsesResponsesAPI picks the transport per model; ListModels
+// discovers a server's models.
 package openai
 
 import (
@@ -41,18 +43,37 @@ type Config struct {
 	// MaxRetries is the SDK's own retry count; 0 because chatd's worker
 	// retries with backoff and shows the retry to clients.
 	MaxRetries int
+	// UseResponsesAPI chooses the transport: nil follows UsesResponsesAPI's
+	// known-model rule, true forces the Responses API, false forces Chat
+	// Completions (what OpenAI-compatible servers need).
+	UseResponsesAPI *bool
 }
 
-// Provider streams Chat Completions.
+// Provider streams Chat Completions or Responses, per UsesResponsesAPI.
 type Provider struct {
-	name   string
-	client sdkopenai.Client
+	name         string
+	client       sdkopenai.Client
+	useResponses *bool
 }
 
 var _ llm.Provider = (*Provider)(nil)
 
 // New returns a Provider for cfg.
 func New(cfg Config) *Provider {
+	cfg = withDefaults(cfg)
+	// Every setting is explicit, so OPENAI_* variables of the process do not
+	// change what was configured.
+	opts := []option.RequestOption{
+		option.WithBaseURL(cfg.BaseURL),
+		option.WithHTTPClient(cfg.HTTPClient),
+		option.WithMaxRetries(cfg.MaxRetries),
+		option.WithAPIKey(cfg.APIKey),
+	}
+	return &Provider{name: cfg.Name, client: sdkopenai.NewClient(opts...), useResponses: cfg.UseResponsesAPI}
+}
+
+// withDefaults fills cfg's zero values from the Default constants.
+func withDefaults(cfg Config) Config {
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}
@@ -62,15 +83,23 @@ func New(cfg Config) *Provider {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = http.DefaultClient
 	}
-	// Every setting is explicit, so OPENAI_* variables of the process do not
-	// change what was configured.
-	opts := []option.RequestOption{
-		option.WithBaseURL(cfg.BaseURL),
-		option.WithHTTPClient(cfg.HTTPClient),
-		option.WithMaxRetries(cfg.MaxRetries),
-		option.WithAPIKey(cfg.APIKey),
-	}
-	return &Provider{name: cfg.Name, client: sdkopenai.NewClient(opts...)}
+	return cfg
+}
+
+// WithResponsesAPI returns a Provider sharing p's client and name whose
+// transport follows override as Config.UseResponsesAPI does: one per model
+// config whose options set use_responses_api, over one provider's client.
+func (p *Provider) WithResponsesAPI(override *bool) *Provider {
+	c := *p
+	c.useResponses = override
+	return &c
+}
+
+// UsesResponsesAPI reports whether p sends requests for model over the
+// Responses API (which, unlike Chat Completions, accepts only images and
+// PDFs as files).
+func (p *Provider) UsesResponsesAPI(model string) bool {
+	return UsesResponsesAPI(model, p.useResponses)
 }
 
 // Name implements llm.Provider.
@@ -79,6 +108,14 @@ func (p *Provider) Name() string { return p.name }
 // Stream implements llm.Provider. On error the Response holds what was
 // streamed before it.
 func (p *Provider) Stream(ctx context.Context, req llm.Request, onPart func(sdk.ChatMessagePart)) (llm.Response, error) {
+	if p.UsesResponsesAPI(req.Model) {
+		return p.streamResponses(ctx, req, onPart)
+	}
+	return p.streamChat(ctx, req, onPart)
+}
+
+// streamChat streams one request over Chat Completions.
+func (p *Provider) streamChat(ctx context.Context, req llm.Request, onPart func(sdk.ChatMessagePart)) (llm.Response, error) {
 	params, err := buildParams(req)
 	if err != nil {
 		return llm.Response{}, &llm.Error{Kind: sdk.ChatErrorConfig, Provider: p.name, Message: err.Error(), Err: err}

@@ -25,7 +25,14 @@ type fixture struct {
 func setup(t *testing.T, replies ...llmtest.Reply) fixture {
 	t.Helper()
 	srv := llmtest.NewOpenAI(t, replies...)
-	return fixture{p: openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL}), srv: srv}
+	return fixture{p: openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL, UseResponsesAPI: ptr(false)}), srv: srv}
+}
+
+// setupResponses is setup over the Responses API.
+func setupResponses(t *testing.T, replies ...llmtest.Reply) fixture {
+	t.Helper()
+	srv := llmtest.NewOpenAIResponses(t, replies...)
+	return fixture{p: openai.New(openai.Config{APIKey: "sk-test", BaseURL: srv.URL, UseResponsesAPI: ptr(true)}), srv: srv}
 }
 
 func userRequest(text string) llm.Request { return providertest.UserRequest("gpt-test", text) }
@@ -48,10 +55,30 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func TestRequestMapping(t *testing.T) {
+// TestConformanceResponses runs the same scenarios over the Responses API
+// against the fake Responses server.
+func TestConformanceResponses(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	req := llm.Request{
+	providertest.Run(t, providertest.Adapter{
+		Name:      "openai",
+		Model:     "gpt-test",
+		NewServer: llmtest.NewOpenAIResponses,
+		New: func(url string) llm.Provider {
+			return openai.New(openai.Config{APIKey: "sk-test", BaseURL: url, UseResponsesAPI: ptr(true)})
+		},
+		GeneratedCallID: func(n int) string { return fmt.Sprintf("call_llmtest_%d", n) },
+		CacheCreation:   false,
+		StreamError:     providertest.StreamError{Status: http.StatusTooManyRequests, Message: "slow down", Kind: sdk.ChatErrorRateLimit},
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// mappingRequest exercises every part of the request mapping: system
+// text, parallel tool calls and their results, an error result, a
+// reasoning-only assistant turn, tools with and without a schema.
+func mappingRequest() llm.Request {
+	return llm.Request{
 		Model:           "gpt-4.1-mini",
 		ReasoningEffort: "low",
 		MaxOutputTokens: 256,
@@ -76,7 +103,12 @@ func TestRequestMapping(t *testing.T) {
 			{Name: "now"},
 		},
 	}
-	_, err := b.p.Stream(context.Background(), req, nil)
+}
+
+func TestRequestMapping(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	_, err := b.p.Stream(context.Background(), mappingRequest(), nil)
 	require.NoError(t, err)
 
 	reqs := b.srv.Requests()
@@ -115,6 +147,210 @@ func TestRequestMappingMinimal(t *testing.T) {
 	body := b.srv.Requests()[0].JSON(t)
 	for _, key := range []string{"tools", "reasoning_effort", "max_completion_tokens", "max_tokens"} {
 		require.NotContains(t, body, key)
+	}
+}
+
+func TestResponsesRequestMapping(t *testing.T) {
+	t.Parallel()
+	b := setupResponses(t)
+	_, err := b.p.Stream(context.Background(), mappingRequest(), nil)
+	require.NoError(t, err)
+
+	reqs := b.srv.Requests()
+	require.Len(t, reqs, 1)
+	require.Equal(t, "/v1/responses", reqs[0].Path)
+	require.Equal(t, "Bearer sk-test", reqs[0].Header.Get("Authorization"))
+	body := reqs[0].JSON(t)
+	require.Equal(t, "gpt-4.1-mini", body["model"])
+	require.Equal(t, true, body["stream"])
+	require.Equal(t, false, body["store"], "chatd keeps the conversation; nothing is stored at OpenAI")
+	require.Equal(t, map[string]any{"effort": "low", "summary": "auto"}, body["reasoning"])
+	require.EqualValues(t, 256, body["max_output_tokens"])
+	require.JSONEq(t, `[
+		{"role":"system","content":"Be brief."},
+		{"role":"user","content":"Weather in Paris and Rome?"},
+		{"role":"assistant","content":"Looking."},
+		{"type":"function_call","call_id":"call_1","name":"weather","arguments":"{\"city\":\"Paris\"}"},
+		{"type":"function_call","call_id":"call_2","name":"weather","arguments":"{\"city\":\"Rome\"}"},
+		{"type":"function_call_output","call_id":"call_1","output":"{\"temp\":21}"},
+		{"type":"function_call_output","call_id":"call_2","output":"error: station offline"},
+		{"role":"user","content":"Thanks"}
+	]`, marshal(t, body["input"]))
+	require.JSONEq(t, `[
+		{"type":"function","name":"weather","description":"Current weather","strict":false,
+			"parameters":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}},
+		{"type":"function","name":"now","strict":false,"parameters":{"type":"object","properties":{}}}
+	]`, marshal(t, body["tools"]))
+}
+
+// TestRequestNoReasoningWithoutEffort: a request without an effort sends
+// no reasoning field on either transport, since non-reasoning models
+// reject it with a 400.
+func TestRequestNoReasoningWithoutEffort(t *testing.T) {
+	t.Parallel()
+	for name, b := range map[string]fixture{"chat completions": setup(t), "responses": setupResponses(t)} {
+		_, err := b.p.Stream(context.Background(), userRequest("hi"), nil)
+		require.NoError(t, err, name)
+		body := b.srv.Requests()[0].JSON(t)
+		for _, key := range []string{"reasoning_effort", "reasoning", "tools", "max_output_tokens", "max_completion_tokens"} {
+			require.NotContains(t, body, key, name)
+		}
+	}
+}
+
+// TestResponsesStreamEvents: the parts of one summary arrive as
+// paragraphs; raw reasoning_text deltas (gpt-oss on Ollama, vLLM) are
+// reasoning too.
+func TestResponsesStreamEvents(t *testing.T) {
+	t.Parallel()
+	b := setupResponses(t)
+	b.srv.SetDefault(llmtest.Raw(
+		`{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","output":[]}}`,
+		`{"type":"response.reasoning_summary_text.delta","sequence_number":1,"item_id":"rs_1","output_index":0,"summary_index":0,"delta":"First."}`,
+		`{"type":"response.reasoning_summary_text.delta","sequence_number":2,"item_id":"rs_1","output_index":0,"summary_index":1,"delta":"Second."}`,
+		`{"type":"response.reasoning_text.delta","sequence_number":3,"item_id":"rs_2","output_index":1,"content_index":0,"delta":" Raw."}`,
+		`{"type":"response.refusal.delta","sequence_number":4,"item_id":"msg_1","output_index":2,"content_index":0,"delta":"No."}`,
+		`{"type":"response.completed","sequence_number":5,"response":{"id":"r","status":"completed","output":[],"usage":{"input_tokens":1,"output_tokens":2,"output_tokens_details":{"reasoning_tokens":1},"input_tokens_details":{"cached_tokens":0},"total_tokens":3}}}`,
+	))
+	resp, err := b.p.Stream(context.Background(), userRequest("hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, []sdk.ChatMessagePart{
+		{Type: sdk.PartReasoning, Text: "First.\n\nSecond. Raw."},
+		{Type: sdk.PartText, Text: "No."},
+	}, resp.Parts)
+	require.Equal(t, llm.Usage{InputTokens: 1, OutputTokens: 2, ReasoningTokens: 1}, resp.Usage)
+}
+
+// TestResponsesCallArgumentsWithoutDeltas: servers that send a function
+// call's arguments only in its done events (or only in output_item.done)
+// still give complete calls, and arguments are never doubled.
+func TestResponsesCallArgumentsWithoutDeltas(t *testing.T) {
+	t.Parallel()
+	b := setupResponses(t)
+	b.srv.SetDefault(llmtest.Raw(
+		`{"type":"response.output_item.added","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_a","name":"a","arguments":""}}`,
+		`{"type":"response.function_call_arguments.done","item_id":"fc_1","output_index":0,"arguments":"{\"x\":1}"}`,
+		`{"type":"response.output_item.done","output_index":0,"item":{"id":"fc_1","type":"function_call","call_id":"call_a","name":"a","arguments":"{\"x\":1}"}}`,
+		`{"type":"response.output_item.done","output_index":1,"item":{"id":"fc_2","type":"function_call","call_id":"call_b","name":"b","arguments":"{\"y\":2}"}}`,
+		`{"type":"response.output_item.added","output_index":2,"item":{"id":"fc_3","type":"function_call","call_id":"call_c","name":"c","arguments":""}}`,
+		`{"type":"response.function_call_arguments.delta","item_id":"fc_3","output_index":2,"delta":"{\"z\":"}`,
+		`{"type":"response.function_call_arguments.delta","item_id":"fc_3","output_index":2,"delta":"3}"}`,
+		`{"type":"response.function_call_arguments.done","item_id":"fc_3","output_index":2,"arguments":"{\"z\":3}"}`,
+		`{"type":"response.output_item.done","output_index":2,"item":{"id":"fc_3","type":"function_call","call_id":"call_c","name":"c","arguments":"{\"z\":3}"}}`,
+		`{"type":"response.completed","response":{"id":"r","status":"completed","output":[],"usage":{"input_tokens":1,"output_tokens":1}}}`,
+	))
+	resp, err := b.p.Stream(context.Background(), userRequest("hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "tool_calls", resp.FinishReason)
+	calls := resp.ToolCalls()
+	require.Len(t, calls, 3)
+	for i, want := range []struct{ id, name, args string }{
+		{"call_a", "a", `{"x":1}`}, {"call_b", "b", `{"y":2}`}, {"call_c", "c", `{"z":3}`},
+	} {
+		require.Equal(t, want.id, calls[i].ToolCallID)
+		require.Equal(t, want.name, calls[i].ToolName)
+		require.JSONEq(t, want.args, string(calls[i].Args))
+	}
+}
+
+func TestResponsesFailed(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		code      string
+		kind      sdk.ChatErrorKind
+		retryable bool
+	}{
+		{"server_error", sdk.ChatErrorGeneric, true},
+		{"rate_limit_exceeded", sdk.ChatErrorRateLimit, true},
+		{"invalid_prompt", sdk.ChatErrorConfig, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.code, func(t *testing.T) {
+			t.Parallel()
+			b := setupResponses(t)
+			b.srv.SetDefault(llmtest.Raw(
+				`{"type":"response.created","sequence_number":0,"response":{"id":"r","status":"in_progress","output":[]}}`,
+				`{"type":"response.failed","sequence_number":1,"response":{"id":"r","status":"failed","output":[],"error":{"code":"`+tc.code+`","message":"it broke"}}}`,
+			))
+			_, err := b.p.Stream(context.Background(), userRequest("hi"), nil)
+			var e *llm.Error
+			require.ErrorAs(t, err, &e)
+			require.Equal(t, tc.kind, e.Kind)
+			require.Equal(t, tc.retryable, e.Retryable)
+			require.Equal(t, "it broke", e.Message)
+			require.Equal(t, "openai", e.Provider)
+		})
+	}
+}
+
+// TestTransportDefault: with no override the known-model rule picks the
+// wire: a known model goes to /v1/responses, any other to Chat
+// Completions.
+func TestTransportDefault(t *testing.T) {
+	t.Parallel()
+	resp := llmtest.NewOpenAIResponses(t)
+	_, err := openai.New(openai.Config{BaseURL: resp.URL}).Stream(context.Background(), providertest.UserRequest("gpt-5-mini", "hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/responses", resp.Requests()[0].Path)
+
+	chat := llmtest.NewOpenAI(t)
+	_, err = openai.New(openai.Config{BaseURL: chat.URL}).Stream(context.Background(), providertest.UserRequest("llama3.2:3b", "hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/chat/completions", chat.Requests()[0].Path)
+}
+
+// TestWithResponsesAPI: per-model overrides over one provider's client.
+func TestWithResponsesAPI(t *testing.T) {
+	t.Parallel()
+	chat, resp := llmtest.NewOpenAI(t), llmtest.NewOpenAIResponses(t)
+	base := openai.New(openai.Config{Name: "acme", BaseURL: chat.URL})
+	forced := base.WithResponsesAPI(ptr(true))
+	require.False(t, base.UsesResponsesAPI("llama3.2:3b"))
+	require.True(t, forced.UsesResponsesAPI("llama3.2:3b"))
+	require.True(t, base.UsesResponsesAPI("gpt-5"))
+	require.False(t, base.WithResponsesAPI(ptr(false)).UsesResponsesAPI("gpt-5"))
+	require.Equal(t, "acme", forced.Name())
+
+	// Both streams go to the base URL of the one client; only the path differs.
+	_, err := base.Stream(context.Background(), providertest.UserRequest("llama3.2:3b", "hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/chat/completions", chat.Requests()[0].Path)
+	forcedResp := openai.New(openai.Config{BaseURL: resp.URL}).WithResponsesAPI(ptr(true))
+	_, err = forcedResp.Stream(context.Background(), providertest.UserRequest("llama3.2:3b", "hi"), nil)
+	require.NoError(t, err)
+	require.Equal(t, "/v1/responses", resp.Requests()[0].Path)
+}
+
+func TestUsesResponsesAPI(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		model    string
+		override *bool
+		want     bool
+	}{
+		{"gpt-5", nil, true},
+		{"gpt-4.1-mini", nil, true},
+		{"o3", nil, true},
+		{"o1-pro", nil, true},
+		{"GPT-5-MINI", nil, true},
+		{"gpt-6-astra", nil, true},
+		{"gpt-6-astra-2027-01-15", nil, true}, // a dated snapshot absent from the list
+		{"GPT-6-Astra-Preview", nil, true},
+		{"gpt-5.9-new-release", nil, false}, // unknown: Chat Completions
+		{"gpt-3.5-turbo", nil, false},
+		{"gpt-4o-audio-preview", nil, false},
+		{"llama3.2:3b", nil, false},
+		{"", nil, false},
+		{"llama3.2:3b", ptr(true), true},
+		{"gpt-5", ptr(false), false},
+		{"gpt-6-astra", ptr(false), false},
+	}
+	for _, tc := range cases {
+		name := tc.model
+		if tc.override != nil {
+			name = fmt.Sprintf("%s override %v", tc.model, *tc.override)
+		}
+		require.Equal(t, tc.want, openai.UsesResponsesAPI(tc.model, tc.override), name)
 	}
 }
 

@@ -17,6 +17,7 @@ import { ReviewCard } from './review.js';
 import { ApprovalCard } from './approval.js';
 import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } from './send.js';
 import { ToolsPopover, MCPNotice, onMCP } from './mcp.js';
+import { Outcomes } from './outcomes.js';
 
 const STALE_PREVIEW_MS = 1500;
 
@@ -55,6 +56,8 @@ export class ChatView {
       onDown: () => {
         this.next = null;
         this.pill.hidden = false;
+        this.offline = true;
+        this.scheduleRender();
       },
       onGone: (deleted) => {
         this.notFound();
@@ -81,7 +84,10 @@ export class ChatView {
       onEdit: (m) => this.startEdit(m.id),
       onSaveEdit: (m, text) => this.saveEdit(m, text),
       onCancelEdit: () => this.cancelEdit(),
+      onContinue: () => this.sendMessage('Continue', 'queue', false),
+      onRegenerate: () => this.retryLast(),
     });
+    this.outcomes = new Outcomes(() => this.scheduleRender());
     this.banner = new ErrorBanner({
       onRetry: () => this.retryLast(),
       onEditLast: () => this.startEdit(this.thread.lastUserId),
@@ -170,6 +176,7 @@ export class ChatView {
     this.closed = true;
     this.stream.close();
     this.pill.hidden = true;
+    this.menuBtn.hidden = true; // nothing to rename, archive or delete
     this.titleEl.textContent = 'Chat not found';
     this.el.querySelector('.dock').hidden = true;
     this.thread.replace(h('div', { class: 'empty-state' },
@@ -226,6 +233,22 @@ export class ChatView {
     this.loaded = true;
     this.pill.hidden = true;
     this.app.sidebar.patchLocal(this.id, { status: next.status });
+    if (this.offline) this.backOnline(next);
+  }
+
+  // backOnline runs when a lost connection is back (its bootstrap is in):
+  // a Stop pressed meanwhile is sent now if the chat still runs, and a
+  // send whose answer was lost is looked up (read-only), so "Retry same
+  // request" is offered when the server never got it. Nothing is resent
+  // by itself.
+  backOnline(s) {
+    this.offline = false;
+    if (this.stopQueued) {
+      this.stopQueued = false;
+      if (s.status === 'running' || s.status === 'requires_action') this.stop();
+    }
+    const p = this.send.pending;
+    if (p && p.state === 'unconfirmed' && !p.lookup) this.send.checkOutcome();
   }
 
   // ---- rendering --------------------------------------------------------
@@ -245,17 +268,25 @@ export class ChatView {
     const stick = this.thread.sticky();
     this.settleSend(s);
     const p = this.send.pending;
+    const idle = s.status === 'waiting' || s.status === 'error';
     this.thread.render(s, {
+      idle: idle && !p && !(this.chat && this.chat.archived),
+      outcome: (requestId) => this.outcomes.of(requestId),
       editingId: this.editingId,
       saved: this.saved,
       ghost: p ? () => this.ghost(p) : null,
       ghostSig: p ? JSON.stringify([p, p.state === 'progress' && this.admittedMessage(p)]) : '',
     });
+    // The latest turns' outcomes (the current turn's only once it ended).
+    const asks = this.thread.requestIds;
+    this.outcomes.want(idle ? asks : asks.slice(0, -1));
     this.archived.show(!!(this.chat && this.chat.archived));
     const running = s.status === 'running' || s.status === 'interrupting';
-    this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting' });
+    this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting' || !!this.stopQueued, locked: !!(this.chat && this.chat.archived) });
     const review = this.underReview(s);
     s.review = !!review;
+    s.offline = !!this.offline;
+    s.stopQueued = !!this.stopQueued;
     this.statusLine.show(s);
     if (this.chat) this.mcpNotice.show(this.mcpSelection());
     this.queue.show(s.queue);
@@ -371,12 +402,26 @@ export class ChatView {
     this.scheduleRender();
   }
 
+  // stop interrupts the chat; while the connection is down (or the
+  // request cannot reach the server) the Stop waits and is sent when the
+  // connection is back.
   async stop() {
+    if (this.offline) {
+      this.queueStop();
+      return;
+    }
     try {
       await api('POST', `/chats/${this.id}/interrupt`);
     } catch (e) {
-      if (!(e instanceof ApiError && e.code === 'TRANSITION_NOT_ALLOWED')) toast('Could not stop', 'error', e.message);
+      if (e instanceof ApiError && e.status === 0) this.queueStop();
+      else if (!(e instanceof ApiError && e.code === 'TRANSITION_NOT_ALLOWED')) toast('Could not stop', 'error', e.message);
     }
+  }
+
+  queueStop() {
+    if (!this.stopQueued) toast('Offline: Stop will be sent when the connection is back.');
+    this.stopQueued = true;
+    this.scheduleRender();
   }
 
   async promote(q) {
@@ -418,14 +463,16 @@ export class ChatView {
 
   // ---- sending (durable, send.js) -----------------------------------------
 
-  async sendMessage(text, behavior) {
+  // sendMessage sends text durably; from the composer (the default) it
+  // clears the draft, from a button (Continue) it leaves the draft alone.
+  async sendMessage(text, behavior, fromComposer = true) {
     const body = { content: textContent(text), request_id: newUUID(), ...this.modelFields() };
     if (isBusy(this.state.status)) body.busy_behavior = behavior === 'interrupt' ? 'interrupt' : 'queue';
     if (!this.send.start(body, text)) {
       toast('A message is still unconfirmed', 'error', 'Check its outcome or discard it before sending another.');
       return;
     }
-    this.composer.clear();
+    if (fromComposer) this.composer.clear();
     this.scheduleRender();
     this.thread.scrollToBottom();
     await this.send.post();

@@ -95,12 +95,20 @@ export class Composer {
     this.updateButtons();
   }
 
-  // setState tells the composer whether the chat is busy (messages queue)
-  // and running (Stop is offered).
-  setState({ busy, running, stopping }) {
+  // setState tells the composer whether the chat is busy (messages queue),
+  // running (Stop is offered), and locked (archived: nothing can be sent
+  // until it is unarchived; the draft is kept).
+  setState({ busy, running, stopping, locked }) {
     this.busy = !!busy;
     this.running = !!running;
     this.stopping = !!stopping;
+    if (!!locked !== !!this.locked) {
+      this.locked = !!locked;
+      this.textarea.disabled = this.locked;
+      this.textarea.placeholder = this.locked ? 'Unarchive this chat to send a message' : (this.opts.placeholder || 'Message chatd');
+      this.form.classList.toggle('locked', this.locked);
+      if (this.locked) this.hidePopup();
+    }
     this.updateButtons();
   }
 
@@ -111,7 +119,7 @@ export class Composer {
     this.stopBtn.disabled = !!this.stopping;
     // While running, Send becomes Stop; typed text still goes to the queue.
     this.sendBtn.hidden = this.running && !hasText;
-    this.sendBtn.disabled = !hasText;
+    this.sendBtn.disabled = !hasText || !!this.locked;
     const label = this.busy ? (this.behavior === 'interrupt' ? 'Interrupt and send' : 'Add to queue') : 'Send message';
     this.sendBtn.setAttribute('aria-label', label);
     this.sendBtn.title = label + ' (Enter)';
@@ -139,7 +147,7 @@ export class Composer {
 
   submit() {
     const text = this.textarea.value.trim();
-    if (!text) return;
+    if (!text || this.locked) return;
     const cmd = this.opts.commands ? parseCommand(text) : null;
     this.hidePopup();
     if (cmd) {

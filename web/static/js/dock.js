@@ -32,7 +32,12 @@ function toolTitle(name) {
 }
 
 // statusText is what the status line says for chat state s, or null.
+// While the connection is down the last known state is not news: the line
+// says so instead of "Streaming…".
 export function statusText(s) {
+  if (s.offline && s.status) {
+    return { cls: 'offline', text: s.stopQueued ? 'Offline — Stop will be sent when the connection is back' : 'Offline — reconnecting…' };
+  }
   if (s.retry && s.status === 'running') {
     const left = (Date.parse(s.retry.retrying_at) - Date.now()) / 1000;
     const what = KIND_LABEL[s.retry.kind] || 'Provider error';
@@ -48,13 +53,13 @@ export function statusText(s) {
     }
     case 'interrupting': return { cls: 'interrupting', text: 'Interrupting…' };
     case 'requires_action': return { cls: 'action', text: s.review ? 'Waiting for an operator review' : s.approvals && s.approvals.length ? 'Waiting for your approval' : 'Waiting for your tool result' };
-    case 'error': return { cls: 'error', text: 'Error' };
+    // An error has its banner just below: no status line repeating "Error".
     default: return null;
   }
 }
 
 // StatusLine: Thinking / Streaming / Calling a tool / Interrupting /
-// Waiting for your tool result / Error, and the retry countdown.
+// Waiting for your tool result, and the retry countdown (an error has its banner).
 export class StatusLine {
   constructor() {
     this.el = h('div', { class: 'status-line', role: 'status', 'aria-live': 'polite' });
@@ -97,10 +102,10 @@ export class QueueChips {
     this.el.hidden = queue.length === 0;
     this.el.replaceChildren(
       h('span', { class: 'queue-label', text: `Queued (${queue.length})` }),
-      ...queue.map((q) => h('div', { class: 'queue-chip', dataset: { id: q.id } },
+      h('div', { class: 'queue-chips' }, ...queue.map((q) => h('div', { class: 'queue-chip', dataset: { id: q.id } },
         h('span', { class: 'queue-text', text: messageText(q) || '(attachment)', title: messageText(q) }),
         h('button', { type: 'button', class: 'chip-btn', onclick: () => this.handlers.onPromote(q), title: 'Stop the current reply and send this now' }, 'Send now'),
-        h('button', { type: 'button', class: 'chip-btn icon-only', 'aria-label': 'Remove from queue', title: 'Remove from queue', onclick: () => this.handlers.onRemove(q) }, icon('x')))));
+        h('button', { type: 'button', class: 'chip-btn icon-only', 'aria-label': 'Remove from queue', title: 'Remove from queue', onclick: () => this.handlers.onRemove(q) }, icon('x'))))));
   }
 }
 
@@ -125,7 +130,11 @@ export class ErrorBanner {
     }
     const label = KIND_LABEL[err.kind] || 'Error';
     let hint = KIND_HINT[err.kind] || 'Retry, or edit your last message.';
-    if (/context|too long|token/i.test(err.message + ' ' + (err.detail || ''))) hint = 'The conversation may be too long: /compact summarizes it, /clear starts a fresh context.';
+    // /compact and /clear only where they can help: a conversation too
+    // long for the model, or a chat whose history needs a fresh context.
+    const tooLong = /context|too long|token/i.test(err.message + ' ' + (err.detail || ''));
+    if (tooLong) hint = 'The conversation may be too long: /compact summarizes it, /clear starts a fresh context.';
+    const compact = tooLong, clear = tooLong || err.kind === 'invalid_state';
     const hd = this.handlers;
     this.el.replaceChildren(h('div', { class: 'error-banner', role: 'alert' },
       icon('alert', 'banner-icon'),
@@ -138,8 +147,8 @@ export class ErrorBanner {
         h('div', { class: 'banner-actions' },
           hasUserMessage ? h('button', { type: 'button', class: 'btn small primary', onclick: () => hd.onRetry() }, icon('retry'), 'Retry') : null,
           hasUserMessage ? h('button', { type: 'button', class: 'btn small', onclick: () => hd.onEditLast() }, icon('edit'), 'Edit last message') : null,
-          h('button', { type: 'button', class: 'btn small ghost', onclick: () => hd.onCommand({ name: 'compact' }) }, '/compact'),
-          h('button', { type: 'button', class: 'btn small ghost', onclick: () => hd.onCommand({ name: 'clear' }) }, '/clear')))));
+          compact ? h('button', { type: 'button', class: 'btn small ghost', onclick: () => hd.onCommand({ name: 'compact' }) }, '/compact') : null,
+          clear ? h('button', { type: 'button', class: 'btn small ghost', onclick: () => hd.onCommand({ name: 'clear' }) }, '/clear') : null))));
   }
 }
 

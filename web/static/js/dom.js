@@ -61,6 +61,9 @@ const ICONS = {
   tag: 'M4 4h7l9 9-7 7-9-9zM8 8h.01',
   clock: 'M12 4a8 8 0 1 0 0 16a8 8 0 1 0 0-16zM12 8v4l3 2',
   spark: 'M12 3v4M12 17v4M3 12h4M17 12h4M6 6l2.5 2.5M15.5 15.5L18 18M6 18l2.5-2.5M15.5 8.5L18 6',
+  sun: 'M12 8a4 4 0 1 0 0 8a4 4 0 1 0 0-8zM12 2v2M12 20v2M4.9 4.9l1.4 1.4M17.7 17.7l1.4 1.4M2 12h2M20 12h2M4.9 19.1l1.4-1.4M17.7 6.3l1.4-1.4',
+  moon: 'M20 14.5A8 8 0 1 1 9.5 4a6.5 6.5 0 0 0 10.5 10.5z',
+  monitor: 'M4 5h16v11H4zM9 20h6M12 16v4',
 };
 
 // icon returns an inline SVG icon (decorative: aria-hidden).
@@ -124,6 +127,23 @@ function wrap(getStorage) {
   };
 }
 export const local = wrap(() => window.localStorage);
+
+// THEMES are the theme switch's choices: system follows the OS setting.
+export const THEMES = [['system', 'System', 'monitor'], ['light', 'Light', 'sun'], ['dark', 'Dark', 'moon']];
+
+// theme is the remembered choice (system by default).
+export function theme() {
+  const t = local.get('chatd.theme', 'system');
+  return THEMES.some(([v]) => v === t) ? t : 'system';
+}
+
+// setTheme applies and remembers a choice (js/theme.js applies it on the
+// next load before the first paint).
+export function setTheme(t) {
+  if (t === 'light' || t === 'dark') document.documentElement.dataset.theme = t;
+  else delete document.documentElement.dataset.theme;
+  local.set('chatd.theme', t === 'system' ? null : t);
+}
 export const session = wrap(() => window.sessionStorage);
 
 export function isToday(date) {

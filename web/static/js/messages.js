@@ -135,8 +135,19 @@ function actionButton(label, iconName, onclick, extra = {}) {
   return h('button', { type: 'button', class: 'icon-btn', 'aria-label': label, title: label, onclick, ...extra }, icon(iconName));
 }
 
-// userMessage renders a user message with its hover actions.
-export function userMessage(m, actions) {
+// turnNote is the note under a turn: "Stopped" (with Continue on the
+// latest), or a failed turn's error.
+function turnNote(note, actions) {
+  if (note.kind === 'failed') {
+    return h('div', { class: 'msg-note failed', role: 'note' }, icon('alert'), h('span', { text: `This turn failed: ${note.text}` }));
+  }
+  return h('div', { class: 'msg-note stopped', role: 'note' }, icon('stop'), h('span', { text: 'Stopped' }),
+    note.canContinue ? h('button', { type: 'button', class: 'btn small', onclick: () => actions.continue() }, 'Continue') : null);
+}
+
+// userMessage renders a user message with its hover actions, and its
+// turn's note (null: none).
+export function userMessage(m, actions, note = null) {
   const text = messageText(m);
   const bubble = h('div', { class: 'bubble' });
   setHTML(bubble, renderPlain(text));
@@ -147,7 +158,8 @@ export function userMessage(m, actions) {
     h('div', { class: 'msg-actions' },
       h('span', { class: 'msg-time', text: formatTime(m.created_at) }),
       actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget)),
-      actions.edit ? actionButton('Edit message', 'edit', () => actions.edit(m)) : null));
+      actions.edit ? actionButton('Edit message', 'edit', () => actions.edit(m)) : null),
+    note ? turnNote(note, actions) : null);
 }
 
 // editor is the inline editor of a user message.
@@ -186,13 +198,17 @@ export function userEditor(m, onSave, onCancel) {
   return node;
 }
 
-// assistantMessage renders committed assistant parts.
-export function assistantMessage(m, ctx, actions) {
+// assistantMessage renders committed assistant parts; extra: {stopped (the
+// turn was stopped: this is its last reply), canContinue, canRegenerate
+// (the latest reply of an idle chat)}.
+export function assistantMessage(m, ctx, actions, extra = {}) {
   const text = messageText(m);
-  return h('div', { class: 'msg msg-assistant', dataset: { id: m.id } },
+  return h('div', { class: 'msg msg-assistant' + (extra.stopped ? ' stopped' : ''), dataset: { id: m.id } },
     partsNodes(m.content || [], { ...ctx, reasoningSeconds: ctx.reasoningFor(m) }, false),
-    text ? h('div', { class: 'msg-actions' },
-      actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget))) : null);
+    extra.stopped ? turnNote({ kind: 'stopped', canContinue: extra.canContinue }, actions) : null,
+    text || extra.canRegenerate ? h('div', { class: 'msg-actions' },
+      text ? actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget)) : null,
+      extra.canRegenerate ? actionButton('Regenerate', 'retry', () => actions.regenerate()) : null) : null);
 }
 
 // orphanResults renders a tool message whose calls are not on screen.

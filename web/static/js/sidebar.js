@@ -2,7 +2,7 @@
 // grouped Pinned / Today / Earlier with status dots and per-chat menus,
 // and the Archived view.
 
-import { h, icon, isToday, debounce } from './dom.js';
+import { h, icon, isToday, debounce, THEMES, theme, setTheme } from './dom.js';
 import { api } from './api.js';
 import { openMenu, dialog, toast } from './widgets.js';
 
@@ -63,11 +63,30 @@ export class Sidebar {
         h('div', { class: 'user' },
           h('span', { class: 'avatar', 'aria-hidden': 'true', text: (app.me && app.me.username || '?').slice(0, 1).toUpperCase() }),
           this.userName,
+          this.themeBtn = h('button', { type: 'button', class: 'icon-btn theme-btn', onclick: () => this.cycleTheme() }),
           h('button', { type: 'button', class: 'icon-btn', 'aria-label': 'Log out', title: 'Log out', onclick: () => app.logout() }, icon('logout')))));
+    this.showTheme();
     this.renderSkeleton();
     this.timer = setInterval(() => {
       if (document.visibilityState === 'visible' && !this.renamingId && !document.querySelector('.menu')) this.refresh();
     }, 5000);
+  }
+
+  // cycleTheme switches System -> Light -> Dark -> System.
+  cycleTheme() {
+    const i = THEMES.findIndex(([v]) => v === theme());
+    setTheme(THEMES[(i + 1) % THEMES.length][0]);
+    this.showTheme();
+  }
+
+  showTheme() {
+    const i = THEMES.findIndex(([v]) => v === theme());
+    const [value, label, glyph] = THEMES[i];
+    const next = THEMES[(i + 1) % THEMES.length][1];
+    this.themeBtn.dataset.theme = value;
+    this.themeBtn.setAttribute('aria-label', `Theme: ${label}`);
+    this.themeBtn.title = `Theme: ${label} (switch to ${next})`;
+    this.themeBtn.replaceChildren(icon(glyph));
   }
 
   focusSearch() {
@@ -238,8 +257,8 @@ export class Sidebar {
   }
 
   async toggleArchive(c) {
-    await this.patch(c, { archived: !c.archived });
-    toast(c.archived ? 'Chat restored from the archive.' : 'Chat archived.');
+    const archive = !c.archived;
+    if (await this.patch(c, { archived: archive })) toast(archive ? 'Chat archived.' : 'Chat restored from the archive.');
   }
 
   async remove(c) {
@@ -254,15 +273,20 @@ export class Sidebar {
     }
   }
 
+  // patch changes the chat and answers whether the server took it (a
+  // failure is toasted here).
   async patch(c, body) {
+    let ok = false;
     try {
       await api('PATCH', `/chats/${c.id}`, body);
       Object.assign(c, body);
       this.app.onChatPatched(c.id, body);
+      ok = true;
     } catch (e) {
       toast('Could not update the chat', 'error', e.message);
     }
     await this.refresh();
+    return ok;
   }
 
   destroy() { clearInterval(this.timer); }

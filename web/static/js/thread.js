@@ -96,8 +96,31 @@ export class Thread {
   // saved the ids of messages shown from a saved (replayed) answer, ghost
   // (or null) the node maker for a pending send, ghostSig its signature.
   // It sets lastUserId.
-  render(s, { editingId, saved, ghost, ghostSig }) {
+  // idle says the chat takes a new turn now (Continue, Regenerate);
+  // outcome(requestId) is a finished turn's durable outcome, or null.
+  // It also sets requestIds: the request ids of the user messages, in order.
+  render(s, { editingId, saved, ghost, ghostSig, idle = false, outcome = () => null }) {
     const msgs = [...s.messages.values()].sort((a, b) => a.id - b.id);
+    // Each turn: its user message and the last assistant message it has.
+    const lastReply = new Map();
+    let turn = null, lastTurn = null, lastAssistant = null;
+    this.requestIds = [];
+    for (const m of msgs) {
+      if (render.boundaryOf(m)) continue;
+      if (m.role === 'user') {
+        turn = lastTurn = m;
+        if (m.request_id) this.requestIds.push(m.request_id);
+      } else if (m.role === 'assistant' && turn) {
+        lastReply.set(turn.id, m.id);
+        lastAssistant = m;
+      }
+    }
+    const stoppedStatus = (u) => {
+      const o = u && outcome(u.request_id);
+      return !!o && (o.status === 'interrupted' || o.status === 'superseded');
+    };
+    const replyOf = new Map([...lastReply].map(([u, a]) => [a, u]));
+    const users = new Map(msgs.filter((m) => m.role === 'user').map((m) => [m.id, m]));
     const results = new Map();
     const calls = new Set();
     for (const m of msgs) {
@@ -114,6 +137,8 @@ export class Thread {
     const actions = {
       copy: async (text, btn) => { if (await copyText(text)) flashCopied(btn); },
       edit: (m) => hd.onEdit(m),
+      continue: () => hd.onContinue(),
+      regenerate: () => hd.onRegenerate(),
     };
     const waitSig = [...waitingIds].join(',') + '|' + [...approvalIds].join(',');
 
@@ -141,18 +166,33 @@ export class Thread {
       if (m.role === 'user') {
         this.lastUserId = m.id;
         const editing = editingId === m.id;
+        const isLast = m === lastTurn;
+        const o = outcome(m.request_id);
+        // A failed turn keeps its error here once the chat has moved on
+        // (the banner shows the current one); a turn stopped before any
+        // reply says so here.
+        const note = o && o.status === 'error' && !(isLast && s.status === 'error')
+          ? { kind: 'failed', text: (o.last_error && o.last_error.message) || 'The turn failed.' }
+          : stoppedStatus(m) && !lastReply.has(m.id) ? { kind: 'stopped', canContinue: isLast && idle } : null;
         items.push({
-          key: 'u' + m.id, sig: JSON.stringify([m.content, editing]),
-          make: () => editing ? render.userEditor(m, (text) => hd.onSaveEdit(m, text), () => hd.onCancelEdit()) : render.userMessage(m, actions),
+          key: 'u' + m.id, sig: JSON.stringify([m.content, editing, note]),
+          make: () => editing ? render.userEditor(m, (text) => hd.onSaveEdit(m, text), () => hd.onCancelEdit()) : render.userMessage(m, actions, note),
         });
       } else if (m.role === 'assistant') {
         const own = (m.content || []).filter((p) => p.type === 'tool-call').map((p) => results.get(p.tool_call_id) || null);
         const rsec = this.reasoningFor(m);
         const isSaved = !!(saved && saved.has(m.id));
+        const u = users.get(replyOf.get(m.id));
+        const last = m === lastAssistant && u === lastTurn;
+        const extra = {
+          stopped: !!u && stoppedStatus(u),
+          canContinue: last && idle,
+          canRegenerate: last && idle && !!u,
+        };
         items.push({
-          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved, toolsSig(m)]),
+          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved, toolsSig(m), extra]),
           make: () => {
-            const node = render.assistantMessage(m, ctx, actions);
+            const node = render.assistantMessage(m, ctx, actions, extra);
             if (isSaved) {
               node.classList.add('saved');
               node.prepend(h('div', { class: 'saved-label', title: 'This request was answered before; nothing ran again.' }, icon('check'), 'Saved answer'));

@@ -1,0 +1,281 @@
+package ui_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/sdk"
+)
+
+const jsToasts = `[...document.querySelectorAll('.toast')].map(e => e.textContent)`
+
+// Archive and unarchive say what they did, and only when the server took
+// it; an archived chat's composer takes no input until it is unarchived.
+func TestBrowserArchiveToastsAndComposer(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	b.typeAndSend("Archive me later")
+	b.waitJS("the reply", jsIdle+` && document.querySelector('.thread .msg-assistant')`)
+	composer := `document.querySelector('#composer-input')`
+
+	b.chatMenu("Archive me later")
+	b.clickText(".menu .menu-item", "Archive")
+	b.waitJS("the archived toast", jsToasts+`.some(t => t.includes('Chat archived.'))`)
+	require.False(t, eval[bool](b, jsToasts+`.some(t => t.includes('restored'))`), "not the opposite toast")
+	b.waitJS("the archived banner", `document.querySelector('.info-banner')?.textContent.includes('archived')`)
+	require.True(t, eval[bool](b, composer+`.disabled`), "the composer of an archived chat is disabled")
+	require.Contains(t, eval[string](b, composer+`.placeholder`), "Unarchive")
+	require.True(t, eval[bool](b, `document.querySelector('.send-btn').disabled`))
+	b.shot("60-archived-composer")
+
+	eval[chromedp.Void](b, `document.querySelectorAll('.toast').forEach(e => e.remove())`)
+	b.clickText(".side-btn", "Archived")
+	b.chatMenu("Archive me later")
+	b.clickText(".menu .menu-item", "Unarchive")
+	b.waitJS("the restored toast", jsToasts+`.some(t => t.includes('Chat restored from the archive.'))`)
+	require.False(t, eval[bool](b, jsToasts+`.some(t => t.includes('Chat archived.'))`))
+	b.waitJS("the composer enabled again", `!`+composer+`.disabled && !document.querySelector('.info-banner')`)
+
+	// A patch the server refuses (the chat is gone) shows the error only.
+	eval[chromedp.Void](b, `document.querySelectorAll('.toast').forEach(e => e.remove())`)
+	b.clickText(".side-btn", "Back to chats")
+	chats, err := b.api.ListChats(b.ctx, sdk.ListChatsOptions{Archived: "all"})
+	require.NoError(t, err)
+	require.Len(t, chats, 1)
+	b.chatMenu("Archive me later")
+	require.NoError(t, b.api.DeleteChat(b.ctx, chats[0].ID))
+	b.clickText(".menu .menu-item", "Archive")
+	b.waitJS("the error toast", jsToasts+`.some(t => t.includes('Could not update the chat'))`)
+	require.False(t, eval[bool](b, jsToasts+`.some(t => t.includes('Chat archived.'))`), "no success toast after a failed patch")
+	b.checkNoProblems()
+}
+
+// The theme switch pins Light or Dark over the system's preference,
+// remembered across reloads; System follows the system again.
+func TestBrowserThemeSwitch(t *testing.T) {
+	b := startBrowser(t)
+	b.scheme("dark")
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	bg := func() string { return eval[string](b, `getComputedStyle(document.body).backgroundColor`) }
+	btn := `document.querySelector('.theme-btn')`
+	const light, dark = "rgb(255, 255, 255)", "rgb(22, 23, 27)"
+
+	require.Equal(t, "Theme: System", eval[string](b, btn+`.getAttribute('aria-label')`))
+	require.Equal(t, dark, bg(), "System follows the (emulated) dark preference")
+
+	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	require.Equal(t, "Theme: Light", eval[string](b, btn+`.getAttribute('aria-label')`))
+	require.Equal(t, light, bg(), "Light over a dark system")
+	b.shot("61-theme-light-on-dark-system")
+
+	b.do(chromedp.Reload())
+	b.waitJS("the app again", `document.querySelector('.theme-btn')`)
+	require.Equal(t, "light", eval[string](b, `document.documentElement.dataset.theme`), "remembered")
+	require.Equal(t, light, bg())
+
+	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	require.Equal(t, "Theme: Dark", eval[string](b, btn+`.getAttribute('aria-label')`))
+	b.scheme("light")
+	require.Equal(t, dark, bg(), "Dark over a light system")
+
+	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	require.Equal(t, "Theme: System", eval[string](b, btn+`.getAttribute('aria-label')`))
+	require.False(t, eval[bool](b, `'theme' in document.documentElement.dataset`))
+	require.Equal(t, light, bg(), "System follows the light preference")
+	b.checkNoProblems()
+}
+
+// The new-chat Options panel never covers the heading: on short windows
+// the panel scrolls and the heading moves up, fully visible above the
+// composer.
+func TestBrowserNewChatOptionsLayout(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	for _, size := range [][2]int64{{1280, 800}, {1280, 680}, {390, 844}} {
+		b.do(chromedp.EmulateViewport(size[0], size[1]))
+		for _, open := range []bool{false, true} {
+			if open {
+				eval[chromedp.Void](b, `document.querySelector('.new-options').open = true`)
+			} else {
+				eval[chromedp.Void](b, `document.querySelector('.new-options').open = false`)
+			}
+			b.waitJS("layout", `document.querySelector('.new-options').open === `+map[bool]string{true: "true", false: "false"}[open])
+			visible := eval[bool](b, `(() => {
+				const h = document.querySelector('.hero h2').getBoundingClientRect();
+				const s = document.querySelector('.new-chat-view .scroller').getBoundingClientRect();
+				const d = document.querySelector('.new-chat-view .dock').getBoundingClientRect();
+				return h.top >= s.top && h.bottom <= s.bottom && h.bottom <= d.top;
+			})()`)
+			require.True(t, visible, "the heading is fully visible at %dx%d with Options open=%v", size[0], size[1], open)
+		}
+		b.shot("62-new-chat-options-" + map[bool]string{true: "phone", false: "desktop"}[size[0] < 800])
+	}
+	b.checkNoProblems()
+}
+
+// Cosmetics: queue chips that wrap line up under the first chip, not under
+// the label; the not-found page's button is not underlined and its header
+// has no chat menu; toasts keep clear of code blocks' Copy buttons.
+func TestBrowserCosmetics(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+
+	// A chat waiting for a dynamic tool's result is busy: sends queue.
+	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{
+		Content:            []sdk.ChatMessagePart{{Type: sdk.PartText, Text: "/tool lookup {}"}},
+		UnsafeDynamicTools: []sdk.DynamicTool{{Name: "lookup", Description: "Look up", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+	})
+	require.NoError(t, err)
+	b.do(chromedp.Navigate(b.base + "/chats/" + chat.ID.String()))
+	b.waitJS("the action card", `document.querySelector('.action-card')`)
+	for i, text := range []string{"First queued question", "Second queued question", "Third queued question, a longer one"} {
+		b.typeAndSend(text)
+		b.waitJS("the chip", fmt.Sprintf(`document.querySelectorAll('.queue-chip').length === %d && !document.querySelector('.thread .ghost')`, i+1))
+	}
+	for _, width := range []int64{1280, 390} {
+		b.do(chromedp.EmulateViewport(width, 800))
+		under := eval[bool](b, `(() => {
+			const label = document.querySelector('.queue-label').getBoundingClientRect();
+			return [...document.querySelectorAll('.queue-chip')].every(c => c.getBoundingClientRect().left >= label.right);
+		})()`)
+		require.True(t, under, "every chip right of the label at width %d", width)
+	}
+	b.shot("63-queue-chips-phone")
+	b.do(chromedp.EmulateViewport(1280, 860))
+
+	// A toast stays left of the column's right edge, where code blocks
+	// have their Copy button.
+	eval[chromedp.Void](b, `import('/js/widgets.js').then(m => m.toast('A toast with a fairly long message in it', 'info'))`)
+	b.waitJS("the toast", `document.querySelector('.toast')`)
+	clear := eval[bool](b, `(() => {
+		const t = document.querySelector('.toast').getBoundingClientRect();
+		const col = document.querySelector('.thread').getBoundingClientRect();
+		return t.right < col.right - 80;
+	})()`)
+	require.True(t, clear, "the toast keeps clear of the top-right of the column")
+	b.checkNoProblems() // the not-found page's stream attempt logs its 404
+
+	b.do(chromedp.Navigate(b.base + "/chats/00000000-0000-4000-8000-0000000000ff"))
+	b.waitJS("the not-found page", `document.querySelector('.empty-state a.btn')`)
+	require.Equal(t, "none", eval[string](b, `getComputedStyle(document.querySelector('.empty-state a.btn')).textDecorationLine`))
+	require.True(t, eval[bool](b, `document.querySelector('.chat-header [aria-label="Chat options"]').hidden`), "no chat menu on the not-found page")
+	b.shot("64-not-found")
+}
+
+// A stopped reply says "Stopped" with Continue (also after a reload); the
+// latest reply has Regenerate; a failed turn keeps its error on its user
+// message after the chat moved on.
+func TestBrowserTurnNotes(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	const replies = `document.querySelectorAll('.thread .msg-assistant:not(.streaming):not(.typing)')`
+	lastReply := replies + `[` + replies + `.length - 1]`
+
+	// Stop mid-reply.
+	b.typeAndSend(strings.Repeat("Please write a long answer about streaming. ", 6))
+	b.waitJS("a streaming preview", jsPreviewLen+` > 40`)
+	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.waitJS("the stopped note with Continue", jsIdle+` && `+lastReply+`?.querySelector('.msg-note.stopped button')?.textContent === 'Continue'`)
+	require.Equal(t, 1, eval[int](b, replies+`.length`))
+	b.shot("65-stopped")
+
+	b.do(chromedp.Reload())
+	b.waitJS("the stopped note after a reload", lastReply+`?.querySelector('.msg-note.stopped button')`)
+	require.Contains(t, eval[string](b, lastReply+`.querySelector('.msg-note').textContent`), "Stopped")
+
+	// Continue sends "Continue" as a new turn; the old reply stays Stopped
+	// without the button.
+	b.setValue("#composer-input", "my draft")
+	b.do(chromedp.Click(chromedp.CSS(".msg-note.stopped button")))
+	b.waitJS("the continued reply", jsIdle+` && `+replies+`.length === 2`)
+	require.Equal(t, "Continue", eval[[]string](b, jsUserTexts)[1])
+	require.Equal(t, "my draft", eval[string](b, `document.querySelector('#composer-input').value`), "Continue leaves the draft alone")
+	require.True(t, eval[bool](b, replies+`[0].querySelector('.msg-note.stopped') && !`+replies+`[0].querySelector('.msg-note button')`))
+	require.False(t, eval[bool](b, lastReply+`.querySelector('.msg-note') !== null`), "a completed reply has no note")
+	b.setValue("#composer-input", "")
+
+	// Regenerate re-runs the latest reply: a new message in its place.
+	require.False(t, eval[bool](b, replies+`[0].querySelector('[aria-label="Regenerate"]') !== null`), "only the latest reply")
+	before := eval[string](b, lastReply+`.dataset.id`)
+	b.do(chromedp.Click(chromedp.CSS(`.msg-assistant [aria-label="Regenerate"]`)))
+	b.waitJS("the regenerated reply", jsIdle+` && `+replies+`.length === 2 && `+lastReply+`.dataset.id !== '`+before+`'`)
+	require.Len(t, eval[[]string](b, jsUserTexts), 2)
+
+	// A failed turn, then another message: the error stays on the failed one.
+	b.typeAndSend("/error auth")
+	b.waitJS("the error banner", `document.querySelector('.error-banner')`)
+	failed := `[...document.querySelectorAll('.thread .msg-user')].find(e => e.textContent.includes('/error auth'))`
+	require.False(t, eval[bool](b, failed+`.querySelector('.msg-note') !== null`), "the banner shows the current error")
+	b.typeAndSend("And now?")
+	b.waitJS("the next reply", jsIdle+` && `+replies+`.length === 3`)
+	b.waitJS("the failed turn's note", failed+`?.querySelector('.msg-note.failed')`)
+	require.Contains(t, eval[string](b, failed+`.querySelector('.msg-note.failed').textContent`), "This turn failed")
+	b.shot("66-failed-turn-note")
+	b.checkNoProblems()
+}
+
+// Offline: the status line says so (not "Streaming…"), a Stop pressed
+// meanwhile is sent when the connection is back, and a send whose answer
+// was lost is looked up on reconnect and offered as "Retry same request",
+// never resent by itself.
+func TestBrowserOffline(t *testing.T) {
+	// A slow reply (about 15 s), so it still runs when the connection is back.
+	b := startBrowserWith(t, func(cfg *app.Config) { cfg.DemoTokenDelay = 100 * time.Millisecond })
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	const status = `document.querySelector('.status-line').textContent`
+
+	// A long reply, then the network goes.
+	b.typeAndSend(strings.Repeat("Please write a long answer about being offline. ", 8))
+	b.waitJS("a streaming preview", jsPreviewLen+` > 20`)
+	id := uuid.MustParse(eval[string](b, `location.pathname.slice('/chats/'.length)`))
+	b.conns.outage(true)
+	b.waitJS("the offline status line", status+`.startsWith('Offline')`)
+	require.NotContains(t, eval[string](b, status), "Streaming")
+	b.shot("67-offline")
+
+	// Stop while offline waits for the connection.
+	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.waitJS("the queued stop", status+`.includes('Stop will be sent')`)
+	chat, err := b.api.Chat(b.ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, sdk.ChatStatusRunning, chat.Status, "nothing reached the server")
+
+	b.conns.outage(false)
+	b.waitJS("the stopped chat", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 1`)
+	chat, err = b.api.Chat(b.ctx, id)
+	require.NoError(t, err)
+	require.Equal(t, sdk.ChatStatusWaiting, chat.Status)
+	msgs, err := b.api.ChatMessages(b.ctx, id, sdk.MessagesOptions{})
+	require.NoError(t, err)
+	require.Len(t, msgs.Messages, 2)
+	require.NotContains(t, msgs.Messages[1].Content[len(msgs.Messages[1].Content)-1].Text, "retried failure", "the reply was cut short by the Stop, not finished")
+
+	// A send while offline: not confirmed; on reconnect it is looked up
+	// and offered for retry, and only the click sends it.
+	b.conns.outage(true)
+	b.waitJS("offline again", status+`.startsWith('Offline')`)
+	b.typeAndSend("Sent while offline")
+	b.waitJS("the unconfirmed send", `document.querySelector('.thread .ghost.unconfirmed')`)
+	b.conns.outage(false)
+	b.waitJS("Retry same request offered", `[...document.querySelectorAll('.thread .ghost button')].some(e => e.textContent === 'Retry same request')`)
+	msgs, err = b.api.ChatMessages(b.ctx, id, sdk.MessagesOptions{})
+	require.NoError(t, err)
+	require.Len(t, msgs.Messages, 2, "never resent by itself")
+	b.clickText(".thread .ghost button", "Retry same request")
+	b.waitJS("the reply to the retried send", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 2`)
+	require.Equal(t, "Sent while offline", eval[[]string](b, jsUserTexts)[1])
+}
