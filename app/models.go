@@ -54,6 +54,10 @@ func envProviders(cfg Config) []envProvider {
 	var ps []envProvider
 	if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
 		p := envProvider{name: "openai", typ: store.ProviderOpenAI, display: "OpenAI", baseURL: cfg.OpenAIBaseURL, apiKey: cfg.OpenAIAPIKey}
+		if cfg.OpenAIBaseURL != "" {
+			// Ollama, vLLM, ...: Chat Completions only.
+			p.typ, p.display = store.ProviderOpenAICompat, "OpenAI-compatible"
+		}
 		if cfg.OpenAIBaseURL == "" {
 			p.implied = "gpt-4.1-mini"
 		}
@@ -145,9 +149,16 @@ func llmFactory(cfg Config, clk clock.Clock) modelconfig.Factory {
 		case store.ProviderDemo:
 			return demoClient, nil
 		case store.ProviderOpenAI, store.ProviderOpenAICompat:
-			// openai.Config has no transport choice yet: useResponsesAPI is
-			// passed through once app/llm offers it.
-			return openai.New(openai.Config{APIKey: apiKey, BaseURL: p.BaseURL, HTTPClient: httpClient}), nil
+			cfg := openai.Config{APIKey: apiKey, BaseURL: p.BaseURL, HTTPClient: httpClient, UseResponsesAPI: useResponsesAPI}
+			if p.Provider == store.ProviderOpenAICompat {
+				// OpenAI-compatible servers speak Chat Completions only,
+				// unless the config forces the Responses API.
+				cfg.Name = "openai-compat"
+				if useResponsesAPI == nil {
+					cfg.UseResponsesAPI = new(false)
+				}
+			}
+			return openai.New(cfg), nil
 		case store.ProviderAnthropic:
 			return anthropic.New(anthropic.Config{APIKey: apiKey, BaseURL: p.BaseURL, HTTPClient: httpClient}), nil
 		}

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/llm"
+	"github.com/chatd/chatd/app/llm/modelinfo"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -231,25 +231,11 @@ func (s *Service) List() []sdk.ChatModel {
 	return out
 }
 
-// contextLimits are the context windows (tokens) of well-known models, by
-// provider type and model name prefix; the longest prefix wins. A minimal
-// local table: app/llm/modelinfo is to replace it.
-var contextLimits = map[string]map[string]int64{
-	store.ProviderOpenAI: {
-		"gpt-4.1": 1047576, "gpt-4o": 128000, "gpt-4o-mini": 128000, "gpt-5": 400000, "o3": 200000, "o4-mini": 200000,
-	},
-	store.ProviderAnthropic: {
-		"claude-sonnet-4": 200000, "claude-opus-4": 200000, "claude-haiku-4": 200000, "claude-3-5": 200000, "claude-3-7": 200000,
-	},
-}
-
-// ContextLimit is a well-known model's context window in tokens.
+// ContextLimit is a well-known model's context window in tokens
+// (app/llm/modelinfo); the demo provider's models are not in it.
 func ContextLimit(provider, model string) (int64, bool) {
-	best, limit := -1, int64(0)
-	for prefix, n := range contextLimits[provider] {
-		if strings.HasPrefix(model, prefix) && len(prefix) > best {
-			best, limit = len(prefix), n
-		}
+	if provider == store.ProviderDemo {
+		return 0, false
 	}
-	return limit, best >= 0
+	return modelinfo.ContextLimit(provider, model)
 }
