@@ -18,6 +18,7 @@ import (
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/llm/openai"
 	"github.com/chatd/chatd/app/modelconfig"
+	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 )
@@ -121,7 +122,9 @@ func presetsFromConfig(cfg Config) ([]modelconfig.Preset, uuid.NullUUID, error) 
 		seen[id] = true
 		pm := modelconfig.PresetModel{ID: id, Model: model}
 		if provider == DemoModelName {
+			// The demo model takes any effort (it then shows its reasoning).
 			pm.DisplayName, pm.ContextLimit = "Demo (offline)", demoContextLimit
+			pm.ModelConfig = &sdk.ChatModelCallConfig{ReasoningEffort: &sdk.ReasoningEffortConfig{Max: "max"}}
 		}
 		presets[byName[provider]].Models = append(presets[byName[provider]].Models, pm)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
 
@@ -28,6 +29,8 @@ type PresetModel struct {
 	Model        string
 	DisplayName  string
 	ContextLimit int64
+	// ModelConfig is the config's model_config (nil: none).
+	ModelConfig *sdk.ChatModelCallConfig
 }
 
 // ApplyPresets creates the presets' providers and models that do not exist
@@ -65,7 +68,8 @@ func (s *Service) ApplyPresets(ctx context.Context, presets []Preset, defaultID 
 					return err
 				}
 				m := store.ModelConfig{ID: pm.ID, AIProviderID: pr.ID, Model: pm.Model, DisplayName: pm.DisplayName,
-					Enabled: true, ContextLimit: pm.ContextLimit, Source: store.SourceEnvPreset, CreatedAt: now, UpdatedAt: now}
+					Enabled: true, ContextLimit: pm.ContextLimit, Options: encodeOptions(pm.ModelConfig), Source: store.SourceEnvPreset,
+					CreatedAt: now, UpdatedAt: now}
 				if m.DisplayName == "" {
 					m.DisplayName = pm.Model
 				}
