@@ -28,6 +28,7 @@ import (
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
+	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/pubsub"
@@ -52,7 +53,7 @@ type App struct {
 	pubsub     pubsub.Pubsub
 	closePub   func()
 	machine    *chatstate.Machine
-	models     *ModelList
+	models     *modelconfig.Service
 	buffer     *partbuf.Buffer
 	worker     *worker.Worker
 	mcp        *mcp.Manager
@@ -147,6 +148,9 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
 	}
+	if cfg.SecretKey, err = secretKey(cfg); err != nil {
+		return nil, err
+	}
 	s, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", describeDB(cfg.DB), err)
@@ -193,17 +197,10 @@ func (a *App) init(ctx context.Context) error {
 	if p := a.cfg.Worker.ToolApproval; p != "" && !slices.Contains(store.AllApprovalPolicies, p) {
 		return fmt.Errorf("CHATD_TOOL_APPROVAL: %q is not never, effectful or always", p)
 	}
-	providers, implied := providersFromConfig(a.cfg, a.clock)
-	if a.models, err = NewModelList(append(a.cfg.Models, implied...), a.cfg.DefaultModel); err != nil {
-		return fmt.Errorf("models: %w", err)
-	}
-	a.models.providers = providers
-	for _, m := range a.models.List() {
-		if _, ok := providers[m.Provider]; !ok {
-			return fmt.Errorf("model %s/%s: provider %q is not configured (set its API key or base URL)", m.Provider, m.Model, m.Provider)
-		}
-	}
 	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store, a.log); err != nil {
+		return err
+	}
+	if err := a.initModels(ctx); err != nil {
 		return err
 	}
 	leases := sharedByReplicas(a.store)
@@ -230,7 +227,7 @@ func (a *App) init(ctx context.Context) error {
 	a.metrics = api.NewMetrics()
 	a.projects = projects.New(a.store, a.clock)
 	wdeps := worker.Deps{
-		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
+		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: workerModels{a.models},
 		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
 		Memory: a.projects,
 	}
@@ -260,7 +257,8 @@ func (a *App) init(ctx context.Context) error {
 	srv := api.New(acfg, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
 		Clock: a.clock, Tokens: a.tokens, MCP: a.mcp, MCPAdmin: mcpAdmin{a.mcpServers},
-		Projects: a.projects,
+		Projects:     a.projects,
+		ModelConfigs: a.models,
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)

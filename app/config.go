@@ -91,6 +91,14 @@ type Config struct {
 	OpenAIBaseURL    string
 	AnthropicAPIKey  string
 	AnthropicBaseURL string
+	// SecretKey seals provider API keys at rest (AES-256-GCM with its
+	// SHA-256); New reads a key file next to the SQLite database when it
+	// is empty and refuses PostgreSQL without one. SecretKeyPrevious, during
+	// a rotation, opens keys sealed before; they are sealed again at start.
+	SecretKey, SecretKeyPrevious string
+	// ModelCacheTTL bounds how long a replica serves its cached model
+	// configuration without a change hint (modelconfig.DefaultCacheTTL).
+	ModelCacheTTL time.Duration
 	// DemoTokenDelay paces the demo model's tokens (0 = its default).
 	DemoTokenDelay time.Duration
 
@@ -198,6 +206,8 @@ func FromEnv() Config {
 	c.BuiltinTools, _ = strconv.ParseBool(os.Getenv("CHATD_BUILTIN_TOOLS"))
 	c.OpenAIAPIKey, c.OpenAIBaseURL = os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
 	c.AnthropicAPIKey, c.AnthropicBaseURL = os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
+	c.SecretKey, c.SecretKeyPrevious = os.Getenv("CHATD_SECRET_KEY"), os.Getenv("CHATD_SECRET_KEY_PREVIOUS")
+	c.ModelCacheTTL, _ = time.ParseDuration(os.Getenv("CHATD_MODEL_CACHE_TTL"))
 	c.Worker.RootLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_ROOT_CHATS"))
 	c.Worker.SubagentLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_SUBAGENT_CHATS"))
 	c.Worker.MaxRetries, _ = strconv.Atoi(os.Getenv("CHATD_MAX_GENERATION_RETRIES"))

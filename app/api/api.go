@@ -103,6 +103,9 @@ type Deps struct {
 	Projects *projects.Service
 	// MCPAdmin manages the stored MCP servers (nil: no admin routes).
 	MCPAdmin MCPAdmin
+	// ModelConfigs administers providers and model configs (nil: the
+	// admin routes answer 404).
+	ModelConfigs ModelConfigs
 }
 
 // Server is the HTTP API.
@@ -158,6 +161,7 @@ func (s *Server) routes() {
 	chat("PATCH", "/chats/mcp-servers/{id}", s.patchMCPServer)
 	chat("DELETE", "/chats/mcp-servers/{id}", s.deleteMCPServer)
 	chat("POST", "/chats/mcp-servers/{id}/test", s.testMCPServer)
+	s.providerRoutes(chat)
 	chat("GET", "/chats/{chat}", s.getChat)
 	chat("PATCH", "/chats/{chat}", s.patchChat)
 	chat("DELETE", "/chats/{chat}", s.deleteChat)

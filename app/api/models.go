@@ -22,12 +22,22 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) e
 	return nil
 }
 
-// listModelConfigs answers Coder's GET /chats/model-configs.
+// listModelConfigs answers Coder's GET /chats/model-configs: every config
+// for an admin, the enabled configs of enabled providers for anyone else.
 func (s *Server) listModelConfigs(w http.ResponseWriter, r *http.Request, c *caller) error {
+	if s.deps.ModelConfigs != nil {
+		out, err := s.deps.ModelConfigs.ModelConfigs(r.Context(), !c.user.Admin)
+		if err != nil {
+			return modelConfigError(err)
+		}
+		writeJSON(w, http.StatusOK, out)
+		return nil
+	}
 	out := []sdk.ChatModelConfig{}
 	for _, m := range s.deps.Models.List() {
 		out = append(out, sdk.ChatModelConfig{ID: m.ID, Provider: m.Provider, Model: m.Model,
-			DisplayName: m.DisplayName, Enabled: true, IsDefault: m.Default, ContextLimit: m.ContextLimit})
+			DisplayName: m.DisplayName, Enabled: true, IsDefault: m.Default, ContextLimit: m.ContextLimit,
+			ReasoningEfforts: []string{}})
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -298,7 +298,7 @@ func (r *runner) generate(ctx context.Context, ev event) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: v.effort()}
+	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: model.effort(v.effort()), MaxOutputTokens: model.MaxOutputTokens}
 	resp, done, err := r.callModel(ctx, ev, v, model, req, nil)
 	if err != nil || done {
 		return err

@@ -130,6 +130,19 @@ type Model struct {
 	Provider     llm.Provider
 	Name         string // the provider's model name
 	ContextLimit int64  // tokens; 0 = unknown (no automatic compaction)
+	// ReasoningEffort maps the effort a chat asks for to the one to send
+	// ("" = none); nil sends the requested one as is.
+	ReasoningEffort func(requested string) string
+	// MaxOutputTokens caps a call's output (0 = the provider's default).
+	MaxOutputTokens int
+}
+
+// effort is the reasoning effort to send for requested.
+func (m Model) effort(requested string) string {
+	if m.ReasoningEffort == nil {
+		return requested
+	}
+	return m.ReasoningEffort(requested)
 }
 
 // Models resolves a chat's model config id (unset = the default).

@@ -88,6 +88,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"Memories", testMemories},
 		{"MemoryLockSerialises", testMemoryLockSerialises},
 		{"MCPServers", testMCPServers},
+		{"ProvidersAndModelConfigs", testProvidersAndModelConfigs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
