@@ -68,6 +68,9 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 				Reason: "the family's root chat is archived"}
 		}
 	}
+	if err := checkHookContext(p.Input.Context); err != nil {
+		return Result{}, err
+	}
 	status := store.ChatStatusWaiting
 	var content json.RawMessage
 	if len(p.Input.Content) > 0 {
@@ -98,6 +101,11 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 		}); err != nil {
 			return Result{}, fmt.Errorf("insert system prompt: %w", err)
 		}
+	}
+	// Hook context (session_start, user_prompt_submit) precedes the first
+	// message; a chat created empty keeps it for its first prompt.
+	if err := t.insertHookContext(c.ID, p.Input.Context); err != nil {
+		return Result{}, err
 	}
 	var first *store.Message
 	if content != nil {
