@@ -260,6 +260,7 @@ func (a *App) init(ctx context.Context) error {
 	srv := api.New(acfg, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
 		Clock: a.clock, Tokens: a.tokens, MCP: mcpServers,
+		Hooks: wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)

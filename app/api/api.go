@@ -25,6 +25,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -98,6 +99,9 @@ type Deps struct {
 	Tokens *auth.Tokens
 	// MCP is the configured MCP servers (nil: none configured).
 	MCP MCPServers
+	// Hooks dispatches the lifecycle hooks of admission (session_start,
+	// user_prompt_submit); nil: hooks off.
+	Hooks *hooks.Dispatcher
 }
 
 // Server is the HTTP API.

@@ -18,7 +18,7 @@ const queueColumns = `id, chat_id, position, created_by, content, model_config_i
 
 func scanQueued(row pgx.Row) (store.QueuedMessage, error) {
 	var (
-		q       store.QueuedMessage
+		q                    store.QueuedMessage
 		content, hookContext []byte
 	)
 	err := row.Scan(&q.ID, &q.ChatID, &q.Position, &q.CreatedBy, &content, &q.ModelConfigID,
