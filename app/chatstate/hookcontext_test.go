@@ -1,6 +1,7 @@
 package chatstate_test
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/uuid"
@@ -111,5 +112,49 @@ func TestHookContextEntersHistoryBeforeThePrompt(t *testing.T) {
 			return err
 		})
 		require.Error(t, err)
+	})
+}
+
+// TestHookContextInsideATurnKeepsTheRequest: hook context committed inside
+// a turn (post_tool_use, stop: authorless user messages after the prompt)
+// does not hide the turn's durable request: finishing the turn still
+// records its outcome, with the replies people see.
+func TestHookContextInsideATurnKeepsTheRequest(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		f := setup(t, newStore)
+		d := f.durableChat(t)
+		note, err := chatstate.EncodeParts(text("policy note"))
+		require.NoError(t, err)
+		notice, err := chatstate.EncodeParts(text("a notice"))
+		require.NoError(t, err)
+		f.do(t, func(tx *chatstate.Tx) error {
+			if _, err := tx.CommitStep(d.chat, assistantStep("first")); err != nil {
+				return err
+			}
+			_, err := tx.CommitStep(d.chat, chatstate.Step{Messages: []store.MessageInsertParams{
+				{Role: store.RoleUser, Visibility: store.VisibilityModel, Content: note},
+				{Role: store.RoleUser, Visibility: store.VisibilityBoth, Content: notice},
+			}})
+			if err != nil {
+				return err
+			}
+			_, err = tx.CommitStep(d.chat, assistantStep("second"))
+			return err
+		})
+		require.NoError(t, f.finishTurn(d))
+		inv, ok := f.invocation(t, d.request)
+		require.True(t, ok)
+		require.Equal(t, store.InvocationCompleted, inv.State, "the turn's request has its outcome")
+		var o chatstate.Outcome
+		require.NoError(t, json.Unmarshal(inv.Outcome, &o))
+		require.Equal(t, chatstate.OutcomeCompleted, o.Status)
+		var want []int64
+		for _, m := range f.snap(t, d.chat).active() {
+			if m.Role != store.RoleSystem && m.Visibility != store.VisibilityModel {
+				want = append(want, m.ID)
+			}
+		}
+		require.Equal(t, want, o.MessageIDs, "the prompt and everything people see after it")
 	})
 }
