@@ -100,8 +100,11 @@ func hookError(ctx context.Context, err error) error {
 	case ctx.Err() != nil:
 		return ctx.Err() // the client went away
 	case errors.As(err, &denied):
-		return newError(http.StatusForbidden, sdk.CodePromptDenied,
-			fmt.Sprintf("The lifecycle hook %s denied the prompt; nothing was saved.", denied.Event), err.Error())
+		msg := fmt.Sprintf("The lifecycle hook %s denied the prompt", denied.Event)
+		if denied.Reason != "" {
+			msg += ": " + denied.Reason
+		}
+		return newError(http.StatusForbidden, sdk.CodePromptDenied, msg+". Nothing was saved.", err.Error())
 	case errors.Is(err, hooks.ErrInvalidResponse):
 		return newError(http.StatusBadGateway, sdk.CodeHookInvalidResponse,
 			fmt.Sprintf("The lifecycle hook %s got an invalid response from its consumer; the prompt was not admitted.", event), err.Error())

@@ -266,6 +266,9 @@ func TestAdmissionHooksFailClosed(t *testing.T) {
 			e := requireAPIError(t, err, tc.status, tc.code)
 			require.Contains(t, e.Message, "user_prompt_submit", tc.name)
 			require.Contains(t, e.Detail, tc.detail, tc.name)
+			if tc.code == sdk.CodePromptDenied {
+				require.Contains(t, e.Message, "no secrets in prompts", "people see the consumer's reason")
+			}
 			_, err = h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{Content: sdk.Text("the key is hunter2")})
 			requireAPIError(t, err, tc.status, tc.code)
 			_, err = h.alice.EditMessage(h.ctx, chat.ID, before[0].ID, sdk.EditChatMessageRequest{Content: sdk.Text("the key is hunter2")})
