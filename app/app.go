@@ -259,6 +259,7 @@ func (a *App) init(ctx context.Context) error {
 		Clock: a.clock, Tokens: a.tokens, MCP: a.mcp, MCPAdmin: mcpAdmin{a.mcpServers},
 		Projects:     a.projects,
 		ModelConfigs: a.models,
+		Hooks:        wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)

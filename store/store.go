@@ -691,7 +691,10 @@ type QueuedMessage struct {
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
 	RequestID       uuid.NullUUID
-	CreatedAt       time.Time
+	// HookContext is the lifecycle hook context the prompt enters history
+	// with (app/chatstate's JSON array), nil when there is none.
+	HookContext json.RawMessage
+	CreatedAt   time.Time
 }
 
 // QueueInsertParams are the columns of a new queued message.
@@ -702,6 +705,7 @@ type QueueInsertParams struct {
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
 	RequestID       uuid.NullUUID
+	HookContext     json.RawMessage // nil: none
 	Now             time.Time
 }
 

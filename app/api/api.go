@@ -25,6 +25,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -106,6 +107,9 @@ type Deps struct {
 	// ModelConfigs administers providers and model configs (nil: the
 	// admin routes answer 404).
 	ModelConfigs ModelConfigs
+	// Hooks dispatches the lifecycle hooks of admission (session_start,
+	// user_prompt_submit); nil: hooks off.
+	Hooks *hooks.Dispatcher
 }
 
 // Server is the HTTP API.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/wire"
 	"github.com/chatd/chatd/store"
@@ -109,6 +110,13 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort},
 		Title: strings.TrimSpace(req.Title), TitleSource: store.TitleSourceUser,
 	}
+	// Lifecycle hooks see the chat's id before it exists; the prompt may
+	// come back replaced, so the fallback title follows the admission.
+	p.ID = uuid.New()
+	if p.Input, err = s.admit(r.Context(), c, p.ID, requestID, hooks.SessionCreate, p.Input); err != nil {
+		return err
+	}
+	parts = p.Input.Content
 	generate := p.Title == ""
 	if generate {
 		p.Title, p.TitleSource = chatstate.FallbackTitle(firstText(parts), DefaultFallbackLength), store.TitleSourceFallback

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/wire"
 	"github.com/chatd/chatd/store"
@@ -97,11 +98,14 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err != nil {
 		return err
 	}
-	in.RequestID = requestID
 	busy, err := busyBehavior(req.BusyBehavior)
 	if err != nil {
 		return err
 	}
+	if in, err = s.admitToChat(r, c, id, requestID, "", in); err != nil {
+		return err
+	}
+	in.RequestID = requestID
 	var retitled bool
 	send := func(t *chatstate.Tx) (chatstate.Result, error) {
 		if _, err := s.readChat(r.Context(), c, t.Reader(), id); err != nil {
@@ -193,6 +197,10 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	}
 	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
+		return err
+	}
+	// An edit starts the conversation over from the message: a new session.
+	if in, err = s.admitToChat(r, c, id, uuid.NullUUID{}, hooks.SessionEdit, in); err != nil {
 		return err
 	}
 	var res chatstate.Result

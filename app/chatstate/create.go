@@ -75,6 +75,9 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 	if err := t.checkProject(p.OwnerID, p.ProjectID); err != nil {
 		return Result{}, err
 	}
+	if err := checkHookContext(p.Input.Context); err != nil {
+		return Result{}, err
+	}
 	status := store.ChatStatusWaiting
 	var content json.RawMessage
 	if len(p.Input.Content) > 0 {
@@ -106,6 +109,11 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 		}); err != nil {
 			return Result{}, fmt.Errorf("insert system prompt: %w", err)
 		}
+	}
+	// Hook context (session_start, user_prompt_submit) precedes the first
+	// message; a chat created empty keeps it for its first prompt.
+	if err := t.insertHookContext(c.ID, p.Input.Context); err != nil {
+		return Result{}, err
 	}
 	var first *store.Message
 	if content != nil {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -61,7 +62,7 @@ func (t *Tx) finishRequest(requestID uuid.NullUUID, o Outcome) error {
 // finishTurnRequest records the outcome of the current turn's request: the
 // request of the last user message in active history.
 func (t *Tx) finishTurnRequest(chatID uuid.UUID, status string, lastErr *sdk.ChatError) error {
-	ms, err := t.tail(chatID)
+	ms, err := t.turnTail(chatID)
 	if err != nil || len(ms) == 0 || ms[0].Role != store.RoleUser || !ms[0].RequestID.Valid {
 		return err
 	}
@@ -72,6 +73,41 @@ func (t *Tx) finishTurnRequest(chatID uuid.UUID, status string, lastErr *sdk.Cha
 		}
 	}
 	return t.finishRequest(ms[0].RequestID, Outcome{Status: status, MessageIDs: ids, LastError: lastErr})
+}
+
+// turnTail is the active history from the current turn's prompt on. It
+// is tail, except that lifecycle hook context committed inside the turn
+// (post_tool_use, stop: authorless user messages without a request) does
+// not start a turn: the walk goes back to the user message a person (or a
+// request) wrote, and no further than a compaction's boundary.
+func (t *Tx) turnTail(chatID uuid.UUID) ([]store.Message, error) {
+	const page = 64
+	var out []store.Message
+	before := int64(0)
+	for {
+		ms, err := t.tx.MessageList(t.ctx, chatID, store.MessageListParams{BeforeID: before, Descending: true, Limit: page})
+		if err != nil {
+			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
+		}
+		for _, m := range ms {
+			out = append(out, m)
+			if m.Role == store.RoleUser && (m.CreatedBy.Valid || m.RequestID.Valid || m.Compressed) {
+				slices.Reverse(out)
+				return out, nil
+			}
+		}
+		if len(ms) < page {
+			// No prompt a person wrote: the turn starts at its last user message.
+			slices.Reverse(out)
+			for i := len(out) - 1; i >= 0; i-- {
+				if out[i].Role == store.RoleUser {
+					return out[i:], nil
+				}
+			}
+			return out, nil
+		}
+		before = ms[len(ms)-1].ID
+	}
 }
 
 // requestPromoted moves a request's claim from its queue row to its message.

@@ -49,10 +49,6 @@ func EncodeParts(parts []sdk.ChatMessagePart) (json.RawMessage, error) {
 // them when there is none), oldest first. Tool calls are always answered
 // before a user message enters history, so outstanding calls can only be
 // here; reading backwards keeps this cheap on long chats.
-func (t *Tx) tail(chatID uuid.UUID) ([]store.Message, error) {
-	return tail(t.ctx, t.tx, chatID)
-}
-
 func tail(ctx context.Context, tx store.Reader, chatID uuid.UUID) ([]store.Message, error) {
 	const page = 64
 	var out []store.Message

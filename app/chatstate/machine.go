@@ -93,6 +93,9 @@ type Tx struct {
 	// inserted logs every message the bundle appended to history, so a
 	// transition's Result can report its own.
 	inserted []store.Message
+	// hookContext marks the inserted messages that are lifecycle hook
+	// context of a prompt: they are not user turns (Result.Promoted).
+	hookContext map[int64]bool
 }
 
 // Do runs fn as one transaction and, once it has committed, publishes
@@ -380,7 +383,7 @@ func (s *step) result(r Result) Result {
 	r.Messages = slices.Clone(s.t.inserted[s.mark:])
 	r.Promoted = nil
 	for _, m := range r.Messages {
-		if m.Role == store.RoleUser && m.Visibility != store.VisibilityModel {
+		if m.Role == store.RoleUser && m.Visibility != store.VisibilityModel && !s.t.hookContext[m.ID] {
 			r.Promoted = append(r.Promoted, m)
 		}
 	}

@@ -30,13 +30,77 @@ type UserInput struct {
 	ReasoningEffort string
 	// RequestID links a durable request's claim to its message.
 	RequestID uuid.NullUUID
+	// Context is the lifecycle hook context the prompt was admitted with
+	// (session_start, user_prompt_submit): it enters history just before
+	// the prompt, also when the prompt waits in the queue first.
+	Context []HookContext
+}
+
+// HookContext is one piece of context a lifecycle hook returned for a
+// prompt: a user message without author, model-only
+// (store.VisibilityModel) or for everyone (store.VisibilityBoth).
+type HookContext struct {
+	Text       string `json:"text"`
+	Visibility string `json:"visibility"`
 }
 
 func (in UserInput) encode(field string) (json.RawMessage, error) {
 	if len(in.Content) == 0 {
 		return nil, invalid(field, "content must have at least one part")
 	}
+	if err := checkHookContext(in.Context); err != nil {
+		return nil, err
+	}
 	return EncodeParts(in.Content)
+}
+
+func checkHookContext(cs []HookContext) error {
+	for _, c := range cs {
+		if c.Text == "" || (c.Visibility != store.VisibilityModel && c.Visibility != store.VisibilityBoth) {
+			return fmt.Errorf("chatstate: hook context needs text and visibility %q or %q, got %q", store.VisibilityModel, store.VisibilityBoth, c.Visibility)
+		}
+	}
+	return nil
+}
+
+// encodeHookContext is the queue row's hook_context (nil for none).
+func encodeHookContext(cs []HookContext) (json.RawMessage, error) {
+	if len(cs) == 0 {
+		return nil, nil
+	}
+	return json.Marshal(cs)
+}
+
+func decodeHookContext(raw json.RawMessage) ([]HookContext, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var cs []HookContext
+	if err := json.Unmarshal(raw, &cs); err != nil {
+		return nil, fmt.Errorf("decode hook context: %w", err)
+	}
+	return cs, checkHookContext(cs)
+}
+
+// insertHookContext appends a prompt's hook context to history.
+func (t *Tx) insertHookContext(chatID uuid.UUID, cs []HookContext) error {
+	for _, c := range cs {
+		content, err := EncodeParts([]sdk.ChatMessagePart{{Type: sdk.PartText, Text: c.Text}})
+		if err != nil {
+			return err
+		}
+		m, err := t.insertMessage(store.MessageInsertParams{
+			ChatID: chatID, Role: store.RoleUser, Content: content, Visibility: c.Visibility, Now: t.now,
+		})
+		if err != nil {
+			return fmt.Errorf("insert hook context: %w", err)
+		}
+		if t.hookContext == nil {
+			t.hookContext = map[int64]bool{}
+		}
+		t.hookContext[m.ID] = true
+	}
+	return nil
 }
 
 // insertMessage appends one message to history and logs it for the
@@ -53,6 +117,9 @@ func (t *Tx) insertMessage(p store.MessageInsertParams) (store.Message, error) {
 // insertUser answers outstanding tool calls and appends a user message.
 func (t *Tx) insertUser(chatID uuid.UUID, content json.RawMessage, in UserInput, queuedID *int64) (store.Message, error) {
 	if err := t.answerOutstanding(chatID, reasonNewMessage); err != nil {
+		return store.Message{}, err
+	}
+	if err := t.insertHookContext(chatID, in.Context); err != nil {
 		return store.Message{}, err
 	}
 	m, err := t.insertMessage(store.MessageInsertParams{
@@ -87,9 +154,13 @@ func (t *Tx) enqueue(chatID uuid.UUID, content json.RawMessage, in UserInput) (s
 	if n >= int64(t.m.cfg.QueueLimit) {
 		return store.QueuedMessage{}, fmt.Errorf("%w: %d of %d queued messages", ErrQueueFull, n, t.m.cfg.QueueLimit)
 	}
+	hookContext, err := encodeHookContext(in.Context)
+	if err != nil {
+		return store.QueuedMessage{}, err
+	}
 	q, err := t.tx.QueueInsert(t.ctx, store.QueueInsertParams{
 		ChatID: chatID, CreatedBy: in.CreatedBy, Content: content, ModelConfigID: in.ModelConfigID,
-		ReasoningEffort: in.ReasoningEffort, RequestID: in.RequestID, Now: t.now,
+		ReasoningEffort: in.ReasoningEffort, RequestID: in.RequestID, HookContext: hookContext, Now: t.now,
 	})
 	if err != nil {
 		return store.QueuedMessage{}, fmt.Errorf("queue message: %w", err)
@@ -115,9 +186,13 @@ func (t *Tx) promoteHead(chatID uuid.UUID) (store.Message, error) {
 	if n != 1 {
 		return store.Message{}, fmt.Errorf("promote queued message %d: deleted %d rows, want 1", head.ID, n)
 	}
+	hookContext, err := decodeHookContext(head.HookContext)
+	if err != nil {
+		return store.Message{}, fmt.Errorf("promote queued message %d: %w", head.ID, err)
+	}
 	m, err := t.insertUser(chatID, head.Content, UserInput{
 		CreatedBy: head.CreatedBy, ModelConfigID: head.ModelConfigID, ReasoningEffort: head.ReasoningEffort,
-		RequestID: head.RequestID,
+		RequestID: head.RequestID, Context: hookContext,
 	}, &head.ID)
 	if err != nil {
 		return m, err

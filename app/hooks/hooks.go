@@ -98,16 +98,23 @@ type Request struct {
 	ToolInput   json.RawMessage `json:"tool_input,omitempty"`
 	ToolResult  json.RawMessage `json:"tool_result,omitempty"`
 	ToolIsError bool            `json:"tool_is_error,omitempty"`
-	// Source is "manual" or "automatic" (pre_compact, post_compact).
+	// Source is "manual" or "automatic" (pre_compact, post_compact), or
+	// "create" or "edit" (session_start).
 	Source string `json:"source,omitempty"`
+	// SubmissionID identifies the submission (session_start,
+	// user_prompt_submit): a durable request's request_id, so a retry of
+	// the same request has the same event id, else a fresh id.
+	SubmissionID string `json:"submission_id,omitempty"`
 }
 
 // EventID is the stable id of an event: the same event of the same turn
 // gets the same id on every delivery, so the consumer can deduplicate.
-func EventID(chatID uuid.UUID, turn int64, e Event, toolCallID string) string {
+// suffix is the tool call id (pre_tool_use, post_tool_use) or the
+// submission id (session_start, user_prompt_submit), empty for the rest.
+func EventID(chatID uuid.UUID, turn int64, e Event, suffix string) string {
 	id := chatID.String() + ":" + strconv.FormatInt(turn, 10) + ":" + string(e)
-	if toolCallID != "" {
-		id += ":" + toolCallID
+	if suffix != "" {
+		id += ":" + suffix
 	}
 	return id
 }
@@ -238,7 +245,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, class Class, req Request) (Re
 		return Response{}, nil
 	}
 	if req.ID == "" {
-		req.ID = EventID(req.ChatID, req.Turn, req.Event, req.ToolCallID)
+		suffix := req.ToolCallID
+		if suffix == "" {
+			suffix = req.SubmissionID
+		}
+		req.ID = EventID(req.ChatID, req.Turn, req.Event, suffix)
 	}
 	release, err := d.acquire(ctx, class)
 	if err != nil {

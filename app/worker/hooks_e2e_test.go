@@ -84,7 +84,7 @@ func TestHooksEndToEnd(t *testing.T) {
 				require.JSONEq(t, `{"error":"denied: writes are frozen"}`, result)
 				mu.Lock()
 				defer mu.Unlock()
-				require.Equal(t, []string{"pre_tool_use", "stop"}, events)
+				require.Equal(t, []string{"session_start", "user_prompt_submit", "pre_tool_use", "stop"}, events, "the admission events come from the API")
 				require.Empty(t, bad, "every event verifies")
 			})
 		}

@@ -52,16 +52,31 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 			return err
 		}
 		ms, err := tx.MessageList(ctx, chatID, store.MessageListParams{Limit: 20})
+		// The first prompt a person wrote; lifecycle hook context before it
+		// is authorless (else the first user message people see).
+		var fallback string
 		for _, m := range ms {
-			if m.Role == store.RoleUser && first == "" {
-				var parts []sdk.ChatMessagePart
-				_ = json.Unmarshal(m.Content, &parts)
-				for _, p := range parts {
-					if p.Type == sdk.PartText {
-						first += p.Text
-					}
+			if m.Role != store.RoleUser || m.Visibility == store.VisibilityModel {
+				continue
+			}
+			var parts []sdk.ChatMessagePart
+			_ = json.Unmarshal(m.Content, &parts)
+			var text string
+			for _, p := range parts {
+				if p.Type == sdk.PartText {
+					text += p.Text
 				}
 			}
+			if m.CreatedBy.Valid {
+				first = text
+				break
+			}
+			if fallback == "" {
+				fallback = text
+			}
+		}
+		if first == "" {
+			first = fallback
 		}
 		return err
 	})

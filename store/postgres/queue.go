@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/google/uuid"
@@ -13,19 +14,22 @@ import (
 // queueColumns lists the chat_queued_messages columns in the order
 // scanQueued reads them.
 const queueColumns = `id, chat_id, position, created_by, content, model_config_id,
-	reasoning_effort, request_id, created_at`
+	reasoning_effort, request_id, created_at, hook_context`
 
 func scanQueued(row pgx.Row) (store.QueuedMessage, error) {
 	var (
-		q       store.QueuedMessage
-		content []byte
+		q                    store.QueuedMessage
+		content, hookContext []byte
 	)
 	err := row.Scan(&q.ID, &q.ChatID, &q.Position, &q.CreatedBy, &content, &q.ModelConfigID,
-		&q.ReasoningEffort, &q.RequestID, &q.CreatedAt)
+		&q.ReasoningEffort, &q.RequestID, &q.CreatedAt, &hookContext)
 	if err != nil {
 		return store.QueuedMessage{}, translate(err)
 	}
 	q.Content = rawJSON(content)
+	if hookContext != nil {
+		q.HookContext = rawJSON(hookContext)
+	}
 	q.CreatedAt = utc(q.CreatedAt)
 	return q, nil
 }
@@ -36,18 +40,26 @@ func (t *tx) QueueInsert(ctx context.Context, p store.QueueInsertParams) (store.
 	q, err := scanQueued(t.tx.QueryRow(ctx, `
 		INSERT INTO chat_queued_messages (
 			chat_id, position, created_by, content, model_config_id, reasoning_effort,
-			request_id, created_at
+			request_id, created_at, hook_context
 		) VALUES (
 			$1,
 			(SELECT COALESCE(MAX(position), 0) + 1 FROM chat_queued_messages WHERE chat_id = $1),
-			$2, $3, $4, $5, $6, $7
+			$2, $3, $4, $5, $6, $7, $8
 		)
 		RETURNING `+queueColumns,
-		p.ChatID, p.CreatedBy, p.Content, p.ModelConfigID, p.ReasoningEffort, p.RequestID, p.Now))
+		p.ChatID, p.CreatedBy, p.Content, p.ModelConfigID, p.ReasoningEffort, p.RequestID, p.Now, nullJSONB(p.HookContext)))
 	if err != nil {
 		return store.QueuedMessage{}, fmt.Errorf("queue message in chat %s: %w", p.ChatID, err)
 	}
 	return q, nil
+}
+
+// nullJSONB passes a nil document as SQL NULL.
+func nullJSONB(b json.RawMessage) any {
+	if b == nil {
+		return nil
+	}
+	return []byte(b)
 }
 
 // QueueList returns the queue head first.

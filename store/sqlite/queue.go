@@ -14,16 +14,17 @@ import (
 // queueColumns lists the chat_queued_messages columns in the order
 // scanQueued reads them.
 const queueColumns = `id, chat_id, position, created_by, content, model_config_id,
-	reasoning_effort, request_id, created_at`
+	reasoning_effort, request_id, created_at, hook_context`
 
 func scanQueued(row rowScanner) (store.QueuedMessage, error) {
 	var (
 		q                         store.QueuedMessage
 		chatID, content, created  string
 		createdBy, modelID, reqID sql.NullString
+		hookContext               sql.NullString
 	)
 	err := row.Scan(&q.ID, &chatID, &q.Position, &createdBy, &content, &modelID,
-		&q.ReasoningEffort, &reqID, &created)
+		&q.ReasoningEffort, &reqID, &created, &hookContext)
 	if err != nil {
 		return store.QueuedMessage{}, translate(err)
 	}
@@ -37,6 +38,7 @@ func scanQueued(row rowScanner) (store.QueuedMessage, error) {
 		return store.QueuedMessage{}, s.err
 	}
 	q.Content = json.RawMessage(content)
+	q.HookContext = rawJSON(hookContext)
 	return q, nil
 }
 
@@ -50,22 +52,22 @@ func (t *tx) readQueued(ctx context.Context, chatID uuid.UUID, id int64) (store.
 // QueueInsert appends a queued message after the current tail. The single
 // writer means two inserts never race for the same position.
 func (t *tx) QueueInsert(ctx context.Context, p store.QueueInsertParams) (store.QueuedMessage, error) {
-	if err := checkJSON(p.Content); err != nil {
+	if err := checkJSON(p.Content, p.HookContext); err != nil {
 		return store.QueuedMessage{}, fmt.Errorf("queue message in chat %s: %w", p.ChatID, err)
 	}
 	var id int64
 	err := t.tx.QueryRowContext(ctx, `
 		INSERT INTO chat_queued_messages (
 			chat_id, position, created_by, content, model_config_id, reasoning_effort,
-			request_id, created_at
+			request_id, created_at, hook_context
 		) VALUES (
 			?1,
 			(SELECT COALESCE(MAX(position), 0) + 1 FROM chat_queued_messages WHERE chat_id = ?1),
-			?2, ?3, ?4, ?5, ?6, ?7
+			?2, ?3, ?4, ?5, ?6, ?7, ?8
 		)
 		RETURNING id`,
 		p.ChatID.String(), nullUUID(p.CreatedBy), nullJSON(p.Content), nullUUID(p.ModelConfigID),
-		p.ReasoningEffort, nullUUID(p.RequestID), ts(p.Now)).Scan(&id)
+		p.ReasoningEffort, nullUUID(p.RequestID), ts(p.Now), nullJSON(p.HookContext)).Scan(&id)
 	if err != nil {
 		return store.QueuedMessage{}, fmt.Errorf("queue message in chat %s: %w", p.ChatID, translate(err))
 	}

@@ -57,6 +57,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ChatPatchAndFamily", testChatPatchAndFamily},
 		{"MessageListPaging", testMessageList},
 		{"QueueOperations", testQueueOperations},
+		{"QueueHookContext", testQueueHookContext},
 		{"UsersAndTokens", testUsersAndTokens},
 		{"TokenKindsExpiryAndUse", testTokenKindsExpiryAndUse},
 		{"UserListAndDisable", testUserListAndDisable},
@@ -953,6 +954,37 @@ func testQueueOperations(t *testing.T, b *bundle) {
 	require.Zero(t, b.count(t, "chat_queued_messages", b.chat.ID))
 	c := b.get(t, b.chat.ID)
 	require.Equal(t, c.SnapshotVersion, c.QueueVersion)
+}
+
+// A queued prompt keeps the hook context it was admitted with (NULL stays
+// nil), and a hook context that is not a JSON array is refused.
+func testQueueHookContext(t *testing.T, b *bundle) {
+	ctxJSON := json.RawMessage(`[{"text":"policy","visibility":"model"}]`)
+	var with, without store.QueuedMessage
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		var err error
+		with, err = tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: b.chat.ID, Content: b.text("a"), HookContext: ctxJSON, Now: b.now})
+		require.NoError(t, err)
+		without, err = tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: b.chat.ID, Content: b.text("b"), Now: b.now})
+		return err
+	})
+	require.JSONEq(t, string(ctxJSON), string(with.HookContext))
+	require.Nil(t, without.HookContext)
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		q, err := tx.QueueGet(b.ctx, b.chat.ID, with.ID)
+		require.NoError(t, err)
+		require.JSONEq(t, string(ctxJSON), string(q.HookContext))
+		list, err := tx.QueueList(b.ctx, b.chat.ID)
+		require.NoError(t, err)
+		require.Len(t, list, 2)
+		require.Nil(t, list[1].HookContext)
+		return nil
+	}))
+	err := b.tryTransition(b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.QueueInsert(b.ctx, store.QueueInsertParams{ChatID: b.chat.ID, Content: b.text("c"), HookContext: json.RawMessage(`{"text":"x"}`), Now: b.now})
+		return err
+	})
+	require.Error(t, err, "hook_context must be an array")
 }
 
 func testUsersAndTokens(t *testing.T, b *bundle) {
