@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"time"
 
@@ -30,6 +31,7 @@ import (
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/stream"
+	"github.com/chatd/chatd/app/telemetry"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/ui"
 	"github.com/chatd/chatd/app/worker"
@@ -66,6 +68,9 @@ type App struct {
 	// on MetricsAddr when set, to anyone (metricsAddr once listening).
 	metrics     *api.Metrics
 	metricsAddr net.Addr
+	// tracing is the OTEL_* tracer provider this app started (flushed by
+	// Close); nil when Config.TracerProvider was given.
+	tracing *telemetry.Tracing
 }
 
 // migrator is what both stores offer for schema migrations.
@@ -224,7 +229,15 @@ func (a *App) init(ctx context.Context) error {
 		reg.Add(t)
 	}
 	a.metrics = api.NewMetrics()
+	tp := a.cfg.TracerProvider
+	if tp == nil {
+		if a.tracing, err = telemetry.FromEnv(ctx, os.Getenv); err != nil {
+			return fmt.Errorf("tracing (OTEL_*): %w", err)
+		}
+		tp = a.tracing.Provider
+	}
 	wdeps := worker.Deps{
+		Tracer:  tp,
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
 		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
 	}
@@ -412,7 +425,9 @@ func (a *App) Close() error {
 	if a.closePub != nil {
 		a.closePub()
 	}
-	return a.store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(a.tracing.Shutdown(ctx), a.store.Close())
 }
 
 // Run serves HTTP on cfg.Addr until ctx is cancelled, then shuts down

@@ -90,6 +90,9 @@ type Tx struct {
 	// inserted logs every message the bundle appended to history, so a
 	// transition's Result can report its own.
 	inserted []store.Message
+	// queuedAt is the queue row's created_at of each message the bundle
+	// promoted from the queue, by message id (the worker's queue_wait).
+	queuedAt map[int64]time.Time
 }
 
 // Do runs fn as one transaction and, once it has committed, publishes
@@ -363,6 +366,9 @@ func (s *step) result(r Result) Result {
 	for _, m := range r.Messages {
 		if m.Role == store.RoleUser && m.Visibility != store.VisibilityModel {
 			r.Promoted = append(r.Promoted, m)
+		}
+		if at, ok := s.t.queuedAt[m.ID]; ok {
+			r.PromotedQueuedAt = &at
 		}
 	}
 	return r

@@ -20,7 +20,7 @@ func TestMetricNamesAndLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.observe(StageCommit, ScopeTurn, KindRoot, 0)
-	m.observeModel(StageStream, modelIdentity{"openai", "gpt"}, KindRoot, 0)
+	m.observeModel(StageStream, modelIdentity{providerType: "openai", model: "gpt"}, KindRoot, 0)
 	m.outcome(OutcomeCompleted, KindRoot)
 	m.toolCall("current_time", "pure", "ok")
 	m.retry(sdk.ChatErrorKind("overloaded"))
@@ -93,6 +93,7 @@ func newTurnRig(t *testing.T) *turnRig {
 	reg := prometheus.NewRegistry()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	w := &Worker{clock: clk, deps: Deps{Metrics: NewMetrics(reg)}}
+	w.rec = newRecorder(w.deps.Metrics, nil, clk)
 	r := &runner{w: w, kind: KindRoot}
 	r.turns = &turns{r: r}
 	return &turnRig{t: t, clock: clk, reg: reg, turns: r.turns}
