@@ -207,6 +207,11 @@ func (a *App) init(ctx context.Context) error {
 	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store, a.log); err != nil {
 		return err
 	}
+	// Observability: the registry, and the store and pubsub every part
+	// uses, measured in one place (after the capabilities are asked for).
+	a.metrics = api.NewMetrics()
+	a.store = measureStore(a.store, a.metrics.Registry, a.clock)
+	a.pubsub = pubsub.Instrument(a.pubsub, a.metrics.Registry)
 	leases := sharedByReplicas(a.store)
 	mcfg := machineConfig(a.cfg, leases, a.log, a.clock)
 	// The API server reports storage-full writes on /healthz; the worker's
@@ -215,7 +220,7 @@ func (a *App) init(ctx context.Context) error {
 	wcfg := a.cfg.Worker
 	wcfg.Leases = leases
 	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
-	a.buffer = partbuf.New(partbuf.Config{Clock: a.clock})
+	a.buffer = partbuf.New(partbuf.Config{Clock: a.clock, Registerer: a.metrics.Registry})
 	// Server-side tools are opt-in: some OpenAI-compatible models refuse
 	// any request that offers tools.
 	reg := tools.NewRegistry()
@@ -228,7 +233,6 @@ func (a *App) init(ctx context.Context) error {
 	for _, t := range a.cfg.Tools {
 		reg.Add(t)
 	}
-	a.metrics = api.NewMetrics()
 	tp := a.cfg.TracerProvider
 	if tp == nil {
 		if a.tracing, err = telemetry.FromEnv(ctx, os.Getenv); err != nil {
@@ -281,6 +285,7 @@ func (a *App) init(ctx context.Context) error {
 		Store: a.store, Pubsub: a.pubsub, Poller: a.poller, Buffer: a.buffer,
 		Locator: locator{a}, Log: a.log, Clock: a.clock,
 		PingInterval: a.cfg.StreamPingInterval, PongTimeout: a.cfg.StreamPongTimeout,
+		Registerer: a.metrics.Registry,
 	})
 	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
 	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, a.isReplica)

@@ -75,6 +75,8 @@ type Metrics struct {
 	toolCalls *prometheus.CounterVec
 	retries   *prometheus.CounterVec
 	errors    *prometheus.CounterVec
+	waiting   prometheus.Gauge
+	running   *prometheus.GaugeVec
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -106,9 +108,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "chatd_generation_errors_total",
 			Help: "Model calls that finished a chat in error, by error kind.",
 		}, []string{"kind"}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chatd_queue_depth",
+			Help: "Runnable chats no worker holds, as this replica's last acquisition pass left them: the chats waiting for a slot of the concurrent agent limit (or for a dead replica's lease to expire).",
+		}),
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "chatd_running_chats",
+			Help: "Chats holding a slot of the concurrent agent limit, by pool (root, subagent), as this replica's last acquisition pass counted them.",
+		}, []string{"pool"}),
 	}
-	reg.MustRegister(m.stage, m.model, m.outcomes, m.toolCalls, m.retries, m.errors)
+	// Both pools exist from the start, so a dashboard shows 0, not nothing.
+	m.running.WithLabelValues(KindRoot)
+	m.running.WithLabelValues(KindSubagent)
+	reg.MustRegister(m.stage, m.model, m.outcomes, m.toolCalls, m.retries, m.errors, m.waiting, m.running)
 	return m
+}
+
+// pass records what an acquisition pass left: the chats still waiting and
+// the slots held per pool.
+func (m *Metrics) pass(waiting int, roots, subagents int64) {
+	if m != nil {
+		m.waiting.Set(float64(waiting))
+		m.running.WithLabelValues(KindRoot).Set(float64(roots))
+		m.running.WithLabelValues(KindSubagent).Set(float64(subagents))
+	}
 }
 
 func (m *Metrics) observe(stage, scope, kind string, d time.Duration) {
