@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"

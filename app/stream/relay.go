@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/coder/websocket/wsjson"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/partbuf"
