@@ -303,7 +303,6 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 	if err != nil || done {
 		return err
 	}
-	r.recordThinking(ctx, id, resp.Parts)
 	content, err := chatstate.EncodeParts(resp.Parts)
 	if err != nil {
 		return err
@@ -418,9 +417,10 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 		_ = buf.StartModelInvocation(ep)
 		sctx, stream := r.stage(callCtx, StageStream)
 		stream.onModel(id)
-		first := r.firstToken(sctx, id)
-		resp, err = model.Provider.Stream(sctx, req, func(p sdk.ChatMessagePart) { first.part(p); _ = buf.AddPart(ep, p) })
+		first, think := r.firstToken(sctx, id), r.thinking(sctx, id)
+		resp, err = model.Provider.Stream(sctx, req, func(p sdk.ChatMessagePart) { first.part(p); think.part(p); _ = buf.AddPart(ep, p) })
 		first.done(err)
+		think.done()
 		stream.end(err)
 		// Closing keeps the parts: an interrupt goroutine still reads them.
 		buf.CloseEpisode(ep)

@@ -398,17 +398,38 @@ func (r *runner) identity(id modelIdentity) stageIdentity {
 	return stageIdentity{rec: r.w.rec, scope: ScopeTurn, kind: r.kind, model: &id, chat: r.chatAttr()}
 }
 
-// recordThinking records a thinking stage per reasoning part of a model
-// reply, from the part's start to its completion (reconstructed: span only).
-func (r *runner) recordThinking(ctx context.Context, id modelIdentity, parts []sdk.ChatMessagePart) {
-	for _, p := range parts {
-		if p.Type != sdk.PartReasoning || p.CreatedAt == nil || p.CompletedAt == nil {
-			continue
-		}
-		_, st := r.stageAt(ctx, StageThinking, *p.CreatedAt)
-		st.onModel(id)
-		st.finish(*p.CompletedAt, nil, false)
+// thinkingWindows records a thinking stage per reasoning block of a
+// model call: from its first reasoning part to the first part that is not
+// reasoning (or the stream's end). Span only.
+type thinkingWindows struct {
+	r    *runner
+	ctx  context.Context
+	id   modelIdentity
+	mu   sync.Mutex
+	open *stageSpan
+}
+
+func (r *runner) thinking(ctx context.Context, id modelIdentity) *thinkingWindows {
+	return &thinkingWindows{r: r, ctx: ctx, id: id}
+}
+
+// part is called on every streamed part.
+func (w *thinkingWindows) part(p sdk.ChatMessagePart) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case p.Type == sdk.PartReasoning && w.open == nil:
+		_, w.open = w.r.stage(w.ctx, StageThinking)
+		w.open.onModel(w.id)
+	case p.Type != sdk.PartReasoning && w.open != nil:
+		w.open.end(nil)
+		w.open = nil
 	}
+}
+
+// done closes a block still open when the stream ends.
+func (w *thinkingWindows) done() {
+	w.part(sdk.ChatMessagePart{})
 }
 
 // recordQueueWait records the promoted message's queue_wait: a standalone,
