@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/stream"
+	"github.com/chatd/chatd/app/telemetry"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/ui"
 	"github.com/chatd/chatd/app/worker"
@@ -71,6 +73,9 @@ type App struct {
 	// on MetricsAddr when set, to anyone (metricsAddr once listening).
 	metrics     *api.Metrics
 	metricsAddr net.Addr
+	// tracing is the OTEL_* tracer provider this app started (flushed by
+	// Close); nil when Config.TracerProvider was given.
+	tracing *telemetry.Tracing
 }
 
 // migrator is what both stores offer for schema migrations.
@@ -200,6 +205,11 @@ func (a *App) init(ctx context.Context) error {
 	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store, a.log); err != nil {
 		return err
 	}
+	// Observability: the registry, and the store and pubsub every part
+	// uses, measured in one place (after the capabilities are asked for).
+	a.metrics = api.NewMetrics()
+	a.store = measureStore(a.store, a.metrics.Registry, a.clock)
+	a.pubsub = pubsub.Instrument(a.pubsub, a.metrics.Registry)
 	if err := a.initModels(ctx); err != nil {
 		return err
 	}
@@ -211,7 +221,7 @@ func (a *App) init(ctx context.Context) error {
 	wcfg := a.cfg.Worker
 	wcfg.Leases = leases
 	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
-	a.buffer = partbuf.New(partbuf.Config{Clock: a.clock})
+	a.buffer = partbuf.New(partbuf.Config{Clock: a.clock, Registerer: a.metrics.Registry})
 	// Server-side tools are opt-in: some OpenAI-compatible models refuse
 	// any request that offers tools.
 	reg := tools.NewRegistry()
@@ -224,9 +234,16 @@ func (a *App) init(ctx context.Context) error {
 	for _, t := range a.cfg.Tools {
 		reg.Add(t)
 	}
-	a.metrics = api.NewMetrics()
+	tp := a.cfg.TracerProvider
+	if tp == nil {
+		if a.tracing, err = telemetry.FromEnv(ctx, os.Getenv); err != nil {
+			return fmt.Errorf("tracing (OTEL_*): %w", err)
+		}
+		tp = a.tracing.Provider
+	}
 	a.projects = projects.New(a.store, a.clock)
 	wdeps := worker.Deps{
+		Tracer:  tp,
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: workerModels{a.models},
 		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
 		Memory: a.projects,
@@ -268,6 +285,7 @@ func (a *App) init(ctx context.Context) error {
 		Store: a.store, Pubsub: a.pubsub, Poller: a.poller, Buffer: a.buffer,
 		Locator: locator{a}, Log: a.log, Clock: a.clock,
 		PingInterval: a.cfg.StreamPingInterval, PongTimeout: a.cfg.StreamPongTimeout,
+		Registerer: a.metrics.Registry,
 	})
 	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
 	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, a.isReplica)
@@ -417,7 +435,9 @@ func (a *App) Close() error {
 	if a.closePub != nil {
 		a.closePub()
 	}
-	return a.store.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return errors.Join(a.tracing.Shutdown(ctx), a.store.Close())
 }
 
 // Run serves HTTP on cfg.Addr until ctx is cancelled, then shuts down

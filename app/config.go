@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
@@ -148,6 +149,11 @@ type Config struct {
 	// Pprof serves the runtime profiles under /debug/pprof/ to admins on
 	// the main address; off by default.
 	Pprof bool
+	// TracerProvider receives the worker's stage spans. Nil: tracing is
+	// set up from the standard OTEL_* variables (off unless
+	// OTEL_EXPORTER_OTLP_ENDPOINT or its _TRACES_ variant is set; see
+	// app/telemetry). Tests pass an SDK provider with an in-memory exporter.
+	TracerProvider trace.TracerProvider
 }
 
 // Log formats (Config.LogFormat).

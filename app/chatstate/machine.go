@@ -96,6 +96,9 @@ type Tx struct {
 	// hookContext marks the inserted messages that are lifecycle hook
 	// context of a prompt: they are not user turns (Result.Promoted).
 	hookContext map[int64]bool
+	// queuedAt is the queue row's created_at of each message the bundle
+	// promoted from the queue, by message id (the worker's queue_wait).
+	queuedAt map[int64]time.Time
 }
 
 // Do runs fn as one transaction and, once it has committed, publishes
@@ -385,6 +388,9 @@ func (s *step) result(r Result) Result {
 	for _, m := range r.Messages {
 		if m.Role == store.RoleUser && m.Visibility != store.VisibilityModel && !s.t.hookContext[m.ID] {
 			r.Promoted = append(r.Promoted, m)
+		}
+		if at, ok := s.t.queuedAt[m.ID]; ok {
+			r.PromotedQueuedAt = &at
 		}
 	}
 	return r

@@ -197,6 +197,10 @@ func (t *Tx) promoteHead(chatID uuid.UUID) (store.Message, error) {
 	if err != nil {
 		return m, err
 	}
+	if t.queuedAt == nil {
+		t.queuedAt = map[int64]time.Time{}
+	}
+	t.queuedAt[m.ID] = head.CreatedAt
 	return m, t.requestPromoted(m)
 }
 

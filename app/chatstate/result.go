@@ -1,6 +1,10 @@
 package chatstate
 
-import "github.com/chatd/chatd/store"
+import (
+	"time"
+
+	"github.com/chatd/chatd/store"
+)
 
 // Result is what a transition did; every transition method returns one.
 // Chat and State are always set; the other fields are outputs only some
@@ -20,6 +24,10 @@ type Result struct {
 	// Promoted are the user turns among Messages: a message sent, edited
 	// or created straight into history, and queued messages promoted.
 	Promoted []store.Message
+	// PromotedQueuedAt is the created_at of the queue row a message in
+	// Promoted came from (nil: none came from the queue): the start of
+	// its queue_wait.
+	PromotedQueuedAt *time.Time
 	// Message is the user message the transition was given, once it is in
 	// history: Create's first message, SendMessage's message (also when
 	// it was queued and promoted at once), EditMessage's replacement, and

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -175,11 +177,17 @@ type httpTransport struct {
 }
 
 func (t *httpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	traced := trace.SpanContextFromContext(req.Context()).IsValid()
+	if len(t.headers) > 0 || traced {
 		req = req.Clone(req.Context())
 		for k, v := range t.headers {
 			req.Header.Set(k, v)
 		}
+	}
+	if traced {
+		// The calling stage's trace context (a tool_call's), so the
+		// server's spans join the turn's trace.
+		propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err == nil && req.Method == http.MethodPost {

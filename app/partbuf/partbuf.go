@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
@@ -93,7 +94,17 @@ type Config struct {
 	// Clock stamps closes and model invocations and drives the garbage
 	// collection goroutine and the subscriber timeouts; clock.Real when nil.
 	Clock clock.Clock
+	// Registerer, when set, gets chatd_partbuf_drops_total{reason}: parts
+	// an episode refused as full (episode_full) and subscriptions closed
+	// for a slow reader (slow_subscriber).
+	Registerer prometheus.Registerer
 }
+
+// Drop reasons of chatd_partbuf_drops_total.
+const (
+	DropEpisodeFull    = "episode_full"
+	DropSlowSubscriber = "slow_subscriber"
+)
 
 // Buffer is the message part buffer. It is safe for concurrent use. Its
 // garbage collection goroutine runs between Start and Stop; subscriptions
@@ -110,6 +121,8 @@ type Buffer struct {
 
 	done chan struct{} // closed by Stop
 	wg   sync.WaitGroup
+
+	fullDrops, slowDrops prometheus.Counter // nil without a registerer
 
 	// Test hooks, set before use.
 	afterCollect func(removed int)
@@ -172,10 +185,26 @@ func New(cfg Config) *Buffer {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Buffer{
+	b := &Buffer{
 		cfg:      cfg,
 		episodes: make(map[Episode]*episode),
 		done:     make(chan struct{}),
+	}
+	if cfg.Registerer != nil {
+		drops := prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chatd_partbuf_drops_total",
+			Help: "Streamed parts the part buffer dropped, by reason: episode_full (a part over the episode's size cap) or slow_subscriber (a subscription closed for a slow reader).",
+		}, []string{"reason"})
+		cfg.Registerer.MustRegister(drops)
+		b.fullDrops, b.slowDrops = drops.WithLabelValues(DropEpisodeFull), drops.WithLabelValues(DropSlowSubscriber)
+	}
+	return b
+}
+
+// dropped counts one drop (nil counter: no registerer).
+func dropped(c prometheus.Counter) {
+	if c != nil {
+		c.Inc()
 	}
 }
 
@@ -327,9 +356,11 @@ func (b *Buffer) AddPart(ep Episode, part sdk.ChatMessagePart) error {
 	case e.closed:
 		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeClosed)
 	case e.full:
+		dropped(b.fullDrops)
 		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeFull)
 	case e.size+len(encoded) > b.cfg.MaxBytes:
 		e.full = true
+		dropped(b.fullDrops)
 		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeFull)
 	}
 	e.size += len(encoded)
@@ -585,6 +616,7 @@ func (s *subscription) send(ctx context.Context, p Part) bool {
 		s.timer.Stop()
 		return true
 	case <-s.timer.C():
+		dropped(s.b.slowDrops)
 		if s.b.onSlowDrop != nil {
 			s.b.onSlowDrop(s.key)
 		}

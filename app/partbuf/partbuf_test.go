@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/clock"
@@ -244,13 +246,16 @@ func TestAddPartCap(t *testing.T) {
 
 	t.Run("full is sticky", func(t *testing.T) {
 		t.Parallel()
-		s := setup(t, func(c *Config) { c.MaxBytes = 100 })
+		reg := prometheus.NewRegistry()
+		s := setup(t, func(c *Config) { c.MaxBytes = 100; c.Registerer = reg })
 		b := s.buf
 		require.NoError(t, b.CreateEpisode(s.ep))
 		require.NoError(t, b.AddPart(s.ep, sized(t, 60)))
 		require.ErrorIs(t, b.AddPart(s.ep, sized(t, 41)), ErrEpisodeFull)
 		// It would fit, but accepting it would leave a hole in the response.
 		require.ErrorIs(t, b.AddPart(s.ep, sized(t, 40)), ErrEpisodeFull)
+		require.Equal(t, 2.0, testutil.ToFloat64(b.fullDrops), "both refused parts are drops")
+		require.Zero(t, testutil.ToFloat64(b.slowDrops))
 		parts, err := b.GetParts(s.ep)
 		require.NoError(t, err)
 		require.Len(t, parts, 1)
@@ -560,7 +565,8 @@ func TestSubscribeCancel(t *testing.T) {
 func TestSlowSubscriberIsDropped(t *testing.T) {
 	t.Parallel()
 	const timeout = time.Minute
-	s := setup(t, func(c *Config) { c.SubscriberTimeout = timeout })
+	reg := prometheus.NewRegistry()
+	s := setup(t, func(c *Config) { c.SubscriberTimeout = timeout; c.Registerer = reg })
 	b := s.buf
 	dropped := make(chan Episode, 1)
 	b.onSlowDrop = func(ep Episode) { dropped <- ep }
@@ -590,6 +596,7 @@ func TestSlowSubscriberIsDropped(t *testing.T) {
 		t.Fatal("slow subscriber not dropped")
 	}
 	requireClosed(t, slow)
+	require.Equal(t, 1.0, testutil.ToFloat64(b.slowDrops), "counted")
 
 	// The fast one keeps receiving.
 	fastGot := make(chan []Part, 1)

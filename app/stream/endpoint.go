@@ -11,6 +11,7 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
@@ -57,6 +58,8 @@ type Config struct {
 	PingInterval time.Duration
 	// PongTimeout drops a peer whose pong takes longer (default WriteTimeout).
 	PongTimeout time.Duration
+	// Registerer, when set, gets the connection gauges (newGauges).
+	Registerer prometheus.Registerer
 }
 
 // Server serves the stream and parts endpoints. Every goroutine a
@@ -76,6 +79,7 @@ type Server struct {
 	closed  bool
 	cancels map[*context.CancelFunc]struct{}
 	wg      sync.WaitGroup
+	gauges  gauges
 }
 
 // NewServer returns a server over cfg's collaborators.
@@ -95,7 +99,7 @@ func NewServer(cfg Config) *Server {
 	}
 	return &Server{
 		store: cfg.Store, pubsub: cfg.Pubsub, poller: cfg.Poller, buffer: cfg.Buffer,
-		locator: cfg.Locator, log: cfg.Log, clock: cfg.Clock, ka: ka,
+		locator: cfg.Locator, log: cfg.Log, clock: cfg.Clock, ka: ka, gauges: newGauges(cfg.Registerer),
 	}
 }
 
@@ -199,6 +203,7 @@ func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UU
 	defer s.poller.Register(chatID, box.put)()
 	// 3-4. Null state, then the bootstrap fetch.
 	rel := newRelay(ctx, chatID, s.buffer, s.locator, s.clock, s.log)
+	rel.conns = s.gauges.relayOut
 	rel.ka = s.ka
 	defer rel.stop()
 	loop := NewLoop(chatID, rel.configure)
@@ -328,6 +333,7 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 		return
 	}
 	defer conn.CloseNow()
+	defer track(s.gauges.viewers)()
 	s.serveTracked(r.Context(), func(ctx context.Context) {
 		ctx = conn.CloseRead(ctx)
 		err := s.Serve(ctx, conn, chatID)
@@ -353,6 +359,7 @@ func (s *Server) HandleParts(w http.ResponseWriter, r *http.Request, chatID uuid
 		return
 	}
 	defer conn.CloseNow()
+	defer track(s.gauges.relayIn)()
 	s.serveTracked(r.Context(), func(ctx context.Context) {
 		err := serveParts(ctx, conn, s.buffer, chatID, s.ka)
 		if err == nil || errClosed(err) {

@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/coder/websocket/wsjson"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/partbuf"
@@ -59,6 +60,8 @@ type relay struct {
 	out     chan relayPart
 	ctx     context.Context
 	wg      sync.WaitGroup
+
+	conns prometheus.Gauge // open connections to other replicas (nil: not counted)
 
 	target Target
 	cancel context.CancelFunc // the current local subscription or remote connection
@@ -212,6 +215,7 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 		return fmt.Errorf("dial %s: %w", rep.Address, err)
 	}
 	defer conn.CloseNow()
+	defer track(r.conns)()
 	conn.SetReadLimit(8 << 20)
 	defer rc.detach()
 	if err := rc.attach(ctx, conn); err != nil {

@@ -66,6 +66,9 @@ func TestStreamReplicas(t *testing.T) {
 	onB.untilPart(2)
 	_, err = a.app.Buffer().GetParts(partbuf.Episode{ChatID: chat.ID, HistoryVersion: row.HistoryVersion, GenerationAttempt: 1})
 	require.ErrorIs(t, err, partbuf.ErrEpisodeNotFound, "A's parts came from B, not from A's buffer")
+	require.Equal(t, 1.0, gauge(t, a.app.Metrics().Registry, "chatd_stream_relay_connections", "direction", "outbound"), "A reads B")
+	require.Equal(t, 1.0, gauge(t, b.app.Metrics().Registry, "chatd_stream_relay_connections", "direction", "inbound"), "B serves A")
+	require.Equal(t, 1.0, gauge(t, b.app.Metrics().Registry, "chatd_stream_viewers"), "onB")
 
 	// B's worker stops mid-turn without abandoning the chat; C takes over
 	// once B's lease is stale.

@@ -116,6 +116,7 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 			}
 		}
 	}
+	w.deps.Metrics.pass(len(chats)-n, roots, subagents)
 	return n
 }
 

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/llm"
@@ -244,7 +246,8 @@ func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool
 	if src == nil || servers != nil && len(servers) == 0 {
 		return nil
 	}
-	defer r.stage(StageMCPConnect)()
+	ctx, st := r.stage(ctx, StageMCPConnect)
+	defer st.end(nil)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := make(chan []tools.Tool, 1)
@@ -265,39 +268,55 @@ func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool
 // this history version and commits it (spec: "Generation goroutine"). The
 // commit moves history_version or the status, and the runner spawns the
 // goroutine for the next step.
-func (r *runner) generate(ctx context.Context, ev event) error {
+func (r *runner) generate(ctx context.Context, ev event) (err error) {
+	start := r.w.clock.Now()
 	v, err := r.load(ctx, ev)
 	if err != nil {
 		return err
 	}
-	r.turns.ensure(ctx, v.trigger())
+	ctx = r.turns.ensure(ctx, v.trigger())
+	ctx, step := r.stageAt(ctx, StageGenerationStep, start)
+	defer func() { step.end(stepFailure(ctx, err)) }()
 	f := fence{ev: ev}
 	if len(v.calls) > 0 {
+		step.set(actionAttr("tool_calls"))
 		return r.handleToolCalls(ctx, f, v)
 	}
 	if v.chat.CompactionRequestedAt != nil {
+		step.set(actionAttr("compact"))
 		if chatstate.SomethingToCompact(v.active) {
 			return r.compact(ctx, ev, v, "manual")
 		}
 		return r.finishTurn(ctx, f) // nothing to compact: the marker is dropped
 	}
 	if v.complete() || v.steps() >= r.w.cfg.MaxSteps {
+		step.set(actionAttr("finish"))
 		return r.stopTurn(ctx, f, v)
 	}
+	pctx, prep := r.stage(ctx, StagePrepare)
 	model, err := r.w.deps.Models.Resolve(v.modelID())
 	if err != nil {
+		prep.end(err)
+		step.set(actionAttr("error"))
 		return r.commit(ctx, f, func(t *chatstate.Tx) error {
 			_, err := t.FinishError(r.chatID, sdk.ChatError{Message: err.Error(), Kind: sdk.ChatErrorConfig})
 			return err
 		})
 	}
+	id := identityOf(model, v.effort())
+	prep.onModel(id)
+	step.onModel(id)
 	if r.needsCompaction(v, model) {
+		prep.end(nil)
+		step.set(actionAttr("compact"))
 		return r.compact(ctx, ev, v, "automatic")
 	}
-	server := r.serverTools(ctx, v)
+	server := r.serverTools(pctx, v)
+	prep.end(nil)
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
+	step.set(actionAttr("generate"))
 	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: model.effort(v.effort()), MaxOutputTokens: model.MaxOutputTokens}
 	resp, done, err := r.callModel(ctx, ev, v, model, req, nil)
 	if err != nil || done {
@@ -326,12 +345,15 @@ func toUsage(u llm.Usage, limit int64) *store.Usage {
 }
 
 func (r *runner) finishTurn(ctx context.Context, f fence) error {
+	var queuedAt *time.Time
 	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
-		_, err := t.FinishTurn(r.chatID)
+		res, err := t.FinishTurn(r.chatID)
+		queuedAt = res.PromotedQueuedAt
 		return err
 	})
 	if err == nil {
 		r.turns.finish(ctx, OutcomeCompleted)
+		r.recordQueueWait(ctx, queuedAt)
 	}
 	return err
 }
@@ -392,7 +414,7 @@ func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
 func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, req llm.Request, prefix []sdk.ChatMessagePart) (resp llm.Response, done bool, err error) {
 	f := fence{ev: ev}
 	log := r.stepLog(ev, v.turnRequest())
-	id := modelIdentity{providerType: model.Provider.Name(), model: model.Name}
+	id := identityOf(model, req.ReasoningEffort)
 	callCtx := withStageIdentity(ctx, r.identity(id))
 	for {
 		var c store.Chat
@@ -412,9 +434,13 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 			_ = buf.AddPart(ep, p)
 		}
 		_ = buf.StartModelInvocation(ep)
-		endStream, first := r.modelStage(StageStream, id), r.firstToken(id)
-		resp, err = model.Provider.Stream(callCtx, req, func(p sdk.ChatMessagePart) { first(p); _ = buf.AddPart(ep, p) })
-		endStream()
+		sctx, stream := r.stage(callCtx, StageStream)
+		stream.onModel(id)
+		first, think := r.firstToken(sctx, id), r.thinking(sctx, id)
+		resp, err = model.Provider.Stream(sctx, req, func(p sdk.ChatMessagePart) { first.part(p); think.part(p); _ = buf.AddPart(ep, p) })
+		first.done(err)
+		think.done()
+		stream.end(err)
 		// Closing keeps the parts: an interrupt goroutine still reads them.
 		buf.CloseEpisode(ep)
 		if ctx.Err() != nil {
@@ -449,9 +475,9 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 		}); err != nil {
 			return resp, false, err
 		}
-		endBackoff := r.stage(StageRetryBackoff)
+		_, backoff := r.stage(ctx, StageRetryBackoff)
 		err = sleep(ctx, r.w.clock, delay)
-		endBackoff()
+		backoff.end(nil)
 		if err != nil {
 			return resp, false, err
 		}
@@ -485,10 +511,16 @@ func (r *runner) interrupt(ctx context.Context, ev event) error {
 		}
 		partial = []store.MessageInsertParams{{Role: store.RoleAssistant, Content: content}}
 	}
-	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
-		_, err := t.FinishInterruption(r.chatID, partial)
+	var queuedAt *time.Time
+	err = r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
+		res, err := t.FinishInterruption(r.chatID, partial)
+		queuedAt = res.PromotedQueuedAt
 		return err
 	})
+	if err == nil {
+		r.recordQueueWait(ctx, queuedAt)
+	}
+	return err
 }
 
 // needsCompaction: the last usage crossed the threshold of the model's
@@ -512,8 +544,13 @@ func (r *runner) needsCompaction(v view, model Model) bool {
 // answered are not summarized but re-committed after it as model-only
 // rows (spec: "Manual compaction"). The CommitStep clears the one-shot
 // request.
-func (r *runner) compact(ctx context.Context, ev event, v view, source string) error {
+func (r *runner) compact(ctx context.Context, ev event, v view, source string) (err error) {
+	ctx, st := r.stage(ctx, StageCompaction, attribute.String("compaction_source", source))
+	defer func() { st.end(stepFailure(ctx, err)) }()
 	model, err := r.w.deps.Models.Resolve(v.modelID())
+	if err == nil {
+		st.onModel(identityOf(model, ""))
+	}
 	if err != nil {
 		return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
 			_, err := t.FinishError(r.chatID, sdk.ChatError{Message: err.Error(), Kind: sdk.ChatErrorConfig})

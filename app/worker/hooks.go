@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/hooks"
@@ -175,7 +176,7 @@ func (r *runner) stopTurn(ctx context.Context, f fence, v view) error {
 	if err != nil {
 		return err
 	}
-	finished := false
+	finished, queuedAt := false, (*time.Time)(nil)
 	err = r.commit(ctx, f, func(t *chatstate.Tx) error {
 		if len(extra) > 0 {
 			if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: extra}); err != nil {
@@ -185,12 +186,13 @@ func (r *runner) stopTurn(ctx context.Context, f fence, v view) error {
 				return nil
 			}
 		}
-		_, err := t.FinishTurn(r.chatID)
-		finished = err == nil
+		res, err := t.FinishTurn(r.chatID)
+		finished, queuedAt = err == nil, res.PromotedQueuedAt
 		return err
 	})
 	if err == nil && finished {
 		r.turns.finish(ctx, OutcomeCompleted)
+		r.recordQueueWait(ctx, queuedAt)
 	}
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/sdk"
@@ -256,9 +257,9 @@ func effectOf(t tools.Tool) string {
 // runTool runs a tool as one tool_call stage, counted by tool, effect
 // class and outcome (error: it failed to run, a Run error or a panic).
 func (r *runner) runTool(ctx context.Context, tool tools.Tool, args json.RawMessage) (json.RawMessage, error) {
-	end := r.stage(StageToolCall)
+	ctx, st := r.stage(ctx, StageToolCall, attribute.String("tool_name", tool.Name()))
 	out, err := runTool(ctx, tool, args)
-	end()
+	st.end(err)
 	outcome := "ok"
 	if err != nil {
 		outcome = "error"

@@ -2,20 +2,26 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
 
-// Stage names (spec: "Lifecycle tracing", "Stages"). Only the stages the
-// spec observes on the histograms are listed; the span-only ones
-// (generation_step, prepare, thinking, compaction) wait for tracing.
+// Stage names (spec: "Lifecycle tracing", "Stages").
 const (
 	StageChatTurn         = "chat_turn"
 	StageAcquisition      = "acquisition"
@@ -26,6 +32,12 @@ const (
 	StageToolCall         = "tool_call"
 	StageCommit           = "commit"
 	StageRetryBackoff     = "retry_backoff"
+	StageQueueWait        = "queue_wait"
+	// Span-only stages.
+	StageGenerationStep = "generation_step"
+	StagePrepare        = "prepare"
+	StageThinking       = "thinking"
+	StageCompaction     = "compaction"
 )
 
 // Turn outcomes (chatd_turn_outcomes_total{outcome}). A turn that stops in
@@ -63,6 +75,8 @@ type Metrics struct {
 	toolCalls *prometheus.CounterVec
 	retries   *prometheus.CounterVec
 	errors    *prometheus.CounterVec
+	waiting   prometheus.Gauge
+	running   *prometheus.GaugeVec
 }
 
 // NewMetrics registers the worker's metrics on reg.
@@ -94,9 +108,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "chatd_generation_errors_total",
 			Help: "Model calls that finished a chat in error, by error kind.",
 		}, []string{"kind"}),
+		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "chatd_queue_depth",
+			Help: "Runnable chats no worker holds, as this replica's last acquisition pass left them: the chats waiting for a slot of the concurrent agent limit (or for a dead replica's lease to expire).",
+		}),
+		running: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "chatd_running_chats",
+			Help: "Chats holding a slot of the concurrent agent limit, by pool (root, subagent), as this replica's last acquisition pass counted them.",
+		}, []string{"pool"}),
 	}
-	reg.MustRegister(m.stage, m.model, m.outcomes, m.toolCalls, m.retries, m.errors)
+	// Both pools exist from the start, so a dashboard shows 0, not nothing.
+	m.running.WithLabelValues(KindRoot)
+	m.running.WithLabelValues(KindSubagent)
+	reg.MustRegister(m.stage, m.model, m.outcomes, m.toolCalls, m.retries, m.errors, m.waiting, m.running)
 	return m
+}
+
+// pass records what an acquisition pass left: the chats still waiting and
+// the slots held per pool.
+func (m *Metrics) pass(waiting int, roots, subagents int64) {
+	if m != nil {
+		m.waiting.Set(float64(waiting))
+		m.running.WithLabelValues(KindRoot).Set(float64(roots))
+		m.running.WithLabelValues(KindSubagent).Set(float64(subagents))
+	}
 }
 
 func (m *Metrics) observe(stage, scope, kind string, d time.Duration) {
@@ -136,17 +171,129 @@ func (m *Metrics) failed(kind sdk.ChatErrorKind) {
 }
 
 // modelIdentity is the model a stage runs on: its provider type (the
-// configured provider, e.g. openai) and model name.
-type modelIdentity struct{ providerType, model string }
+// configured provider, e.g. openai), model name and the reasoning effort
+// asked for. provider, the wire protocol, is the provider type here: each
+// configured provider speaks its own protocol.
+type modelIdentity struct{ providerType, model, effort string }
+
+func identityOf(m Model, effort string) modelIdentity {
+	return modelIdentity{providerType: m.Provider.Name(), model: m.Name, effort: effort}
+}
+
+func actionAttr(action string) attribute.KeyValue {
+	return attribute.String("generation_action", action)
+}
+
+// stepFailure is the error a step's span ends with: none for the expected
+// exits (fenced out, deleted, cancelled).
+func stepFailure(ctx context.Context, err error) error {
+	if err == nil || ctx.Err() != nil || errors.Is(err, errStale) || errors.Is(err, errDeleted) {
+		return nil
+	}
+	return err
+}
+
+func (id modelIdentity) attrs() []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attribute.String("provider", id.providerType), attribute.String("provider_type", id.providerType),
+		attribute.String("model", id.model), attribute.String("reasoning_effort", id.effort),
+	}
+}
+
+// histogramStages are the stages observed on chatd_stage_duration_seconds;
+// the others (generation_step, prepare, thinking, compaction) are
+// span-only. modelStages are also observed on the model family.
+var (
+	histogramStages = map[string]bool{
+		StageChatTurn: true, StageQueueWait: true, StageAcquisition: true, StageMCPConnect: true,
+		StageStream: true, StageTimeToFirstToken: true, StageProviderAttempt: true,
+		StageToolCall: true, StageCommit: true, StageRetryBackoff: true,
+	}
+	modelStages = map[string]bool{StageStream: true, StageTimeToFirstToken: true, StageProviderAttempt: true}
+)
+
+// recorder emits stages (spec: "Lifecycle tracing"): each stage is one
+// span and, for the histogram stages, one observation, both from the same
+// end call and the same two clock readings, so a trace and the metrics
+// never disagree about a duration. A noop tracer (tracing off) leaves the
+// metrics as they are; nil metrics leave the spans.
+type recorder struct {
+	m      *Metrics
+	tracer trace.Tracer
+	clock  clock.Clock
+}
+
+// TracerName names the worker's tracer (the instrumentation scope).
+const TracerName = "github.com/chatd/chatd/app/worker"
+
+func newRecorder(m *Metrics, tp trace.TracerProvider, clk clock.Clock) recorder {
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	return recorder{m: m, tracer: tp.Tracer(TracerName), clock: clk}
+}
+
+// stageSpan is one started stage.
+type stageSpan struct {
+	rec   recorder
+	name  string
+	scope string
+	kind  string
+	model *modelIdentity // set: a model's work (observed on the model family when turn-scoped)
+	start time.Time
+	span  trace.Span
+}
+
+// start opens stage name at at (now when zero) under ctx's span; the
+// returned context parents the stage's children.
+func (rec recorder) start(ctx context.Context, name, scope, kind string, at time.Time, attrs ...attribute.KeyValue) (context.Context, *stageSpan) {
+	if at.IsZero() {
+		at = rec.clock.Now()
+	}
+	attrs = append(attrs, attribute.String("scope", scope), attribute.String("chat_kind", kind))
+	ctx, span := rec.tracer.Start(ctx, name, trace.WithTimestamp(at), trace.WithAttributes(attrs...))
+	return ctx, &stageSpan{rec: rec, name: name, scope: scope, kind: kind, start: at, span: span}
+}
+
+// onModel stamps the stage with the model it runs on.
+func (s *stageSpan) onModel(id modelIdentity) {
+	s.model = &id
+	s.span.SetAttributes(id.attrs()...)
+}
+
+// set adds span attributes (never message content).
+func (s *stageSpan) set(attrs ...attribute.KeyValue) { s.span.SetAttributes(attrs...) }
+
+// end closes the stage now: the span (errored when err is set) and, for a
+// histogram stage, its observation.
+func (s *stageSpan) end(err error) { s.finish(s.rec.clock.Now(), err, histogramStages[s.name]) }
+
+// finish closes the stage at at; observe says whether the duration goes
+// to the histograms too (a failed time_to_first_token, a chat_turn that
+// did not complete: span only).
+func (s *stageSpan) finish(at time.Time, err error, observe bool) {
+	if err != nil {
+		s.span.SetStatus(codes.Error, err.Error())
+	}
+	s.span.End(trace.WithTimestamp(at))
+	if !observe {
+		return
+	}
+	d := at.Sub(s.start)
+	s.rec.m.observe(s.name, s.scope, s.kind, d)
+	if s.model != nil && s.scope == ScopeTurn && modelStages[s.name] {
+		s.rec.m.observeModel(s.name, *s.model, s.kind, d)
+	}
+}
 
 // stageIdentity is what a provider request's context carries so the
 // transport can attribute its round trips (ProviderTransport).
 type stageIdentity struct {
-	m     *Metrics
-	clock clock.Clock
+	rec   recorder
 	scope string
 	kind  string
-	model modelIdentity
+	model *modelIdentity // nil: background work, no model labels
+	chat  attribute.KeyValue
 }
 
 type stageKey struct{}
@@ -155,11 +302,16 @@ func withStageIdentity(ctx context.Context, id stageIdentity) context.Context {
 	return context.WithValue(ctx, stageKey{}, id)
 }
 
+// propagator puts the trace context on outgoing provider requests.
+var propagator = propagation.TraceContext{}
+
 // ProviderTransport wraps base (http.DefaultTransport when nil) so that each
-// round trip made for a chat's model call is observed as one
-// provider_attempt, from sending the request to its response headers: a
-// request the provider's client retries gives one stage per attempt.
-// Requests made without a worker stage identity pass through unobserved.
+// round trip made for a chat's model call is one provider_attempt stage,
+// from sending the request to its response headers (errored for a
+// transport error or HTTP status 400 and above): a request the provider's
+// client retries gives one stage per attempt. The request carries the
+// trace context (W3C traceparent) when tracing is on. Requests made
+// without a worker stage identity pass through unobserved.
 func ProviderTransport(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
@@ -171,61 +323,133 @@ type attemptTransport struct{ base http.RoundTripper }
 
 func (t attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	id, ok := req.Context().Value(stageKey{}).(stageIdentity)
-	if !ok || id.m == nil {
-		return t.base.RoundTrip(req)
+	if !ok {
+		return t.base.RoundTrip(inject(req.Context(), req))
 	}
-	start := id.clock.Now()
-	resp, err := t.base.RoundTrip(req)
-	d := id.clock.Now().Sub(start)
-	id.m.observe(StageProviderAttempt, id.scope, id.kind, d)
-	if id.scope == ScopeTurn {
-		id.m.observeModel(StageProviderAttempt, id.model, id.kind, d)
+	ctx, st := id.rec.start(req.Context(), StageProviderAttempt, id.scope, id.kind, time.Time{}, id.chat)
+	if id.model != nil {
+		st.onModel(*id.model)
 	}
+	resp, err := t.base.RoundTrip(inject(ctx, req))
+	failure := err
+	if err == nil && resp.StatusCode >= 400 {
+		failure = fmt.Errorf("HTTP %d", resp.StatusCode)
+		st.set(attribute.Int("http.response.status_code", resp.StatusCode))
+	}
+	st.end(failure)
 	return resp, err
 }
 
-// stage starts a turn-scoped stage of this runner's chat; calling the
-// returned func ends and observes it.
-func (r *runner) stage(name string) func() {
-	start := r.w.clock.Now()
-	return func() { r.w.deps.Metrics.observe(name, ScopeTurn, r.kind, r.w.clock.Now().Sub(start)) }
+// inject returns req carrying ctx's trace context, a copy when there is
+// one to carry (a RoundTripper must not change its request).
+func inject(ctx context.Context, req *http.Request) *http.Request {
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		return req
+	}
+	req = req.Clone(ctx)
+	propagator.Inject(ctx, propagation.HeaderCarrier(req.Header))
+	return req
 }
 
-// modelStage is stage for a stage that is the model's work: it is also
-// observed on the model family.
-func (r *runner) modelStage(name string, id modelIdentity) func() {
-	start := r.w.clock.Now()
-	return func() {
-		d := r.w.clock.Now().Sub(start)
-		r.w.deps.Metrics.observe(name, ScopeTurn, r.kind, d)
-		r.w.deps.Metrics.observeModel(name, id, r.kind, d)
-	}
+// stage starts a turn-scoped stage of this runner's chat under ctx's span.
+func (r *runner) stage(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, *stageSpan) {
+	return r.stageAt(ctx, name, time.Time{}, attrs...)
 }
 
-// firstToken returns a func to call on every streamed part: the first
-// output part closes the time_to_first_token window opened now (warnings
-// and finish markers do not). A stream that fails before any output part
-// observes nothing.
-func (r *runner) firstToken(id modelIdentity) func(sdk.ChatMessagePart) {
-	start := r.w.clock.Now()
-	var once sync.Once
-	return func(p sdk.ChatMessagePart) {
-		switch p.Type {
-		case sdk.PartText, sdk.PartReasoning, sdk.PartToolCall, sdk.PartSource, sdk.PartFile:
-		default:
-			return
-		}
-		once.Do(func() {
-			d := r.w.clock.Now().Sub(start)
-			r.w.deps.Metrics.observe(StageTimeToFirstToken, ScopeTurn, r.kind, d)
-			r.w.deps.Metrics.observeModel(StageTimeToFirstToken, id, r.kind, d)
-		})
+// stageAt is stage opened at a time already past (zero: now).
+func (r *runner) stageAt(ctx context.Context, name string, at time.Time, attrs ...attribute.KeyValue) (context.Context, *stageSpan) {
+	return r.w.rec.start(ctx, name, ScopeTurn, r.kind, at, append(attrs, r.chatAttr())...)
+}
+
+func (r *runner) chatAttr() attribute.KeyValue { return attribute.String("chat_id", r.chatID.String()) }
+
+// firstTokenWindow is one attempt's time_to_first_token stage, nested in
+// its stream: the first output part closes and observes it (warnings and
+// finish markers do not); an attempt that ends before one ends the span
+// only, with the attempt's error if it failed.
+type firstTokenWindow struct {
+	st   *stageSpan
+	once sync.Once
+}
+
+func (r *runner) firstToken(ctx context.Context, id modelIdentity) *firstTokenWindow {
+	_, st := r.stage(ctx, StageTimeToFirstToken)
+	st.onModel(id)
+	return &firstTokenWindow{st: st}
+}
+
+// part is called on every streamed part.
+func (w *firstTokenWindow) part(p sdk.ChatMessagePart) {
+	switch p.Type {
+	case sdk.PartText, sdk.PartReasoning, sdk.PartToolCall, sdk.PartSource, sdk.PartFile:
+	default:
+		return
 	}
+	w.once.Do(func() { w.st.end(nil) })
+}
+
+// done closes a window no output part closed: span only.
+func (w *firstTokenWindow) done(err error) {
+	w.once.Do(func() { w.st.finish(w.st.rec.clock.Now(), err, false) })
 }
 
 // identity is what a model call on this runner's turn puts on its context.
 func (r *runner) identity(id modelIdentity) stageIdentity {
-	return stageIdentity{m: r.w.deps.Metrics, clock: r.w.clock, scope: ScopeTurn, kind: r.kind, model: id}
+	return stageIdentity{rec: r.w.rec, scope: ScopeTurn, kind: r.kind, model: &id, chat: r.chatAttr()}
+}
+
+// thinkingWindows records a thinking stage per reasoning block of a
+// model call: from its first reasoning part to the first part that is not
+// reasoning (or the stream's end). Span only.
+type thinkingWindows struct {
+	r    *runner
+	ctx  context.Context
+	id   modelIdentity
+	mu   sync.Mutex
+	open *stageSpan
+}
+
+func (r *runner) thinking(ctx context.Context, id modelIdentity) *thinkingWindows {
+	return &thinkingWindows{r: r, ctx: ctx, id: id}
+}
+
+// part is called on every streamed part.
+func (w *thinkingWindows) part(p sdk.ChatMessagePart) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case p.Type == sdk.PartReasoning && w.open == nil:
+		_, w.open = w.r.stage(w.ctx, StageThinking)
+		w.open.onModel(w.id)
+	case p.Type != sdk.PartReasoning && w.open != nil:
+		w.open.end(nil)
+		w.open = nil
+	}
+}
+
+// done closes a block still open when the stream ends.
+func (w *thinkingWindows) done() {
+	w.part(sdk.ChatMessagePart{})
+}
+
+// recordQueueWait records the promoted message's queue_wait: a standalone,
+// turn-scoped stage (its own trace root) from its queueing to now.
+func (r *runner) recordQueueWait(ctx context.Context, queuedAt *time.Time) {
+	if queuedAt == nil {
+		return
+	}
+	ctx = trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	_, st := r.stageAt(ctx, StageQueueWait, *queuedAt)
+	st.end(nil)
+}
+
+// chatFailure is the error an errored chat reports (its last_error).
+func chatFailure(c store.Chat) error {
+	var e sdk.ChatError
+	if err := json.Unmarshal(c.LastError, &e); err != nil || e.Message == "" {
+		return errors.New("the chat ended in error")
+	}
+	return fmt.Errorf("%s: %s", e.Kind, e.Message)
 }
 
 func chatKind(c store.Chat) string {
@@ -244,6 +468,9 @@ type turn struct {
 	start   time.Time
 	end     time.Time
 	outcome string // the first outcome recorded; empty: abandoned
+	failure error  // what stopped an error turn
+	st      *stageSpan
+	ctx     context.Context // parents the turn's stages to its span
 	closed  bool
 	holders int // tasks that joined it and have not returned
 	emitted bool
@@ -281,11 +508,12 @@ type turns struct {
 // ensure joins the task to the current turn, opening one for trigger when
 // there is none, and closing the current one when trigger is a newer
 // prompt. A turn opened for a trigger records acquisition: the time from
-// the trigger to a worker picking the chat up.
-func (ts *turns) ensure(ctx context.Context, trigger time.Time) {
+// the trigger to a worker picking the chat up. The returned context
+// parents the task's stages to the turn's chat_turn span.
+func (ts *turns) ensure(ctx context.Context, trigger time.Time) context.Context {
 	h := holdOf(ctx)
 	if h == nil || ctx.Err() != nil {
-		return
+		return ctx
 	}
 	ts.mu.Lock()
 	defer ts.mu.Unlock()
@@ -295,21 +523,31 @@ func (ts *turns) ensure(ctx context.Context, trigger time.Time) {
 			ts.closeLocked(c, now)
 		} else {
 			ts.holdLocked(h, c)
-			return
+			return trace.ContextWithSpan(ctx, c.st.span)
 		}
 	}
 	t := &turn{start: now}
+	acquired := false
 	if !trigger.IsZero() && trigger.After(ts.anchor) {
 		t.trigger = trigger
 		ts.anchor = trigger
 		if !ts.takenOver && trigger.Before(now) {
 			t.start = trigger
-			ts.r.w.deps.Metrics.observe(StageAcquisition, ScopeTurn, ts.r.kind, now.Sub(trigger))
+			acquired = true
 		}
+	}
+	// chat_turn is a trace root: the request that triggered it ran
+	// elsewhere, and no trace context is stored with the message.
+	root := trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	t.ctx, t.st = ts.r.w.rec.start(root, StageChatTurn, ScopeTurn, ts.r.kind, t.start, ts.r.chatAttr())
+	if acquired {
+		_, acq := ts.r.w.rec.start(t.ctx, StageAcquisition, ScopeTurn, ts.r.kind, trigger, ts.r.chatAttr())
+		acq.finish(now, nil, true)
 	}
 	ts.takenOver = false
 	ts.cur = t
 	ts.holdLocked(h, t)
+	return trace.ContextWithSpan(ctx, t.st.span)
 }
 
 // join makes the task hold the current turn, if any (the interrupt task).
@@ -338,7 +576,14 @@ func (ts *turns) holdLocked(h *turnHold, t *turn) {
 
 // finish records the outcome of the task's turn (the first one counts)
 // and closes it. It follows a committed transition.
-func (ts *turns) finish(ctx context.Context, outcome string) {
+func (ts *turns) finish(ctx context.Context, outcome string) { ts.finishErr(ctx, outcome, nil) }
+
+// fail is finish for an error turn, with the failure that stopped it.
+func (ts *turns) fail(ctx context.Context, failure error) {
+	ts.finishErr(ctx, OutcomeError, failure)
+}
+
+func (ts *turns) finishErr(ctx context.Context, outcome string, failure error) {
 	h := holdOf(ctx)
 	if h == nil {
 		return
@@ -350,9 +595,11 @@ func (ts *turns) finish(ctx context.Context, outcome string) {
 		return
 	}
 	if t.outcome == "" {
-		t.outcome = outcome
+		t.outcome, t.failure = outcome, failure
 	}
-	ts.closeLocked(t, ts.r.w.clock.Now())
+	// The turn ends when it is emitted, after the finishing task's stages
+	// (its generation_step) have ended, so they count inside it.
+	ts.closeLocked(t, time.Time{})
 }
 
 // release drops the task's hold; a closed turn nobody holds is emitted.
@@ -396,22 +643,33 @@ func (ts *turns) exit() {
 	}
 }
 
-// emitLocked counts the turn's outcome once, and observes chat_turn for a
-// completed turn only (the histogram measures how long a reply takes).
+// emitLocked counts the turn's outcome once and ends its span at the
+// turn's end with exactly one turn_outcome; only an error turn's span ends
+// in error. chat_turn is observed for a completed turn only (the histogram
+// measures how long a reply takes).
 func (ts *turns) emitLocked(t *turn) {
 	if t.emitted {
 		return
 	}
 	t.emitted = true
+	if t.end.IsZero() {
+		t.end = ts.r.w.clock.Now()
+	}
 	outcome := t.outcome
 	if outcome == "" {
 		outcome = OutcomeAbandoned
 	}
-	m := ts.r.w.deps.Metrics
-	m.outcome(outcome, ts.r.kind)
-	if outcome == OutcomeCompleted {
-		m.observe(StageChatTurn, ScopeTurn, ts.r.kind, t.end.Sub(t.start))
+	t.st.set(attribute.String("turn_outcome", outcome))
+	var failure error
+	if outcome == OutcomeError {
+		failure = t.failure
+		if failure == nil {
+			failure = errors.New("the turn ended in error")
+		}
 	}
+	t.st.finish(t.end, failure, outcome == OutcomeCompleted)
+	// Counted last: once the count shows, the span has ended.
+	ts.r.w.deps.Metrics.outcome(outcome, ts.r.kind)
 }
 
 // trigger is the time the turn this view belongs to was asked for: the

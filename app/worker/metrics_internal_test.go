@@ -20,11 +20,12 @@ func TestMetricNamesAndLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	m.observe(StageCommit, ScopeTurn, KindRoot, 0)
-	m.observeModel(StageStream, modelIdentity{"openai", "gpt"}, KindRoot, 0)
+	m.observeModel(StageStream, modelIdentity{providerType: "openai", model: "gpt"}, KindRoot, 0)
 	m.outcome(OutcomeCompleted, KindRoot)
 	m.toolCall("current_time", "pure", "ok")
 	m.retry(sdk.ChatErrorKind("overloaded"))
 	m.failed(sdk.ChatErrorKind("config"))
+	m.pass(3, 1, 0)
 
 	type family struct {
 		typ    dto.MetricType
@@ -37,6 +38,8 @@ func TestMetricNamesAndLabels(t *testing.T) {
 		"chatd_tool_calls_total":             {dto.MetricType_COUNTER, []string{"effect", "outcome", "tool"}},
 		"chatd_generation_retries_total":     {dto.MetricType_COUNTER, []string{"kind"}},
 		"chatd_generation_errors_total":      {dto.MetricType_COUNTER, []string{"kind"}},
+		"chatd_queue_depth":                  {dto.MetricType_GAUGE, nil},
+		"chatd_running_chats":                {dto.MetricType_GAUGE, []string{"pool"}},
 	}
 	fams, err := reg.Gather()
 	require.NoError(t, err)
@@ -61,10 +64,15 @@ func TestMetricNamesAndLabels(t *testing.T) {
 	require.Equal(t, 0.001, StageBuckets[0])
 	require.Equal(t, 1800.0, StageBuckets[len(StageBuckets)-1])
 	// The stage and outcome names are the spec's.
-	require.Equal(t, []string{"chat_turn", "acquisition", "mcp_connect", "stream", "time_to_first_token",
+	require.Equal(t, []string{"chat_turn", "queue_wait", "acquisition", "mcp_connect", "stream", "time_to_first_token",
 		"provider_attempt", "tool_call", "commit", "retry_backoff"},
-		[]string{StageChatTurn, StageAcquisition, StageMCPConnect, StageStream, StageTimeToFirstToken,
+		[]string{StageChatTurn, StageQueueWait, StageAcquisition, StageMCPConnect, StageStream, StageTimeToFirstToken,
 			StageProviderAttempt, StageToolCall, StageCommit, StageRetryBackoff})
+	require.Equal(t, []string{"generation_step", "prepare", "thinking", "compaction"},
+		[]string{StageGenerationStep, StagePrepare, StageThinking, StageCompaction})
+	for _, s := range []string{StageGenerationStep, StagePrepare, StageThinking, StageCompaction} {
+		require.False(t, histogramStages[s], "%s is span-only", s)
+	}
 	require.Equal(t, []string{"completed", "interrupted", "error", "abandoned"},
 		[]string{OutcomeCompleted, OutcomeInterrupted, OutcomeError, OutcomeAbandoned})
 }
@@ -79,6 +87,7 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.toolCall("t", "pure", "ok")
 	m.retry("x")
 	m.failed("x")
+	m.pass(1, 1, 1)
 }
 
 // turnRig is a runner's turn tracker on a fake clock and its own registry.
@@ -93,6 +102,7 @@ func newTurnRig(t *testing.T) *turnRig {
 	reg := prometheus.NewRegistry()
 	clk := clock.NewFake(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
 	w := &Worker{clock: clk, deps: Deps{Metrics: NewMetrics(reg)}}
+	w.rec = newRecorder(w.deps.Metrics, nil, clk)
 	r := &runner{w: w, kind: KindRoot}
 	r.turns = &turns{r: r}
 	return &turnRig{t: t, clock: clk, reg: reg, turns: r.turns}

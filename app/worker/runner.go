@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/pubsub"
@@ -320,7 +321,7 @@ func (r *runner) read(ctx context.Context, ev event, fn func(tx store.Reader, c 
 // handed to the loop at once (the fast path before pubsub).
 func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) error) error {
 	var after store.Chat
-	endCommit := r.stage(StageCommit)
+	_, st := r.stage(ctx, StageCommit)
 	err := r.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		c, st, err := t.LockState(r.chatID)
 		if err != nil {
@@ -338,7 +339,10 @@ func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) e
 		after, err = t.Reader().ChatGet(ctx, r.chatID)
 		return err
 	})
-	endCommit()
+	if err == nil {
+		st.set(attribute.Int64("generation_attempt", after.GenerationAttempt))
+	}
+	st.end(stepFailure(ctx, err))
 	if err == nil {
 		r.turnCommitted(ctx, f, after)
 		r.notify(eventFromChat(after))
@@ -459,7 +463,7 @@ func (r *runner) turnCommitted(ctx context.Context, f fence, after store.Chat) {
 	}
 	switch after.Status {
 	case store.ChatStatusError:
-		r.turns.finish(ctx, OutcomeError)
+		r.turns.fail(ctx, chatFailure(after))
 	case store.ChatStatusWaiting, store.ChatStatusRequiresAction:
 		r.turns.finish(ctx, OutcomeCompleted)
 	}

@@ -5,8 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/llm"
@@ -97,11 +100,14 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 	var resp llm.Response
 	// Titles are detached from the turn: background scope, no model labels.
 	kind := chatKind(chat)
-	bg := withStageIdentity(ctx, stageIdentity{m: w.deps.Metrics, clock: w.clock, scope: ScopeBackground, kind: kind})
+	// Its spans are their own trace roots.
+	chatAttr := attribute.String("chat_id", chat.ID.String())
+	bg := trace.ContextWithSpanContext(ctx, trace.SpanContext{})
+	bg = withStageIdentity(bg, stageIdentity{rec: w.rec, scope: ScopeBackground, kind: kind, chat: chatAttr})
 	for attempt := int64(1); ; attempt++ {
-		start := w.clock.Now()
-		resp, err = model.Provider.Stream(bg, req, nil)
-		w.deps.Metrics.observe(StageStream, ScopeBackground, kind, w.clock.Now().Sub(start))
+		sctx, st := w.rec.start(bg, StageStream, ScopeBackground, kind, time.Time{}, chatAttr)
+		resp, err = model.Provider.Stream(sctx, req, nil)
+		st.end(err)
 		var perr *llm.Error
 		if err == nil || !errors.As(llm.Classify(model.Provider.Name(), err), &perr) || !perr.Retryable ||
 			attempt > int64(w.cfg.MaxRetries) {

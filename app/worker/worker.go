@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
@@ -171,6 +172,8 @@ type Deps struct {
 	Hooks *hooks.Dispatcher
 	// Metrics records the turn stages and outcomes (nil: none).
 	Metrics *Metrics
+	// Tracer provides the stage spans (nil: no spans; the metrics stay).
+	Tracer trace.TracerProvider
 	// Clock is the time source (clock.Real when nil).
 	Clock clock.Clock
 	Log   *slog.Logger
@@ -186,6 +189,7 @@ type Worker struct {
 	deps  Deps
 	log   *slog.Logger
 	clock clock.Clock
+	rec   recorder
 
 	manager *manager
 	locks   keyedLock
@@ -208,6 +212,7 @@ func New(cfg Config, deps Deps) *Worker {
 		deps.Log = slog.Default()
 	}
 	w := &Worker{id: uuid.New(), cfg: cfg.withDefaults(), deps: deps, clock: deps.Clock}
+	w.rec = newRecorder(deps.Metrics, deps.Tracer, deps.Clock)
 	w.log = deps.Log.With("worker_id", w.id)
 	w.manager = newManager(w)
 	w.titles = make(chan uuid.UUID, 256)

@@ -1,0 +1,128 @@
+// Package telemetry sets up OpenTelemetry tracing from the standard OTEL_*
+// environment variables. Tracing is off unless an OTLP endpoint is set.
+package telemetry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ServiceName is the service.name traces carry unless OTEL_SERVICE_NAME
+// or OTEL_RESOURCE_ATTRIBUTES names another.
+const ServiceName = "chatd"
+
+// Protocols of OTEL_EXPORTER_OTLP_PROTOCOL (and its _TRACES_ variant).
+const (
+	ProtocolHTTP = "http/protobuf"
+	ProtocolGRPC = "grpc"
+)
+
+// Settings are what the environment says about tracing.
+type Settings struct {
+	// Enabled: an OTLP endpoint is set, the SDK is not disabled, and
+	// OTEL_TRACES_EXPORTER is otlp (its default) rather than none.
+	Enabled bool
+	// Protocol is ProtocolHTTP (the OTLP default) or ProtocolGRPC.
+	Protocol string
+}
+
+// Read interprets the standard variables through getenv:
+// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT turn
+// tracing on; OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none keep it
+// off; OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
+// picks the protocol. An exporter or protocol chatd does not speak is an
+// error rather than silently no traces.
+func Read(getenv func(string) string) (Settings, error) {
+	s := Settings{Protocol: ProtocolHTTP}
+	if getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
+		return s, nil
+	}
+	if strings.EqualFold(strings.TrimSpace(getenv("OTEL_SDK_DISABLED")), "true") {
+		return s, nil
+	}
+	switch e := strings.TrimSpace(getenv("OTEL_TRACES_EXPORTER")); e {
+	case "", "otlp":
+	case "none":
+		return s, nil
+	default:
+		return s, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: chatd exports traces with otlp only (or none)", e)
+	}
+	p := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+	if p == "" {
+		p = getenv("OTEL_EXPORTER_OTLP_PROTOCOL")
+	}
+	switch p = strings.TrimSpace(p); p {
+	case "", ProtocolHTTP:
+	case ProtocolGRPC:
+		s.Protocol = ProtocolGRPC
+	default:
+		return s, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: want %s or %s", p, ProtocolHTTP, ProtocolGRPC)
+	}
+	s.Enabled = true
+	return s, nil
+}
+
+// Tracing is a tracer provider and what stops it.
+type Tracing struct {
+	// Provider is nil when tracing is off.
+	Provider trace.TracerProvider
+	sdk      *sdktrace.TracerProvider
+}
+
+// Shutdown flushes the spans still batched and stops the exporter.
+func (t *Tracing) Shutdown(ctx context.Context) error {
+	if t == nil || t.sdk == nil {
+		return nil
+	}
+	if err := t.sdk.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shut tracing down: %w", err)
+	}
+	return nil
+}
+
+// FromEnv starts tracing as the environment says (Read): an OTLP exporter
+// for the protocol, configured by the exporter from the rest of the
+// OTEL_EXPORTER_OTLP_* variables (endpoint, headers, TLS, timeout), a
+// batch span processor (OTEL_BSP_*), the sampler of OTEL_TRACES_SAMPLER
+// (parent-based always-on by default) and the resource of
+// OTEL_SERVICE_NAME / OTEL_RESOURCE_ATTRIBUTES. Off, it returns a Tracing
+// with a nil Provider. The exporter connects lazily: an unreachable
+// collector loses spans, it does not stop chatd.
+func FromEnv(ctx context.Context, getenv func(string) string) (*Tracing, error) {
+	s, err := Read(getenv)
+	if err != nil || !s.Enabled {
+		return &Tracing{}, err
+	}
+	var exp sdktrace.SpanExporter
+	switch s.Protocol {
+	case ProtocolGRPC:
+		exp, err = otlptracegrpc.New(ctx)
+	default:
+		exp, err = otlptracehttp.New(ctx)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("OTLP trace exporter (%s): %w", s.Protocol, err)
+	}
+	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", ServiceName)))
+	if err == nil {
+		var env *resource.Resource
+		env, err = resource.New(ctx, resource.WithFromEnv())
+		if err == nil {
+			res, err = resource.Merge(res, env)
+		}
+	}
+	if err != nil && !errors.Is(err, resource.ErrPartialResource) {
+		return nil, errors.Join(fmt.Errorf("trace resource: %w", err), exp.Shutdown(ctx))
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	return &Tracing{Provider: tp, sdk: tp}, nil
+}
