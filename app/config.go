@@ -221,7 +221,12 @@ func FromEnv() Config {
 	c.Worker.ToolApproval = os.Getenv("CHATD_TOOL_APPROVAL")
 	c.Worker.CompactThresholdPercent, _ = strconv.Atoi(os.Getenv("CHATD_COMPACT_THRESHOLD_PERCENT"))
 	c.Worker.AutoArchiveDays = envLimit("CHATD_AUTO_ARCHIVE_DAYS", 0)
-	c.Worker.Subagents, _ = strconv.ParseBool(os.Getenv("CHATD_SUBAGENTS"))
+	// On unless CHATD_SUBAGENTS says false (a model that refuses any
+	// request offering tools needs it off).
+	c.Worker.Subagents = true
+	if v, err := strconv.ParseBool(os.Getenv("CHATD_SUBAGENTS")); err == nil {
+		c.Worker.Subagents = v
+	}
 	c.Worker.MaxAgentDepth = envLimit("CHATD_MAX_AGENT_DEPTH", 0) // 0: the default
 	c.Limits = api.Limits{
 		WritesPerMinute:      envLimit("CHATD_WRITES_PER_MINUTE", api.DefaultWritesPerMinute),

@@ -22,11 +22,11 @@ func TestAutoArchiveDaysFromEnv(t *testing.T) {
 	}
 }
 
-// TestSubagentSettingsFromEnv: CHATD_SUBAGENTS and CHATD_MAX_AGENT_DEPTH
-// reach the worker; unset (or not a positive number) keeps the default
-// depth (0 in worker.Config).
+// TestSubagentSettingsFromEnv: CHATD_SUBAGENTS (on unless it says false)
+// and CHATD_MAX_AGENT_DEPTH reach the worker; unset (or not a positive
+// number) keeps the default depth (0 in worker.Config).
 func TestSubagentSettingsFromEnv(t *testing.T) {
-	for env, want := range map[string]bool{"true": true, "1": true, "": false, "no": false} {
+	for env, want := range map[string]bool{"true": true, "1": true, "": true, "no": true, "false": false, "0": false} {
 		t.Setenv("CHATD_SUBAGENTS", env)
 		require.Equal(t, want, app.FromEnv().Worker.Subagents, "%q", env)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
@@ -298,14 +299,15 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 		}
 		effort = args.ReasoningEffort
 	}
-	in, err := a.w.admitSubagentPrompt(ctx, parent, chatstate.UserInput{
-		Content: sdk.Text(args.Prompt), ModelConfigID: model, ReasoningEffort: effort,
-	})
+	childID := SubagentID(parent.ID, call.ToolCallID)
+	in, err := a.w.admitSubagentPrompt(ctx, parent, hooks.Submission{
+		ChatID: childID, ID: childID.String(), Session: hooks.SessionCreate,
+	}, chatstate.UserInput{Content: sdk.Text(args.Prompt), ModelConfigID: model, ReasoningEffort: effort})
 	if err != nil {
 		return nil, err
 	}
 	p := chatstate.CreateParams{
-		ID: SubagentID(parent.ID, call.ToolCallID), OwnerID: parent.OwnerID,
+		ID: childID, OwnerID: parent.OwnerID,
 		ParentChatID: uuid.NullUUID{UUID: parent.ID, Valid: true},
 		Title:        strings.TrimSpace(args.Title), TitleSource: store.TitleSourceUser,
 		MCPServerIDs: parent.MCPServerIDs, ToolApproval: parent.ToolApproval, Input: in,
@@ -339,12 +341,15 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 
 // admitSubagentPrompt is the one place a subagent's prompt is admitted:
 // spawn_agent and message_agent pass every prompt they send a child
-// through it before the child's transition. It is where the prompt
-// submission hook (user_prompt_submit) belongs; it may refuse the prompt
-// (the tool call then fails) or return it changed. Today it admits the
-// prompt as it is.
-func (w *Worker) admitSubagentPrompt(_ context.Context, _ store.Chat, in chatstate.UserInput) (chatstate.UserInput, error) {
-	return in, nil
+// through it before the child's transition. With lifecycle hooks on it
+// dispatches the child's session_start (a spawn) and user_prompt_submit as
+// work already admitted (the parent's turn runs): a denial or a failed
+// dispatch fails the tool call, and the prompt goes on as the consumer
+// replaced it, with its context. The submission id is derived from the
+// parent's tool call, so a re-run after a crash repeats the same event ids.
+func (w *Worker) admitSubagentPrompt(ctx context.Context, parent store.Chat, s hooks.Submission, in chatstate.UserInput) (chatstate.UserInput, error) {
+	s.OwnerID = parent.OwnerID
+	return w.deps.Hooks.Admit(ctx, hooks.Admitted, s, in)
 }
 
 type waitArgs struct {
@@ -525,7 +530,8 @@ func (a agents) message(ctx context.Context, raw json.RawMessage) (json.RawMessa
 		return nil, err
 	}
 	rid := uuid.NullUUID{UUID: agentMessageRequestID(call.ChatID, call.ToolCallID), Valid: true}
-	in, err := a.w.admitSubagentPrompt(ctx, parent, chatstate.UserInput{Content: sdk.Text(args.Message), RequestID: rid})
+	in, err := a.w.admitSubagentPrompt(ctx, parent, hooks.Submission{ChatID: child.ID, ID: rid.UUID.String()},
+		chatstate.UserInput{Content: sdk.Text(args.Message), RequestID: rid})
 	if err != nil {
 		return nil, err
 	}
