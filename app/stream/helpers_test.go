@@ -67,6 +67,8 @@ func demoConfig() app.Config { return app.Config{DemoTokenDelay: demo.NoDelay} }
 // pacedConfig uses llm as the default model.
 func pacedConfig(llm *pacedLLM) app.Config {
 	return app.Config{
+		// Replicas share one key for the API keys sealed in the database.
+		SecretKey:    "stream test secret key",
 		OpenAIAPIKey: "test", OpenAIBaseURL: llm.URL,
 		Models: []string{"openai/gpt-test"}, DefaultModel: "openai/gpt-test",
 	}

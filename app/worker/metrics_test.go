@@ -108,7 +108,7 @@ func TestStageMetricsOneStepTurn(t *testing.T) {
 		require.GreaterOrEqual(t, count(t, reg, "chatd_stage_duration_seconds", stage("commit")), 3.0, "attempt, step, finish")
 		for _, s := range []string{"time_to_first_token", "provider_attempt", "stream"} {
 			require.Equal(t, 1.0, count(t, reg, "chatd_model_stage_duration_seconds",
-				map[string]string{"stage": s, "provider_type": "openai", "model": "test-model", "chat_kind": "root"}), s)
+				map[string]string{"stage": s, "provider_type": "openai-compat", "model": "test-model", "chat_kind": "root"}), s)
 		}
 		require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("retry_backoff")))
 		require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("tool_call")))

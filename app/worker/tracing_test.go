@@ -189,7 +189,7 @@ func TestTracingOneStepTurn(t *testing.T) {
 		for _, s := range []tracetest.SpanStub{stream, ttft, attempt, step, prep} {
 			pt, _ := attr(s, "provider_type")
 			model, _ := attr(s, "model")
-			require.Equal(t, "openai", pt, s.Name)
+			require.Equal(t, "openai-compat", pt, s.Name) // OPENAI_BASE_URL: an OpenAI-compatible provider
 			require.Equal(t, "test-model", model, s.Name)
 			_, ok := attr(s, "reasoning_effort")
 			require.True(t, ok, s.Name)
