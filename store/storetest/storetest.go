@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ChatMCPServerIDs", testChatMCPServerIDs},
 		{"ChatToolApproval", testChatToolApproval},
 		{"ChatListArchivable", testChatListArchivable},
+		{"Files", testFiles},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
