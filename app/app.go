@@ -25,6 +25,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/partbuf"
@@ -228,6 +229,8 @@ func (a *App) init(ctx context.Context) error {
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: a.models,
 		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
 	}
+	fileStore := files.New(a.store, a.clock, a.cfg.Files)
+	wdeps.Files = fileStore
 	var mcpServers api.MCPServers
 	if a.cfg.MCPConfig != "" {
 		mcfg, err := mcp.LoadConfig(a.cfg.MCPConfig)
@@ -259,7 +262,7 @@ func (a *App) init(ctx context.Context) error {
 	}
 	srv := api.New(acfg, api.Deps{
 		Machine: a.machine, Store: a.store, Models: a.models, Titles: a.titles(), Log: a.log, Metrics: a.metrics,
-		Clock: a.clock, Tokens: a.tokens, MCP: mcpServers,
+		Clock: a.clock, Tokens: a.tokens, MCP: mcpServers, Files: fileStore,
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)

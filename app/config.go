@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 )
@@ -93,6 +94,9 @@ type Config struct {
 	AnthropicBaseURL string
 	// DemoTokenDelay paces the demo model's tokens (0 = its default).
 	DemoTokenDelay time.Duration
+
+	// Files are the attachment limits (zero fields: files.Default...).
+	Files files.Config
 
 	// Worker tunes the chat worker (limits, retries, intervals).
 	Worker worker.Config
@@ -200,6 +204,10 @@ func FromEnv() Config {
 	c.Worker.ToolApproval = os.Getenv("CHATD_TOOL_APPROVAL")
 	c.Worker.CompactThresholdPercent, _ = strconv.Atoi(os.Getenv("CHATD_COMPACT_THRESHOLD_PERCENT"))
 	c.Worker.AutoArchiveDays = envLimit("CHATD_AUTO_ARCHIVE_DAYS", 0)
+	c.Files.MaxFileBytes, _ = strconv.ParseInt(os.Getenv("CHATD_MAX_FILE_BYTES"), 10, 64)
+	c.Files.QuotaBytes, _ = strconv.ParseInt(os.Getenv("CHATD_FILE_QUOTA_BYTES"), 10, 64)
+	c.Files.Retention, _ = time.ParseDuration(os.Getenv("CHATD_FILE_RETENTION"))
+	c.Files.MaxPerChat, _ = strconv.Atoi(os.Getenv("CHATD_MAX_FILES_PER_CHAT"))
 	c.Limits = api.Limits{
 		WritesPerMinute:      envLimit("CHATD_WRITES_PER_MINUTE", api.DefaultWritesPerMinute),
 		LoginsPerMinute:      envLimit("CHATD_LOGINS_PER_MINUTE", api.DefaultLoginsPerMinute),

@@ -25,6 +25,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -98,6 +99,8 @@ type Deps struct {
 	Tokens *auth.Tokens
 	// MCP is the configured MCP servers (nil: none configured).
 	MCP MCPServers
+	// Files stores attachments (nil: file parts and /files are refused).
+	Files *files.Service
 }
 
 // Server is the HTTP API.
@@ -165,6 +168,7 @@ func (s *Server) routes() {
 	chat("GET", "/requests/{request_id}", s.lookupRequest)
 	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
+	s.fileRoutes()
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
 		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.limitLogins(s.login))))

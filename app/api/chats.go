@@ -81,6 +81,9 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		checkLabels(req.Labels), checkTitle(req.Title, true)); err != nil {
 		return firstError(err)
 	}
+	if err := s.checkFiles(r.Context(), c, parts, model, uuid.NullUUID{}); err != nil {
+		return err
+	}
 	if err := s.checkCreateLimits(req.SystemPrompt, len(req.UnsafeDynamicTools)); err != nil {
 		return err
 	}
@@ -97,7 +100,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		OwnerID: c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
 		Labels: req.Labels, DynamicTools: tools, MCPServerIDs: servers, ToolApproval: req.ToolApproval,
 		Input: chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
-			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort},
+			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort, FileCap: s.fileCap()},
 		Title: strings.TrimSpace(req.Title), TitleSource: store.TitleSourceUser,
 	}
 	generate := p.Title == ""

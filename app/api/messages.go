@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -60,7 +61,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 	return nil
 }
 
-func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
+func (s *Server) userInput(ctx context.Context, c *caller, chatID uuid.UUID, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
 	parts, err := s.inputParts(content, false)
 	if err != nil {
 		return chatstate.UserInput{}, err
@@ -72,8 +73,11 @@ func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid
 	if err := checkEffort("reasoning_effort", effort); err != nil {
 		return chatstate.UserInput{}, err
 	}
+	if err := s.checkFiles(ctx, c, parts, m, uuid.NullUUID{UUID: chatID, Valid: true}); err != nil {
+		return chatstate.UserInput{}, err
+	}
 	return chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
-		ModelConfigID: m, ReasoningEffort: effort}, nil
+		ModelConfigID: m, ReasoningEffort: effort, FileCap: s.fileCap()}, nil
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) (err error) {
@@ -93,7 +97,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err != nil {
 		return err
 	}
-	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
+	in, err := s.userInput(r.Context(), c, id, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
 		return err
 	}
@@ -191,7 +195,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
+	in, err := s.userInput(r.Context(), c, id, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,9 @@ type UserInput struct {
 	ReasoningEffort string
 	// RequestID links a durable request's claim to its message.
 	RequestID uuid.NullUUID
+	// FileCap is the most files a chat holds (the deployment's
+	// CHATD_MAX_FILES_PER_CHAT); content with file parts needs it >= 1.
+	FileCap int
 }
 
 func (in UserInput) encode(field string) (json.RawMessage, error) {
@@ -53,6 +56,9 @@ func (t *Tx) insertMessage(p store.MessageInsertParams) (store.Message, error) {
 // insertUser answers outstanding tool calls and appends a user message.
 func (t *Tx) insertUser(chatID uuid.UUID, content json.RawMessage, in UserInput, queuedID *int64) (store.Message, error) {
 	if err := t.answerOutstanding(chatID, reasonNewMessage); err != nil {
+		return store.Message{}, err
+	}
+	if err := t.linkFiles(chatID, in); err != nil {
 		return store.Message{}, err
 	}
 	m, err := t.insertMessage(store.MessageInsertParams{
@@ -86,6 +92,9 @@ func (t *Tx) enqueue(chatID uuid.UUID, content json.RawMessage, in UserInput) (s
 	}
 	if n >= int64(t.m.cfg.QueueLimit) {
 		return store.QueuedMessage{}, fmt.Errorf("%w: %d of %d queued messages", ErrQueueFull, n, t.m.cfg.QueueLimit)
+	}
+	if err := t.linkFiles(chatID, in); err != nil {
+		return store.QueuedMessage{}, err
 	}
 	q, err := t.tx.QueueInsert(t.ctx, store.QueueInsertParams{
 		ChatID: chatID, CreatedBy: in.CreatedBy, Content: content, ModelConfigID: in.ModelConfigID,

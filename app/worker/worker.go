@@ -83,6 +83,9 @@ type Config struct {
 	AutoArchiveDays int
 	// AutoArchiveInterval is the time between auto-archive ticks.
 	AutoArchiveInterval time.Duration
+	// FileRetentionInterval is the time between passes of the file
+	// retention loop (DefaultFileRetentionInterval).
+	FileRetentionInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -104,6 +107,7 @@ func (c Config) withDefaults() Config {
 	def(&c.BackoffMax, DefaultBackoffMax)
 	def(&c.MCPToolsWait, DefaultMCPToolsWait)
 	def(&c.AutoArchiveInterval, DefaultAutoArchiveInterval)
+	def(&c.FileRetentionInterval, DefaultFileRetentionInterval)
 	defInt(&c.MaxRetries, DefaultMaxRetries)
 	defInt(&c.MaxSteps, DefaultMaxSteps)
 	defInt(&c.RootLimit, DefaultRootLimit)
@@ -151,6 +155,8 @@ type Deps struct {
 	// Clock is the time source (clock.Real when nil).
 	Clock clock.Clock
 	Log   *slog.Logger
+	// Files removes unreferenced uploads (nil: no retention loop).
+	Files FileRemover
 }
 
 // Worker is one replica's chat worker.
@@ -224,6 +230,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	if w.cfg.AutoArchiveDays > 0 {
 		w.goLoop(ctx, w.autoArchiveLoop)
+	}
+	if w.deps.Files != nil {
+		w.goLoop(ctx, w.fileRetentionLoop)
 	}
 	return nil
 }
