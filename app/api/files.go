@@ -49,6 +49,27 @@ func (s *Server) fileCap() int {
 	return s.deps.Files.Config().MaxPerChat
 }
 
+// UploadHeader must be on uploads authenticated by the session cookie (the
+// UI's): an upload's body is the file, not JSON, so the cross-site check
+// asks for a header a page of another origin cannot add without a CORS
+// preflight, which chatd never grants.
+const UploadHeader = "X-Chatd-Upload"
+
+// uploadPaths are the upload routes, for the cross-site check.
+var uploadPaths = map[string]bool{
+	"/api/v2/files": true, "/api/experimental/files": true,
+	"/api/v2/chats/files": true, "/api/experimental/chats/files": true,
+}
+
+func isUpload(r *http.Request) bool { return r.Method == http.MethodPost && uploadPaths[r.URL.Path] }
+
+func requireUploadHeader(r *http.Request) error {
+	if r.Header.Get(UploadHeader) == "" {
+		return forbidden("an upload authenticated by the session cookie must carry the " + UploadHeader + " header")
+	}
+	return nil
+}
+
 // uploadLimit is the body cap of the upload routes: the file cap plus
 // room for a multipart envelope. Every other route keeps MaxBodyBytes.
 func (s *Server) uploadLimit() int64 {

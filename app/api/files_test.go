@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -217,3 +218,28 @@ func TestFileParts(t *testing.T) {
 }
 
 func jsonNumber(n int64) string { raw, _ := json.Marshal(n); return string(raw) }
+
+// TestUploadCrossSite: an upload with the session cookie needs the
+// X-Chatd-Upload header (a form of another page cannot add it) besides the
+// origin checks; with it, and with a token, uploads work.
+func TestUploadCrossSite(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		h := setup(t, newStore)
+		cookie := h.login(t, h.aliceToken)
+		own := h.origin()
+		for name, headers := range map[string][]string{
+			"a form post":           {"Cookie", cookie, "Content-Type", "text/plain"},
+			"multipart form":        {"Cookie", cookie, "Content-Type", "multipart/form-data; boundary=x"},
+			"header, other origin":  {"Cookie", cookie, "Content-Type", "text/plain", api.UploadHeader, "1", "Origin", "http://127.0.0.1:1"},
+			"header, cross-site":    {"Cookie", cookie, "Content-Type", "text/plain", api.UploadHeader, "1", "Sec-Fetch-Site", "cross-site"},
+			"own origin, no header": {"Cookie", cookie, "Content-Type", "text/plain", "Origin", own},
+		} {
+			r := h.raw(t, "POST", "/api/v2/files", []byte("hi"), headers...)
+			require.Equal(t, http.StatusForbidden, r.status, "%s: %s", name, r.body)
+		}
+		uploaded(t, h.raw(t, "POST", "/api/v2/chats/files", []byte("hi"), "Cookie", cookie, "Content-Type", "text/plain",
+			api.UploadHeader, "1", "Origin", own, "Sec-Fetch-Site", "same-origin"))
+		uploaded(t, h.upload(t, h.aliceToken, "/api/v2/files", "text/plain", []byte("hi")))
+	})
+}
