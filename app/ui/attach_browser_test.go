@@ -94,6 +94,19 @@ func TestBrowserAttachments(t *testing.T) {
 	b.typeAndSend("And this one?")
 	b.waitJS("the second message's thumbnail", `document.querySelectorAll('.thread .msg-user').length === 2 &&
 		[...document.querySelectorAll('.thread .msg-user')][1].querySelector('.chip.file.image img.thumb')?.naturalWidth === 1`)
+	b.waitJS("the second reply", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 2`)
+
+	// Editing the message's text keeps its attachment.
+	eval[chromedp.Void](b, `[...document.querySelectorAll('.thread .msg-user')].pop().dataset.testLast = 'yes'`)
+	b.do(chromedp.Click(chromedp.CSS(`.thread .msg-user[data-test-last] button[aria-label="Edit message"]`)))
+	b.waitJS("the inline editor", `document.querySelector('.thread .edit-input')`)
+	eval[chromedp.Void](b, `(() => { const ta = document.querySelector('.thread .edit-input');
+		ta.value = 'And this dog?'; ta.dispatchEvent(new Event('input', {bubbles: true})); })()`)
+	b.do(chromedp.Click(chromedp.CSS(".thread .edit-box .btn.primary")))
+	b.waitJS("the edited message with its thumbnail", jsIdle+` && (() => {
+		const last = [...document.querySelectorAll('.thread .msg-user')].pop();
+		return last.textContent.includes('And this dog?') && last.querySelector('.chip.file.image img.thumb')?.naturalWidth === 1;
+	})()`)
 	for _, size := range [][2]int64{{1280, 860}, {390, 844}} {
 		for _, scheme := range []string{"light", "dark"} {
 			b.do(chromedp.EmulateViewport(size[0], size[1]))

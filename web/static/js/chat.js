@@ -364,7 +364,10 @@ export class ChatView {
 
   async saveEdit(m, text) {
     try {
-      await api('PATCH', `/chats/${this.id}/messages/${m.id}`, { content: textContent(text), ...this.modelFields() });
+      // The edit keeps the message's attachments (one that has expired makes the server refuse it).
+      const files = (m.content || []).filter((p) => p.type === 'file' && p.file_id).map((p) => ({ type: 'file', file_id: p.file_id }));
+      const content = [...(text.trim() ? textContent(text) : []), ...files];
+      await api('PATCH', `/chats/${this.id}/messages/${m.id}`, { content: content.length ? content : textContent(text), ...this.modelFields() });
       this.editingId = null;
       this.render();
       this.composer.focus();
