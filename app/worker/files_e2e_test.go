@@ -3,8 +3,6 @@ package worker_test
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/json"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -22,16 +20,12 @@ var pngBytes = append([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), make([]byte
 
 func (e *fixture) uploadFile(name, contentType string, body []byte) uuid.UUID {
 	e.t.Helper()
-	req, err := http.NewRequestWithContext(e.ctx, "POST", e.srv.URL+"/api/v2/files?name="+name, bytes.NewReader(body))
+	f, err := e.c.UploadFile(e.ctx, name, contentType, bytes.NewReader(body))
 	require.NoError(e.t, err)
-	req.Header.Set("Authorization", "Bearer "+e.c.Token)
-	req.Header.Set("Content-Type", contentType)
-	resp, err := e.srv.Client().Do(req)
+	got, typ, err := e.c.File(e.ctx, f.ID)
 	require.NoError(e.t, err)
-	defer resp.Body.Close()
-	require.Equal(e.t, http.StatusCreated, resp.StatusCode)
-	var f sdk.UploadFileResponse
-	require.NoError(e.t, json.NewDecoder(resp.Body).Decode(&f))
+	require.Equal(e.t, body, got)
+	require.NotEmpty(e.t, typ)
 	return f.ID
 }
 
