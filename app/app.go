@@ -27,6 +27,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/modelconfig"
@@ -248,6 +249,8 @@ func (a *App) init(ctx context.Context) error {
 		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
 		Memory: a.projects,
 	}
+	fileStore := files.New(a.store, a.clock, a.cfg.Files)
+	wdeps.Files = fileStore
 	if err := a.openMCP(ctx); err != nil { // mcpservers.go
 		return err
 	}
@@ -276,6 +279,7 @@ func (a *App) init(ctx context.Context) error {
 		Clock: a.clock, Tokens: a.tokens, MCP: a.mcp, MCPAdmin: mcpAdmin{a.mcpServers},
 		Projects:     a.projects,
 		ModelConfigs: a.models,
+		Files:        fileStore,
 		Hooks:        wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
 	})
 	a.api = srv

@@ -15,6 +15,7 @@ import (
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 )
@@ -102,6 +103,9 @@ type Config struct {
 	ModelCacheTTL time.Duration
 	// DemoTokenDelay paces the demo model's tokens (0 = its default).
 	DemoTokenDelay time.Duration
+
+	// Files are the attachment limits (zero fields: files.Default...).
+	Files files.Config
 
 	// Worker tunes the chat worker (limits, retries, intervals).
 	Worker worker.Config
@@ -228,6 +232,10 @@ func FromEnv() Config {
 		c.Worker.Subagents = v
 	}
 	c.Worker.MaxAgentDepth = envLimit("CHATD_MAX_AGENT_DEPTH", 0) // 0: the default
+	c.Files.MaxFileBytes, _ = strconv.ParseInt(os.Getenv("CHATD_MAX_FILE_BYTES"), 10, 64)
+	c.Files.QuotaBytes, _ = strconv.ParseInt(os.Getenv("CHATD_FILE_QUOTA_BYTES"), 10, 64)
+	c.Files.Retention, _ = time.ParseDuration(os.Getenv("CHATD_FILE_RETENTION"))
+	c.Files.MaxPerChat, _ = strconv.Atoi(os.Getenv("CHATD_MAX_FILES_PER_CHAT"))
 	c.Limits = api.Limits{
 		WritesPerMinute:      envLimit("CHATD_WRITES_PER_MINUTE", api.DefaultWritesPerMinute),
 		LoginsPerMinute:      envLimit("CHATD_LOGINS_PER_MINUTE", api.DefaultLoginsPerMinute),

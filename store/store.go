@@ -189,6 +189,16 @@ type Reader interface {
 	MCPServerList(ctx context.Context) ([]MCPServer, error)
 	// Providers and model configs (app/modelconfig).
 	ModelConfigReader
+
+	// FileGet reads an uploaded file with its content.
+	FileGet(ctx context.Context, id uuid.UUID) (File, error)
+
+	// FileListByChat lists the files a chat holds, earliest uploaded first
+	// (created_at, id), without their content.
+	FileListByChat(ctx context.Context, chatID uuid.UUID) ([]File, error)
+
+	// FileBytesByOwner sums the sizes of a user's files (the upload quota).
+	FileBytesByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error)
 }
 
 // Tx is the set of data operations available inside a write transaction:
@@ -369,6 +379,20 @@ type Tx interface {
 
 	// MCPServerDelete removes a stored server and reports whether it existed.
 	MCPServerDelete(ctx context.Context, id uuid.UUID) (int64, error)
+
+	// FileInsert stores an uploaded file, linked to no chat.
+	FileInsert(ctx context.Context, p FileInsertParams) (File, error)
+
+	// FileLink links a file to a chat at now (linked_at keeps the first
+	// link's time); ErrNotFound when the file does not exist.
+	FileLink(ctx context.Context, id, chatID uuid.UUID, now time.Time) error
+
+	// FileDelete removes one file and reports whether it existed.
+	FileDelete(ctx context.Context, id uuid.UUID) (int64, error)
+
+	// FileDeleteUnlinked removes the files no chat holds that were uploaded
+	// before cutoff, and reports how many went.
+	FileDeleteUnlinked(ctx context.Context, cutoff time.Time) (int64, error)
 }
 
 // ChatStatus is the chats.status column.

@@ -25,6 +25,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/sdk"
@@ -110,6 +111,8 @@ type Deps struct {
 	// Hooks dispatches the lifecycle hooks of admission (session_start,
 	// user_prompt_submit); nil: hooks off.
 	Hooks *hooks.Dispatcher
+	// Files stores attachments (nil: file parts and /files are refused).
+	Files *files.Service
 }
 
 // Server is the HTTP API.
@@ -186,6 +189,7 @@ func (s *Server) routes() {
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
 	s.projectRoutes(chat)
 	s.userRoutes() // users.go
+	s.fileRoutes()
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
 		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.limitLogins(s.login))))

@@ -83,6 +83,9 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		checkLabels(req.Labels), checkTitle(req.Title, true)); err != nil {
 		return firstError(err)
 	}
+	if err := s.checkFiles(r.Context(), c, parts, model, uuid.NullUUID{}); err != nil {
+		return err
+	}
 	if err := s.checkCreateLimits(req.SystemPrompt, len(req.UnsafeDynamicTools)); err != nil {
 		return err
 	}
@@ -107,7 +110,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		OwnerID:   c.user.ID, ParentChatID: optUUID(req.ParentChatID), SystemPrompt: req.SystemPrompt,
 		Labels: req.Labels, DynamicTools: tools, MCPServerIDs: servers, ToolApproval: req.ToolApproval,
 		Input: chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
-			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort},
+			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort, FileCap: s.fileCap()},
 		Title: strings.TrimSpace(req.Title), TitleSource: store.TitleSourceUser,
 	}
 	// Lifecycle hooks see the chat's id before it exists; the prompt may

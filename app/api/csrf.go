@@ -194,6 +194,9 @@ func (s *Server) checkForgery(r *http.Request) error {
 			return forbidden(fmt.Sprintf("Origin %q is not this server's origin %q", origin, own))
 		}
 	}
+	if isUpload(r) {
+		return requireUploadHeader(r) // files.go: an upload is not JSON
+	}
 	return requireJSON(r)
 }
 

@@ -158,8 +158,8 @@ func (s *Server) checkModel(field string, id uuid.NullUUID) error {
 	return validation(field, fmt.Sprintf("unknown model config %s; see GET /api/v2/chats/models", id.UUID))
 }
 
-// inputParts validates user content: text parts (and file parts, which this
-// build does not store) within the text limit. allowEmpty admits [] (a chat
+// inputParts validates user content: text parts within the text limit and
+// file parts (checkFiles checks the files). allowEmpty admits [] (a chat
 // created without a first message).
 func (s *Server) inputParts(parts []sdk.ChatMessagePart, allowEmpty bool) ([]sdk.ChatMessagePart, error) {
 	if len(parts) == 0 {
@@ -181,11 +181,15 @@ func (s *Server) inputParts(parts []sdk.ChatMessagePart, allowEmpty bool) ([]sdk
 			// Keep only what a text part means; Go clients send zero ids.
 			out = append(out, sdk.ChatMessagePart{Type: sdk.PartText, Text: p.Text})
 		case sdk.PartFile:
-			return nil, validation(field+".type", "file attachments are not supported by this server")
+			fp, err := filePart(field, p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, fp) // checkFiles (files.go) completes it
 		case "":
 			return nil, validation(field+".type", "part type is missing")
 		default:
-			return nil, validation(field+".type", fmt.Sprintf("unknown or non-input part type %q (want text)", p.Type))
+			return nil, validation(field+".type", fmt.Sprintf("unknown or non-input part type %q (want text or file)", p.Type))
 		}
 	}
 	if total > s.cfg.MaxTextBytes {

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"slices"
@@ -61,7 +62,7 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 	return nil
 }
 
-func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
+func (s *Server) userInput(ctx context.Context, c *caller, chatID uuid.UUID, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
 	parts, err := s.inputParts(content, false)
 	if err != nil {
 		return chatstate.UserInput{}, err
@@ -73,8 +74,11 @@ func (s *Server) userInput(c *caller, content []sdk.ChatMessagePart, model *uuid
 	if err := checkEffort("reasoning_effort", effort); err != nil {
 		return chatstate.UserInput{}, err
 	}
+	if err := s.checkFiles(ctx, c, parts, m, uuid.NullUUID{UUID: chatID, Valid: true}); err != nil {
+		return chatstate.UserInput{}, err
+	}
 	return chatstate.UserInput{Content: parts, CreatedBy: uuid.NullUUID{UUID: c.user.ID, Valid: true},
-		ModelConfigID: m, ReasoningEffort: effort}, nil
+		ModelConfigID: m, ReasoningEffort: effort, FileCap: s.fileCap()}, nil
 }
 
 func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) (err error) {
@@ -94,7 +98,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err != nil {
 		return err
 	}
-	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
+	in, err := s.userInput(r.Context(), c, id, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
 		return err
 	}
@@ -195,7 +199,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in, err := s.userInput(c, req.Content, req.ModelConfigID, req.ReasoningEffort)
+	in, err := s.userInput(r.Context(), c, id, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
 		return err
 	}

@@ -117,6 +117,9 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 	}
 	var first *store.Message
 	if content != nil {
+		if err := t.linkFiles(c.ID, p.Input); err != nil {
+			return Result{}, err
+		}
 		m, err := t.insertMessage(store.MessageInsertParams{
 			ChatID: c.ID, Role: store.RoleUser, Content: content, CreatedBy: p.Input.CreatedBy,
 			ModelConfigID: p.Input.ModelConfigID, ReasoningEffort: p.Input.ReasoningEffort,

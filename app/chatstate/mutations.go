@@ -34,6 +34,9 @@ type UserInput struct {
 	// (session_start, user_prompt_submit): it enters history just before
 	// the prompt, also when the prompt waits in the queue first.
 	Context []HookContext
+	// FileCap is the most files a chat holds (the deployment's
+	// CHATD_MAX_FILES_PER_CHAT); content with file parts needs it >= 1.
+	FileCap int
 }
 
 // HookContext is one piece of context a lifecycle hook returned for a
@@ -119,6 +122,9 @@ func (t *Tx) insertUser(chatID uuid.UUID, content json.RawMessage, in UserInput,
 	if err := t.answerOutstanding(chatID, reasonNewMessage); err != nil {
 		return store.Message{}, err
 	}
+	if err := t.linkFiles(chatID, in); err != nil {
+		return store.Message{}, err
+	}
 	if err := t.insertHookContext(chatID, in.Context); err != nil {
 		return store.Message{}, err
 	}
@@ -153,6 +159,9 @@ func (t *Tx) enqueue(chatID uuid.UUID, content json.RawMessage, in UserInput) (s
 	}
 	if n >= int64(t.m.cfg.QueueLimit) {
 		return store.QueuedMessage{}, fmt.Errorf("%w: %d of %d queued messages", ErrQueueFull, n, t.m.cfg.QueueLimit)
+	}
+	if err := t.linkFiles(chatID, in); err != nil {
+		return store.QueuedMessage{}, err
 	}
 	hookContext, err := encodeHookContext(in.Context)
 	if err != nil {

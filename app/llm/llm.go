@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -39,7 +40,9 @@ const (
 // Message is one prompt message. Parts use the wire part shapes:
 // text, reasoning, tool-call (ToolCallID, ToolName, Args) on assistant
 // messages and tool-result (ToolCallID, ToolName, Result, IsError) on tool
-// messages.
+// messages. User messages may carry images as file parts whose URL is a
+// base64 data: URL with the image's MediaType (IsImagePart); the worker
+// has already turned every other attachment into text.
 type Message struct {
 	Role  string
 	Parts []sdk.ChatMessagePart
@@ -226,4 +229,39 @@ func (a *Assembler) Parts() []sdk.ChatMessagePart {
 		out[i].Args = json.RawMessage(raw)
 	}
 	return out
+}
+
+// IsImagePart reports whether p is an image for the model: a file part
+// carrying its bytes as a base64 data: URL.
+func IsImagePart(p sdk.ChatMessagePart) bool {
+	_, _, ok := ImageData(p)
+	return ok
+}
+
+// Images returns the image parts of parts.
+func Images(parts []sdk.ChatMessagePart) []sdk.ChatMessagePart {
+	var out []sdk.ChatMessagePart
+	for _, p := range parts {
+		if IsImagePart(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ImageData splits an image part's data URL into its media type and its
+// base64 data.
+func ImageData(p sdk.ChatMessagePart) (mediaType, base64Data string, ok bool) {
+	if p.Type != sdk.PartFile {
+		return "", "", false
+	}
+	rest, found := strings.CutPrefix(p.URL, "data:")
+	if !found {
+		return "", "", false
+	}
+	mediaType, base64Data, found = strings.Cut(rest, ";base64,")
+	if !found || !strings.HasPrefix(mediaType, "image/") || base64Data == "" {
+		return "", "", false
+	}
+	return mediaType, base64Data, true
 }

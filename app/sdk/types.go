@@ -730,3 +730,28 @@ type ChatWatchEvent struct {
 	Kind ChatWatchEventKind `json:"kind"`
 	Chat Chat               `json:"chat"`
 }
+
+// Files (attachments).
+
+// CodeFileQuotaExceeded: an upload would take the user past their file
+// quota (409).
+const CodeFileQuotaExceeded = "FILE_QUOTA_EXCEEDED"
+
+// UploadFileResponse answers POST /files (and Coder's POST /chats/files).
+type UploadFileResponse struct {
+	ID        uuid.UUID `json:"id"`
+	Name      string    `json:"name"`
+	MediaType string    `json:"media_type"`
+	Size      int64     `json:"size"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// FileLimits answers GET /files/limits: what an upload may be.
+type FileLimits struct {
+	MaxFileBytes     int64    `json:"max_file_bytes"`
+	QuotaBytes       int64    `json:"quota_bytes"`
+	UsedBytes        int64    `json:"used_bytes"`
+	MaxFilesPerChat  int      `json:"max_files_per_chat"`
+	RetentionSeconds int64    `json:"retention_seconds"`
+	ImageTypes       []string `json:"image_types"`
+}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
@@ -27,6 +28,11 @@ type view struct {
 	active []store.Message // active messages from the latest boundary anchor on
 	calls  []chatstate.ToolCall
 	tools  []sdk.DynamicTool
+	// files are the uploaded files the messages reference, by id (an
+	// evicted one is absent); images says whether the step's model takes
+	// images (set once the model is resolved).
+	files  map[uuid.UUID]store.File
+	images bool
 	// journaled holds the outstanding calls that have a tool-journal
 	// entry: they ran (or started) as server-side calls, so the journal
 	// judges them even when their tool is gone now.
@@ -71,6 +77,9 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 			case !errors.Is(err, store.ErrNotFound):
 				return err
 			}
+		}
+		if v.files, err = loadFiles(ctx, tx, v.system, v.active); err != nil {
+			return err
 		}
 		if len(c.DynamicTools) > 0 {
 			if err := json.Unmarshal(c.DynamicTools, &v.tools); err != nil {
@@ -152,7 +161,7 @@ func (v view) prompt(upTo int) []llm.Message {
 	add := func(m store.Message) {
 		var parts []sdk.ChatMessagePart
 		_ = json.Unmarshal(m.Content, &parts)
-		out = append(out, llm.Message{Role: m.Role, Parts: parts})
+		out = append(out, llm.Message{Role: m.Role, Parts: v.fileParts(m.Role, parts)})
 	}
 	if sys, ok := v.projectPrompt(); ok {
 		out = append(out, sys)
@@ -317,6 +326,7 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 		return ctx.Err()
 	}
 	step.set(actionAttr("generate"))
+	v.images = files.TakesImages(model.Provider.Name(), model.Name)
 	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: model.effort(v.effort()), MaxOutputTokens: model.MaxOutputTokens}
 	resp, done, err := r.callModel(ctx, ev, v, model, req, nil)
 	if err != nil || done {
@@ -572,6 +582,7 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 	if guide != "" {
 		instruction += "\n\n" + guide
 	}
+	v.images = files.TakesImages(model.Provider.Name(), model.Name)
 	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: instruction}}})
 	progress := []sdk.ChatMessagePart{{Type: sdk.PartReasoning, Text: "Summarizing the conversation…"}}
 	resp, done, err := r.callModel(ctx, ev, v, model, llm.Request{Model: model.Name, Messages: msgs}, progress)

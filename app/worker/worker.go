@@ -93,6 +93,9 @@ type Config struct {
 	// deep (a root's children are at depth 1, so 1 lets root chats spawn
 	// and children not).
 	MaxAgentDepth int
+	// FileRetentionInterval is the time between passes of the file
+	// retention loop (DefaultFileRetentionInterval).
+	FileRetentionInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -114,6 +117,7 @@ func (c Config) withDefaults() Config {
 	def(&c.BackoffMax, DefaultBackoffMax)
 	def(&c.MCPToolsWait, DefaultMCPToolsWait)
 	def(&c.AutoArchiveInterval, DefaultAutoArchiveInterval)
+	def(&c.FileRetentionInterval, DefaultFileRetentionInterval)
 	defInt(&c.MaxRetries, DefaultMaxRetries)
 	defInt(&c.MaxSteps, DefaultMaxSteps)
 	defInt(&c.RootLimit, DefaultRootLimit)
@@ -180,6 +184,8 @@ type Deps struct {
 	// Memory is project memory (app/projects); nil: root chats in a
 	// project get no memory tools (their instructions still apply).
 	Memory Memory
+	// Files removes unreferenced uploads (nil: no retention loop).
+	Files FileRemover
 }
 
 // Worker is one replica's chat worker.
@@ -255,6 +261,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	if w.cfg.AutoArchiveDays > 0 {
 		w.goLoop(ctx, w.autoArchiveLoop)
+	}
+	if w.deps.Files != nil {
+		w.goLoop(ctx, w.fileRetentionLoop)
 	}
 	return nil
 }

@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"MemoryLockSerialises", testMemoryLockSerialises},
 		{"MCPServers", testMCPServers},
 		{"ProvidersAndModelConfigs", testProvidersAndModelConfigs},
+		{"Files", testFiles},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

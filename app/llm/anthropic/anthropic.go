@@ -321,6 +321,10 @@ func userBlocks(parts []sdk.ChatMessagePart) []sdkanthropic.ContentBlockParamUni
 			if part.Text != "" {
 				texts = append(texts, sdkanthropic.NewTextBlock(part.Text))
 			}
+		case sdk.PartFile:
+			if mediaType, data, ok := llm.ImageData(part); ok {
+				texts = append(texts, sdkanthropic.NewImageBlockBase64(mediaType, data))
+			}
 		case sdk.PartToolResult:
 			r := sdkanthropic.ToolResultBlockParam{ToolUseID: part.ToolCallID}
 			if text := resultText(part.Result); text != "" {

@@ -25,8 +25,12 @@ func (anthropicProtocol) check(body map[string]any) (int, string) {
 	if _, ok := body["max_tokens"].(float64); !ok {
 		return http.StatusBadRequest, "max_tokens: Field required"
 	}
-	if msgs, ok := body["messages"].([]any); !ok || len(msgs) == 0 {
+	msgs, ok := body["messages"].([]any)
+	if !ok || len(msgs) == 0 {
 		return http.StatusBadRequest, "messages: at least one message is required"
+	}
+	if status, msg := checkAnthropicMessages(msgs); status != 0 {
+		return status, msg
 	}
 	if body["stream"] != true {
 		return http.StatusBadRequest, "llmtest: only streaming requests are supported (stream: true)"

@@ -23,8 +23,12 @@ func (openAIProtocol) check(body map[string]any) (int, string) {
 	if _, ok := body["model"].(string); !ok {
 		return http.StatusBadRequest, "you must provide a model parameter"
 	}
-	if msgs, ok := body["messages"].([]any); !ok || len(msgs) == 0 {
+	msgs, ok := body["messages"].([]any)
+	if !ok || len(msgs) == 0 {
 		return http.StatusBadRequest, "'messages' must contain at least one message"
+	}
+	if status, msg := checkOpenAIMessages(msgs); status != 0 {
+		return status, msg
 	}
 	if body["stream"] != true {
 		return http.StatusBadRequest, "llmtest: only streaming requests are supported (stream: true)"

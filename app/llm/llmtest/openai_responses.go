@@ -31,6 +31,9 @@ func (openAIResponsesProtocol) check(body map[string]any) (int, string) {
 	if _, ok := body["input"]; !ok {
 		return http.StatusBadRequest, "Missing required parameter: 'input'."
 	}
+	if status, msg := checkResponsesInput(body["input"]); status != 0 {
+		return status, msg
+	}
 	if body["stream"] != true {
 		return http.StatusBadRequest, "llmtest: only streaming requests are supported (stream: true)"
 	}

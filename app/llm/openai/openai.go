@@ -313,6 +313,19 @@ func messages(m llm.Message) ([]sdkopenai.ChatCompletionMessageParamUnion, error
 		return []sdkopenai.ChatCompletionMessageParamUnion{sdkopenai.SystemMessage(text)}, nil
 	case llm.RoleUser:
 		out := toolResults(m.Parts)
+		if images := llm.Images(m.Parts); len(images) > 0 {
+			// Text and images in their order, images as data URLs.
+			var content []sdkopenai.ChatCompletionContentPartUnionParam
+			for _, p := range m.Parts {
+				switch {
+				case p.Type == sdk.PartText && p.Text != "":
+					content = append(content, sdkopenai.TextContentPart(p.Text))
+				case llm.IsImagePart(p):
+					content = append(content, sdkopenai.ImageContentPart(sdkopenai.ChatCompletionContentPartImageImageURLParam{URL: p.URL}))
+				}
+			}
+			return append(out, sdkopenai.UserMessage(content)), nil
+		}
 		if text != "" || len(out) == 0 {
 			out = append(out, sdkopenai.UserMessage(text))
 		}

@@ -236,6 +236,22 @@ func responsesInput(m llm.Message) (responses.ResponseInputParam, error) {
 		return responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleSystem)}, nil
 	case llm.RoleUser:
 		out := functionOutputs(m.Parts)
+		if images := llm.Images(m.Parts); len(images) > 0 {
+			// input_text and input_image items in their order; images as
+			// data URLs (the Responses API takes images and PDFs as input).
+			var content responses.ResponseInputMessageContentListParam
+			for _, p := range m.Parts {
+				switch {
+				case p.Type == sdk.PartText && p.Text != "":
+					content = append(content, responses.ResponseInputContentUnionParam{OfInputText: &responses.ResponseInputTextParam{Text: p.Text}})
+				case llm.IsImagePart(p):
+					content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
+						ImageURL: sdkopenai.String(p.URL), Detail: responses.ResponseInputImageDetailAuto,
+					}})
+				}
+			}
+			return append(out, responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)), nil
+		}
 		if text != "" || len(out) == 0 {
 			out = append(out, responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleUser))
 		}

@@ -112,7 +112,8 @@ export class ChatView {
       models: this.app.models,
       placeholder: 'Message chatd',
       commands: true,
-      onSend: (text, behavior) => this.sendMessage(text, behavior),
+      onSend: (text, behavior, files) => this.sendMessage(text, behavior, true, files),
+      attach: true,
       onStop: () => this.stop(),
       onCommand: (cmd) => this.command(cmd),
       onEditLast: () => this.editLast(),
@@ -379,7 +380,10 @@ export class ChatView {
 
   async saveEdit(m, text) {
     try {
-      await api('PATCH', `/chats/${this.id}/messages/${m.id}`, { content: textContent(text), ...this.modelFields() });
+      // The edit keeps the message's attachments (one that has expired makes the server refuse it).
+      const files = (m.content || []).filter((p) => p.type === 'file' && p.file_id).map((p) => ({ type: 'file', file_id: p.file_id }));
+      const content = [...(text.trim() ? textContent(text) : []), ...files];
+      await api('PATCH', `/chats/${this.id}/messages/${m.id}`, { content: content.length ? content : textContent(text), ...this.modelFields() });
       this.editingId = null;
       this.render();
       this.composer.focus();
@@ -481,8 +485,9 @@ export class ChatView {
 
   // sendMessage sends text durably; from the composer (the default) it
   // clears the draft, from a button (Continue) it leaves the draft alone.
-  async sendMessage(text, behavior, fromComposer = true) {
-    const body = { content: textContent(text), request_id: newUUID(), ...this.modelFields() };
+  async sendMessage(text, behavior, fromComposer = true, files = []) {
+    const content = files.length ? [...(text ? textContent(text) : []), ...files] : textContent(text);
+    const body = { content, request_id: newUUID(), ...this.modelFields() };
     if (isBusy(this.state.status)) body.busy_behavior = behavior === 'interrupt' ? 'interrupt' : 'queue';
     if (!this.send.start(body, text)) {
       toast('A message is still unconfirmed', 'error', 'Check its outcome or discard it before sending another.');

@@ -3,6 +3,7 @@
 // chats, and the slash-command popup (/compact, /clear, /title).
 
 import { h, icon, local, debounce } from './dom.js';
+import { Attachments } from './attach.js';
 
 export const COMMANDS = [
   { name: 'compact', hint: 'Summarize older messages to free up context' },
@@ -21,9 +22,10 @@ const EFFORTS = [
 ];
 
 export class Composer {
-  // opts: {draftKey, models, placeholder, onSend(text), onStop(), onCommand(cmd),
-  //        onEditLast(), commands: bool, tools: an optional popover part
-  //        ({el, mount(host)}) whose button sits beside the pickers}
+  // opts: {draftKey, models, placeholder, onSend(text, behavior, files),
+  //        onStop(), onCommand(cmd), onEditLast(), commands: bool, tools: an
+  //        optional popover part ({el, mount(host)}) whose button sits beside
+  //        the pickers, attach: bool (files: attach.js; their parts go to onSend)}
   constructor(opts) {
     this.opts = opts;
     this.busy = false;
@@ -54,14 +56,19 @@ export class Composer {
     this.sendBtn = h('button', { type: 'submit', class: 'send-btn', 'aria-label': 'Send message', title: 'Send (Enter)' }, icon('send'));
     this.stopBtn = h('button', { type: 'button', class: 'stop-btn', 'aria-label': 'Stop', title: 'Stop (Esc)', hidden: true, onclick: () => opts.onStop && opts.onStop() }, icon('stop'));
 
+    this.attachments = opts.attach ? new Attachments({ onChange: () => this.updateButtons() }) : null;
+    const att = this.attachments;
     this.form = h('form', { class: 'composer', onsubmit: (e) => { e.preventDefault(); this.submit(); } },
       this.popup,
+      att ? att.tray : null,
       this.textarea,
       h('div', { class: 'composer-bar' },
+        att ? att.button : null, att ? att.input : null,
         opts.tools ? opts.tools.el : null, this.model, this.effort,
         h('span', { class: 'spacer' }),
         this.toggle, this.stopBtn, this.sendBtn));
     if (opts.tools) opts.tools.mount(this.form);
+    if (att) att.mount(this.form, this.textarea);
     this.el = h('div', { class: 'composer-wrap' }, this.form,
       h('p', { id: 'composer-hint', class: 'composer-hint' },
         'Enter to send · Shift+Enter for a new line', opts.commands ? ' · / for commands' : ''));
@@ -113,13 +120,15 @@ export class Composer {
   }
 
   updateButtons() {
-    const hasText = this.textarea.value.trim() !== '';
+    const att = this.attachments;
+    const hasText = this.textarea.value.trim() !== '' || !!(att && att.ready);
     this.toggle.hidden = !this.busy;
     this.stopBtn.hidden = !this.running;
     this.stopBtn.disabled = !!this.stopping;
     // While running, Send becomes Stop; typed text still goes to the queue.
     this.sendBtn.hidden = this.running && !hasText;
-    this.sendBtn.disabled = !hasText || !!this.locked;
+    this.sendBtn.disabled = !hasText || !!this.locked || !!(att && att.uploading);
+    if (att) att.button.disabled = !!this.locked;
     const label = this.busy ? (this.behavior === 'interrupt' ? 'Interrupt and send' : 'Add to queue') : 'Send message';
     this.sendBtn.setAttribute('aria-label', label);
     this.sendBtn.title = label + ' (Enter)';
@@ -141,21 +150,26 @@ export class Composer {
     this.updateButtons();
   }
 
-  clear() { this.value = ''; }
+  clear() {
+    this.value = '';
+    if (this.attachments) this.attachments.clear();
+  }
 
   focus() { this.textarea.focus(); }
 
   submit() {
     const text = this.textarea.value.trim();
-    if (!text || this.locked) return;
-    const cmd = this.opts.commands ? parseCommand(text) : null;
+    const att = this.attachments;
+    const files = att ? att.parts() : [];
+    if ((!text && !files.length) || this.locked || (att && att.uploading)) return;
+    const cmd = this.opts.commands && !files.length ? parseCommand(text) : null;
     this.hidePopup();
     if (cmd) {
       this.clear();
       this.opts.onCommand(cmd);
       return;
     }
-    this.opts.onSend(text, this.behavior);
+    this.opts.onSend(text, this.behavior, files);
   }
 
   onKey(e) {

@@ -4,6 +4,7 @@
 // so unchanged messages are never rebuilt.
 
 import { h, icon, setHTML, prettyJSON, formatSeconds, formatTime } from './dom.js';
+import { fileChips } from './attach.js';
 import { renderMarkdown, renderPlain } from './markdown.js';
 import { messageText } from './api.js';
 import { mcpTool, effectBadge } from './mcp.js';
@@ -179,10 +180,9 @@ export function userMessage(m, actions, note = null) {
   const text = messageText(m);
   const bubble = h('div', { class: 'bubble' });
   setHTML(bubble, renderPlain(text));
-  const files = (m.content || []).filter((p) => p.type === 'file');
   return h('div', { class: 'msg msg-user', dataset: { id: m.id } },
-    bubble,
-    files.length ? h('div', { class: 'chips' }, files.map((p) => h('span', { class: 'chip file', text: p.name || 'file' }))) : null,
+    text ? bubble : null,
+    fileChips(m.content),
     h('div', { class: 'msg-actions' },
       h('span', { class: 'msg-time', text: formatTime(m.created_at) }),
       actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget)),

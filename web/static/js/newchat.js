@@ -22,7 +22,7 @@ export class NewChatView {
     });
     this.composer = new Composer({
       draftKey: 'chatd.draft.new', models: app.models, placeholder: 'Ask anything',
-      onSend: (text) => this.create(text), commands: false, tools: this.toolsPopover,
+      onSend: (text, _behavior, files) => this.create(text, files), commands: false, tools: this.toolsPopover, attach: true,
     });
     this.system = h('textarea', { class: 'text-input', rows: 2, 'aria-label': 'System prompt', placeholder: 'You are a helpful assistant.' });
     this.tools = h('textarea', {
@@ -82,12 +82,13 @@ export class NewChatView {
 
   destroy() { this.toolsPopover.destroy(); }
 
-  async create(text) {
+  async create(text, files = []) {
     if (this.send.pending) {
       toast('A new chat is still unconfirmed', 'error', 'Retry it or discard it first.');
       return;
     }
-    const body = { content: textContent(text), request_id: newUUID() };
+    const content = files.length ? [...(text ? textContent(text) : []), ...files] : textContent(text);
+    const body = { content, request_id: newUUID() };
     if (this.composer.model.value) body.model_config_id = this.composer.model.value;
     if (this.composer.effort.value) body.reasoning_effort = this.composer.effort.value;
     if (this.mcpSelection !== null) body.mcp_server_ids = this.mcpSelection;
