@@ -61,6 +61,7 @@ type App struct {
 	worker     *worker.Worker
 	mcp        *mcp.Manager
 	mcpServers *mcp.Servers // the stored MCP servers a.mcp follows
+	cipher     *modelconfig.Cipher
 	poller     *stream.Poller
 	streams    *stream.Server
 	replicaTok string

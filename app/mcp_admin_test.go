@@ -108,6 +108,17 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		got := call(t, srv, admin, "POST", "/api/v2/chats/mcp-servers", string(create))
 		require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 		require.NotContains(t, string(got.body), "sekrit-value")
+		// At rest the env value is sealed (AES-GCM under the secret key).
+		var rows []store.MCPServer
+		require.NoError(t, a.Store().ReadTx(t.Context(), func(tx store.Reader) error {
+			var err error
+			rows, err = tx.MCPServerList(t.Context())
+			return err
+		}))
+		require.Len(t, rows, 1)
+		require.NotEmpty(t, rows[0].Secrets)
+		require.NotContains(t, string(rows[0].Secrets), "sekrit-value", "the secret is not in the database in clear")
+		require.NotContains(t, string(rows[0].Spec), "sekrit-value")
 		var created sdk.MCPServer
 		require.NoError(t, json.Unmarshal(got.body, &created))
 		require.Equal(t, mcp.ServerID("everything"), created.ID)

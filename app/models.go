@@ -209,6 +209,7 @@ func (a *App) initModels(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("CHATD_SECRET_KEY: %w", err)
 	}
+	a.cipher = cipher // the MCP servers' secrets too (mcpservers.go)
 	a.models = modelconfig.New(a.store, modelconfig.Options{Cipher: cipher, Clock: a.clock, Publisher: a.pubsub,
 		Factory: llmFactory(a.cfg, a.clock), CacheTTL: a.cfg.ModelCacheTTL})
 	presets, def, err := presetsFromConfig(a.cfg)
