@@ -182,7 +182,8 @@ func (w workerModels) Resolve(id uuid.NullUUID) (worker.Model, error) {
 		return worker.Model{}, fmt.Errorf("resolve model config: %w", err)
 	}
 	return worker.Model{ID: m.Config.ID, Provider: m.Client, Name: m.Config.Model, ContextLimit: m.ContextLimit,
-		ReasoningEffort: m.ReasoningEffort, MaxOutputTokens: m.MaxOutputTokens}, nil
+		ReasoningEffort: m.ReasoningEffort, MaxOutputTokens: m.MaxOutputTokens,
+		CompactThresholdPercent: int(m.Config.CompressionThreshold)}, nil
 }
 
 // randomSecretKey is the key of an app built over a store without a

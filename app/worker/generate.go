@@ -538,7 +538,7 @@ func (r *runner) interrupt(ctx context.Context, ev event) error {
 // message is the user's), so the pending input is replayed after the
 // summary and the turn goes on.
 func (r *runner) needsCompaction(v view, model Model) bool {
-	pct := r.w.cfg.CompactThresholdPercent
+	pct := model.compactThreshold(r.w.cfg.CompactThresholdPercent)
 	u := v.lastUsage()
 	if model.ContextLimit <= 0 || pct >= 100 || u == nil || !chatstate.SomethingToCompact(v.active) {
 		return false
@@ -595,7 +595,7 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 			summary.WriteString(p.Text)
 		}
 	}
-	args, _ := json.Marshal(map[string]any{"source": source, "threshold_percent": r.w.cfg.CompactThresholdPercent})
+	args, _ := json.Marshal(map[string]any{"source": source, "threshold_percent": model.compactThreshold(r.w.cfg.CompactThresholdPercent)})
 	result, _ := json.Marshal(map[string]any{"source": source, "summary": summary.String(), "context_limit_tokens": model.ContextLimit})
 	// post_compact runs once the summary exists and its effects commit
 	// with it: model context joins the summary the model reads (so it does

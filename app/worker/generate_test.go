@@ -162,3 +162,47 @@ func TestGenerationPassesReasoningEffort(t *testing.T) {
 	ms := g.messages(id)
 	require.Equal(t, "high", ms[len(ms)-1].ReasoningEffort, "the reply records the effort it ran with")
 }
+
+// A model config's compression_threshold overrides the deployment's
+// CHATD_COMPACT_THRESHOLD_PERCENT: at 50% usage a model whose threshold is
+// 50 compacts first, one that has none (the deployment's 90) does not.
+func TestCompactionThresholdPerModel(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name     string
+		model    int
+		compacts bool
+	}{{"the model's 50", 50, true}, {"the deployment's 90", 0, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := setupOn(t, dbtest.NewSQLite(t), Config{CompactThresholdPercent: 90})
+			g.w.deps.Models = oneModel{Model{ID: uuid.New(), Provider: g.provider, Name: "fake-model", ContextLimit: 100,
+				CompactThresholdPercent: tc.model}}
+			id := g.create("first")
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			g.provider.next(t)
+			g.provider.answers <- providerResult{resp: llm.Response{
+				Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: "one"}}, FinishReason: "stop",
+				Usage: llm.Usage{InputTokens: 40, OutputTokens: 10},
+			}}
+			eventually(t, func() bool {
+				c := g.peek(id)
+				return c.Status == store.ChatStatusWaiting && !c.WorkerID.Valid
+			}, "the first turn finishes")
+			g.do(func(t *chatstate.Tx) error {
+				_, err := t.SendMessage(id, chatstate.UserInput{Content: sdk.Text("second")}, chatstate.BusyQueue)
+				return err
+			})
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			first := g.provider.next(t)
+			if tc.compacts {
+				require.Equal(t, llm.SummaryInstruction, lastUserText(first.req))
+				g.provider.answer("The user said first.")
+				g.provider.next(t)
+			} else {
+				require.Equal(t, "second", lastUserText(first.req), "no compaction below the deployment's threshold")
+			}
+			g.provider.answer("two")
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
+		})
+	}
+}

@@ -140,6 +140,19 @@ type Model struct {
 	ReasoningEffort func(requested string) string
 	// MaxOutputTokens caps a call's output (0 = the provider's default).
 	MaxOutputTokens int
+	// CompactThresholdPercent is the model config's compression_threshold:
+	// the percent of ContextLimit that triggers automatic compaction (0 =
+	// the deployment's CHATD_COMPACT_THRESHOLD_PERCENT).
+	CompactThresholdPercent int
+}
+
+// compactThreshold is the percent of the model's window that triggers
+// automatic compaction: the model's own, else the deployment's.
+func (m Model) compactThreshold(deployment int) int {
+	if m.CompactThresholdPercent > 0 {
+		return m.CompactThresholdPercent
+	}
+	return deployment
 }
 
 // effort is the reasoning effort to send for requested.
