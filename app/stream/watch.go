@@ -30,6 +30,19 @@ const WatchCoalesce = 4096
 // re-read from the store and compared with what this watch last sent for
 // the chat, so repeated or reordered hints send nothing twice.
 func (s *Server) HandleWatch(w http.ResponseWriter, r *http.Request, userID uuid.UUID) {
+	// Subscribe before the upgrade: once the client's handshake is done,
+	// nothing that happens to its chats can be missed.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	box := newWatchBox()
+	unsubscribe, err := s.pubsub.Subscribe(ctx, pubsub.ChannelWatch(userID.String()), box.hint)
+	if err != nil {
+		s.log.Warn("watch: subscribe failed", "user_id", userID, "err", err)
+		http.Error(w, `{"message":"The chat-list watch is unavailable.","code":"UNAVAILABLE"}`, http.StatusServiceUnavailable)
+		return
+	}
+	defer unsubscribe()
+	opened := s.clock.Now()
 	rw := &refusal{ResponseWriter: w}
 	conn, err := websocket.Accept(rw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
@@ -37,9 +50,9 @@ func (s *Server) HandleWatch(w http.ResponseWriter, r *http.Request, userID uuid
 		return
 	}
 	defer conn.CloseNow()
-	s.serveTracked(r.Context(), func(ctx context.Context) {
+	s.serveTracked(ctx, func(ctx context.Context) {
 		ctx = conn.CloseRead(ctx)
-		err := s.Watch(ctx, conn, userID)
+		err := s.watch(ctx, conn, userID, box, opened)
 		if err == nil || errClosed(err) || ctx.Err() != nil {
 			conn.Close(websocket.StatusGoingAway, "")
 			return
@@ -60,6 +73,18 @@ type watchBox struct {
 	order   []uuid.UUID
 	pending map[uuid.UUID]chatstate.UpdatePayload
 	wake    chan struct{}
+}
+
+func newWatchBox() *watchBox {
+	return &watchBox{pending: map[uuid.UUID]chatstate.UpdatePayload{}, wake: make(chan struct{}, 1)}
+}
+
+// hint is the pubsub callback: a chat:watch payload.
+func (b *watchBox) hint(payload []byte) {
+	var p chatstate.UpdatePayload
+	if json.Unmarshal(payload, &p) == nil && p.ChatID != uuid.Nil {
+		b.put(p)
+	}
 }
 
 func (b *watchBox) put(p chatstate.UpdatePayload) {
@@ -92,25 +117,14 @@ func (b *watchBox) take() []chatstate.UpdatePayload {
 	return out
 }
 
-// Watch runs one user's chat watch on an accepted WebSocket until the
-// client leaves or a write fails.
-func (s *Server) Watch(ctx context.Context, conn *websocket.Conn, userID uuid.UUID) error {
+// watch runs one user's chat watch on an accepted WebSocket, fed by box
+// (subscribed before the upgrade), until the client leaves or a write
+// fails.
+func (s *Server) watch(ctx context.Context, conn *websocket.Conn, userID uuid.UUID, box *watchBox, opened time.Time) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	opened := s.clock.Now()
-	box := &watchBox{pending: map[uuid.UUID]chatstate.UpdatePayload{}, wake: make(chan struct{}, 1)}
-	unsubscribe, err := s.pubsub.Subscribe(ctx, pubsub.ChannelWatch(userID.String()), func(payload []byte) {
-		var p chatstate.UpdatePayload
-		if json.Unmarshal(payload, &p) == nil && p.ChatID != uuid.Nil {
-			box.put(p)
-		}
-	})
-	if err != nil {
-		return err
-	}
-	defer unsubscribe()
 	wg.Go(func() {
 		if s.ka.run(ctx, conn) != nil {
 			cancel()
