@@ -156,7 +156,7 @@ class ModelsSection extends Section {
     const facts = [
       `${provider ? provider.display_name : m.provider} · ${m.model}`,
       m.context_limit ? `${m.context_limit.toLocaleString()} tokens` : 'context unknown',
-      effort ? `effort ${effort.default || effort.max} (max ${effort.max})` : 'no reasoning effort',
+      effort ? (effort.default ? `effort ${effort.default} (max ${effort.max})` : `effort up to ${effort.max}`) : 'no reasoning effort',
     ];
     return h('li', { class: 'set-row model-row' + (m.enabled ? '' : ' off'), dataset: { id: m.id, model: m.model } },
       star,
