@@ -156,6 +156,18 @@ func TestBrowserSettings(t *testing.T) {
 		require.Equal(t, local.ID, m.AIProviderID)
 		require.Equal(t, int64(32768), m.ContextLimit)
 		require.False(t, m.IsDefault)
+
+		// Remove the stored key.
+		click(row("provider", "Local vLLM"), ".edit")
+		b.waitJS("the edit form", form+`?.querySelector('[name="remove_key"]')`)
+		b.do(chromedp.Click(chromedp.CSS(`.set-form [name="remove_key"]`)))
+		save()
+		b.waitJS("the provider without a key", `!`+form+` && `+row("provider", "Local vLLM")+`?.textContent.includes('no key')`)
+		for _, p := range providers() {
+			if p.ID == local.ID {
+				require.False(t, p.HasAPIKey)
+			}
+		}
 	})
 
 	t.Run("models: default star, enable, effort bounds, errors, delete", func(t *testing.T) {

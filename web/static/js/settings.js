@@ -280,14 +280,18 @@ class ProvidersSection extends Section {
     const base = input({ name: 'base_url', type: 'url', value: p ? p.base_url || '' : '', placeholder: 'https://api.openai.com/v1' });
     const key = input({ name: 'api_key', type: 'password', autocomplete: 'new-password', value: '', placeholder: p && p.has_api_key ? '•••• set' : '' });
     const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: p ? p.enabled : true });
+    const removeKey = p && p.has_api_key ? h('input', { type: 'checkbox', name: 'remove_key' }) : null;
+    if (removeKey) removeKey.addEventListener('change', () => { key.disabled = removeKey.checked; if (removeKey.checked) key.value = ''; });
     const fields = h('div', { class: 'set-grid' },
       field('Type', type), field('Display name', display),
       field('Base URL', base, 'Required for OpenAI-compatible servers, e.g. http://localhost:11434/v1.'),
       field('API key', key, p && p.has_api_key ? 'Leave empty to keep the stored key.' : null),
-      h('label', { class: 'set-check' }, enabled, ' Enabled'));
+      h('label', { class: 'set-check' }, enabled, ' Enabled'),
+      removeKey ? h('label', { class: 'set-check' }, removeKey, ' Remove the stored key') : null);
     this.openForm(p ? `Edit ${p.display_name}` : 'Add a provider', fields, () => {
       const body = { display_name: display.value.trim() || undefined, base_url: base.value.trim(), enabled: enabled.checked };
-      if (key.value) body.api_key = key.value;
+      if (removeKey && removeKey.checked) body.api_key = '';
+      else if (key.value) body.api_key = key.value;
       if (p) return api('PATCH', `/chats/providers/${p.id}`, body);
       return api('POST', '/chats/providers', { ...body, provider: type.value, base_url: body.base_url || undefined });
     });
