@@ -2,13 +2,22 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/llm/anthropic"
+	"github.com/chatd/chatd/app/llm/openai"
 	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
 )
 
 // ModelConfigs administers providers and model configs
@@ -34,6 +43,7 @@ func (s *Server) providerRoutes(chat func(method, path string, h func(http.Respo
 	chat("POST", "/chats/model-configs", s.createModelConfig)
 	chat("PATCH", "/chats/model-configs/{modelConfig}", s.updateModelConfig)
 	chat("DELETE", "/chats/model-configs/{modelConfig}", s.deleteModelConfig)
+	chat("POST", "/chats/providers/{provider}/test", s.testProvider)
 }
 
 var errNoModelAdmin = newError(http.StatusNotFound, sdk.CodeNotFound, "Model configuration is not managed by this server.", "")
@@ -184,4 +194,152 @@ func (s *Server) deleteModelConfig(w http.ResponseWriter, r *http.Request, c *ca
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// --- connection test and model discovery ---
+
+// ProviderAccess gives a provider's wire view and its API key in clear
+// for the connection test (modelconfig.Service has it). The key is only
+// ever sent to the provider itself.
+type ProviderAccess interface {
+	ProviderAccess(ctx context.Context, id uuid.UUID) (sdk.ChatProviderConfig, string, error)
+}
+
+// providerTestTimeout bounds one connection test.
+const providerTestTimeout = 20 * time.Second
+
+// providerTest is the answer of POST /chats/providers/{id}/test: whether
+// the provider answered its model list, the failure when it did not, and
+// the models it lists (with their context window when known).
+type providerTest struct {
+	OK     bool              `json:"ok"`
+	Error  string            `json:"error"`
+	Models []discoveredModel `json:"models"`
+}
+
+// discoveredModel is one model a provider lists.
+type discoveredModel struct {
+	ID           string `json:"id"`
+	DisplayName  string `json:"display_name,omitempty"`
+	ContextLimit int64  `json:"context_limit"`
+}
+
+// testProvider asks the provider for its model list (its cheapest call)
+// with the stored key and base URL. A provider that cannot be reached or
+// refuses the key is a 200 with ok false and the error: the test worked,
+// the provider did not.
+func (s *Server) testProvider(w http.ResponseWriter, r *http.Request, c *caller) error {
+	svc, err := s.modelAdmin(c)
+	if err != nil {
+		return err
+	}
+	id, err := pathUUID(r, "provider")
+	if err != nil {
+		return err
+	}
+	access, ok := svc.(ProviderAccess)
+	if !ok {
+		return errNoModelAdmin
+	}
+	p, key, err := access.ProviderAccess(r.Context(), id)
+	switch {
+	case errors.Is(err, modelconfig.ErrKeyUnreadable):
+		// The provider cannot be reached until its key is set again.
+		writeJSON(w, http.StatusOK, providerTest{Error: modelconfig.ErrKeyUnreadable.Error(), Models: []discoveredModel{}})
+		return nil
+	case err != nil:
+		return modelConfigError(err)
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), providerTestTimeout)
+	defer cancel()
+	models, err := listProviderModels(ctx, p, key)
+	out := providerTest{OK: err == nil, Models: models}
+	if err != nil {
+		out.Error = err.Error()
+	}
+	if out.Models == nil {
+		out.Models = []discoveredModel{}
+	}
+	for i := range out.Models {
+		if out.Models[i].ContextLimit == 0 {
+			out.Models[i].ContextLimit, _ = modelconfig.ContextLimit(p.Provider, out.Models[i].ID)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+// listProviderModels lists p's models: GET {base}/models for OpenAI and
+// OpenAI-compatible servers (openai.ListModels, which also finds Ollama's
+// context windows), GET {base}/v1/models for Anthropic. The demo provider
+// needs no connection and lists nothing.
+func listProviderModels(ctx context.Context, p sdk.ChatProviderConfig, key string) ([]discoveredModel, error) {
+	switch p.Provider {
+	case store.ProviderDemo:
+		return nil, nil
+	case store.ProviderAnthropic:
+		return anthropicModels(ctx, p.BaseURL, key)
+	}
+	listed, err := openai.ListModels(ctx, openai.Config{Name: p.DisplayName, APIKey: key, BaseURL: p.BaseURL})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]discoveredModel, 0, len(listed))
+	for _, m := range listed {
+		out = append(out, discoveredModel{ID: m.ID, ContextLimit: m.ContextLimit})
+	}
+	return out, nil
+}
+
+// anthropicModels reads Anthropic's GET /v1/models (its first page, up to
+// 1,000 models).
+func anthropicModels(ctx context.Context, base, key string) ([]discoveredModel, error) {
+	if base == "" {
+		base = anthropic.DefaultBaseURL
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/v1/models?limit=1000", nil)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	req.Header.Set("x-api-key", key)
+	req.Header.Set("anthropic-version", "2023-06-01")
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("list models: %w", err)
+	}
+	defer res.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
+	if err != nil {
+		return nil, fmt.Errorf("list models: read answer: %w", err)
+	}
+	if res.StatusCode != http.StatusOK {
+		var e struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
+			msg = e.Error.Message
+		}
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		return nil, fmt.Errorf("list models: %s: %s", res.Status, msg)
+	}
+	var list struct {
+		Data []struct {
+			ID          string `json:"id"`
+			DisplayName string `json:"display_name"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return nil, fmt.Errorf("list models: decode answer: %w", err)
+	}
+	out := make([]discoveredModel, 0, len(list.Data))
+	for _, m := range list.Data {
+		out = append(out, discoveredModel{ID: m.ID, DisplayName: m.DisplayName})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
 }

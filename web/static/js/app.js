@@ -8,6 +8,7 @@ import { Sidebar } from './sidebar.js';
 import { ChatView } from './chat.js';
 import { NewChatView } from './newchat.js';
 import { ProjectsView, ProjectView } from './project.js';
+import { SettingsView } from './settings.js';
 import { openMenu, toast } from './widgets.js';
 
 const NARROW = window.matchMedia('(max-width: 800px)');
@@ -78,6 +79,9 @@ class App {
       this.sidebar.setActive(m[1].toLowerCase());
     } else if (project) {
       this.view = new ProjectView(this, project[1].toLowerCase());
+      this.sidebar.setActive(null);
+    } else if (path === '/settings' || path === '/settings/') {
+      this.view = new SettingsView(this);
       this.sidebar.setActive(null);
     } else if (path === '/projects' || path === '/projects/') {
       this.view = new ProjectsView(this);

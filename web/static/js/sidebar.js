@@ -65,6 +65,7 @@ export class Sidebar {
         h('div', { class: 'user' },
           h('span', { class: 'avatar', 'aria-hidden': 'true', text: (app.me && app.me.username || '?').slice(0, 1).toUpperCase() }),
           this.userName,
+          h('a', { class: 'icon-btn settings-link', href: '/settings', 'data-link': true, 'aria-label': 'Settings', title: 'Settings' }, icon('gear')),
           this.themeBtn = h('button', { type: 'button', class: 'icon-btn theme-btn', onclick: () => this.cycleTheme() }),
           h('button', { type: 'button', class: 'icon-btn', 'aria-label': 'Log out', title: 'Log out', onclick: () => app.logout() }, icon('logout')))));
     this.showTheme();
