@@ -220,4 +220,3 @@ func TestTablesCoverTheSchema(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, unknown, "postgres")
 }
-
