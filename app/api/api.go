@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
@@ -110,6 +111,10 @@ type Deps struct {
 	// Hooks dispatches the lifecycle hooks of admission (session_start,
 	// user_prompt_submit); nil: hooks off.
 	Hooks *hooks.Dispatcher
+	// Backup snapshots the SQLite database for GET /admin/backup and
+	// returns the snapshot open at its start (nil: PostgreSQL, the route
+	// points to pg_dump).
+	Backup func(ctx context.Context) (*os.File, error)
 }
 
 // Server is the HTTP API.
@@ -185,6 +190,7 @@ func (s *Server) routes() {
 	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
 	s.projectRoutes(chat)
+	s.backupRoutes(chat)
 	s.userRoutes() // users.go
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {

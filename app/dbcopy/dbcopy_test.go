@@ -181,6 +181,9 @@ func TestCopyRoundTrip(t *testing.T) {
 	res, err := alice.SendMessage(ctx, w.chats[3], sdk.CreateChatMessageRequest{Content: sdk.Text("new")})
 	require.NoError(t, err, "%+v", res)
 	_ = a2
+	// Postgres is backed up with pg_dump, not through chatd.
+	err = sdk.New(url2, w.admin).Do(ctx, "GET", "/admin/backup", nil, nil)
+	require.ErrorContains(t, err, "pg_dump")
 	stop2()
 
 	// And back: a fresh SQLite file from the Postgres copy (before the
