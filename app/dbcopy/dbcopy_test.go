@@ -56,7 +56,10 @@ func fillWith(t *testing.T, a *app.App, url string, w *world) {
 	var prov map[string]any
 	require.NoError(t, admin.Do(ctx, "POST", "/chats/providers", map[string]any{"provider": "openai", "api_key": "sk-sealed", "base_url": "http://127.0.0.1:1/v1"}, &prov))
 	require.NoError(t, admin.Do(ctx, "POST", "/chats/model-configs", map[string]any{"ai_provider_id": prov["id"], "model": "gpt-4o"}, nil))
-	require.NoError(t, admin.Do(ctx, "POST", "/chats/mcp-servers", map[string]any{"name": "tools", "command": "true", "env": map[string]string{"API_KEY": "sekrit"}}, nil))
+	var mcpServer sdk.MCPServer
+	require.NoError(t, admin.Do(ctx, "POST", "/chats/mcp-servers", map[string]any{"name": "tools", "command": "true", "env": map[string]string{"API_KEY": "sekrit"}}, &mcpServer))
+	_, _, err = auth.New(a.Store(), nil, nil, auth.Config{}).CreateLoginCode(ctx, "alice")
+	require.NoError(t, err)
 
 	p, err := alice.CreateProject(ctx, sdk.CreateProjectRequest{Name: "proj", Instructions: "be brief"})
 	require.NoError(t, err)
@@ -76,9 +79,9 @@ func fillWith(t *testing.T, a *app.App, url string, w *world) {
 
 	child, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("sub task"), ParentChatID: &root})
 	require.NoError(t, err)
-	archived, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("old")})
+	archived, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("old"), MCPServerIDs: []uuid.UUID{}})
 	require.NoError(t, err)
-	failed, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("doomed")})
+	failed, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("doomed"), MCPServerIDs: []uuid.UUID{mcpServer.ID}})
 	require.NoError(t, err)
 	w.chats = []uuid.UUID{root, child.ID, archived.ID, failed.ID}
 
@@ -172,7 +175,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	for _, tr := range there.Tables {
 		rows[tr.Name] = tr.Rows
 	}
-	for _, name := range []string{"users", "api_tokens", "ai_providers", "model_configs", "mcp_servers", "projects", "project_memories", "chats", "chat_messages", "chat_queued_messages", "invocations", "tool_journal"} {
+	for _, name := range []string{"users", "api_tokens", "login_codes", "ai_providers", "model_configs", "mcp_servers", "projects", "project_memories", "chats", "chat_messages", "chat_queued_messages", "invocations", "tool_journal"} {
 		require.Positive(t, rows[name], "%s copied no rows: the fixture misses a kind of row", name)
 	}
 
