@@ -236,7 +236,12 @@ func open(ctx context.Context, db string, target bool) (*side, error) {
 		q := url.Values{}
 		q.Set("_busy_timeout", "10000")
 		q.Set("_foreign_keys", "1")
-		q.Set("_txlock", "immediate")
+		if target {
+			q.Set("_txlock", "immediate")
+		} else {
+			q.Set("_txlock", "deferred")
+			q.Set("_query_only", "1") // the source is only read
+		}
 		s.db, err = sql.Open("sqlite", "file:"+(&url.URL{Path: abs}).EscapedPath()+"?"+q.Encode())
 		if err != nil {
 			s.close()

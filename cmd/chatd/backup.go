@@ -29,7 +29,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs, db := tokenFlags("backup", stderr)
 	to := fs.String("to", "", "the snapshot file to write (must not exist)")
 	base := fs.String("url", "", "a remote server's address (http://host:port): back up through its API")
-	token := fs.String("token", os.Getenv("CHATD_TOKEN"), "an admin token for --url (CHATD_TOKEN)")
+	token := fs.String("token", "", "an admin token for --url")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
