@@ -18,6 +18,7 @@ import (
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/postgres"
 )
 
 const secretKey = "dbcopy-test-secret-key-0123456789abcdef"
@@ -195,6 +196,18 @@ func TestCopyRoundTrip(t *testing.T) {
 	err = sdk.New(url2, w.admin).Do(ctx, "GET", "/admin/backup", nil, nil)
 	require.ErrorContains(t, err, "pg_dump")
 	stop2()
+
+	// A replica that published its record moments ago: the source is in use.
+	pgStore, err := postgres.Open(ctx, dsn, postgres.Options{SearchPath: schema})
+	require.NoError(t, err)
+	_, err = pgStore.Pool().Exec(ctx, `INSERT INTO chat_replicas (worker_id, address, token_hash, updated_at) VALUES ($1, 'http://x', 'h', now())`, uuid.New())
+	require.NoError(t, err)
+	_, err = dbcopy.Copy(ctx, dbcopy.Options{From: pg, To: filepath.Join(dir, "refused.db")})
+	require.ErrorIs(t, err, dbcopy.ErrRefused)
+	require.ErrorContains(t, err, "in use")
+	_, err = pgStore.Pool().Exec(ctx, `DELETE FROM chat_replicas`)
+	require.NoError(t, err)
+	require.NoError(t, pgStore.Close())
 
 	// And back: a fresh SQLite file from the Postgres copy (before the
 	// new message, so compare with a copy of the state after it).
