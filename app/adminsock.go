@@ -15,6 +15,7 @@ import (
 	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/dbcopy"
 	"github.com/chatd/chatd/store"
 )
 
@@ -116,7 +117,7 @@ func (a *App) startAdmin(baseURL string) *adminSocket {
 		var ln *net.UnixListener
 		if ln, err = listenAdmin(path); err == nil {
 			s := &adminSocket{path: path, done: make(chan struct{}), srv: &http.Server{
-				Handler:           admin.Handler(&admin.Ops{Tokens: a.tokens, Invocations: invocations{store: a.store, machine: a.machine}, BaseURL: baseURL}),
+				Handler:           admin.Handler(&admin.Ops{Tokens: a.tokens, Invocations: invocations{store: a.store, machine: a.machine}, BaseURL: baseURL, Backup: snapshotTo(a.cfg.DB)}),
 				ReadHeaderTimeout: DefaultReadHeaderTimeout,
 			}}
 			guarded := sameUser{UnixListener: ln, allow: ownUserOrRoot, refuse: func(uid int, err error) {
@@ -191,5 +192,13 @@ func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() 
 	}
 	m := chatstate.New(s, pub, machineConfig(cfg, sharedByReplicas(s), log, cfg.Clock))
 	ops := &admin.Ops{Tokens: tokens, Invocations: invocations{store: s, machine: m}, BaseURL: "http://" + cfg.Addr}
+	if !IsPostgres(cfg.DB) {
+		ops.Backup = snapshotTo(cfg.DB)
+	}
 	return admin.Local(ops), func() error { closePub(); return s.Close() }, nil
+}
+
+// snapshotTo is the admin backup command of the SQLite file db.
+func snapshotTo(db string) func(ctx context.Context, dest string) error {
+	return func(ctx context.Context, dest string) error { return dbcopy.Snapshot(ctx, db, dest) }
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/dbcopy"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
@@ -282,6 +283,7 @@ func (a *App) init(ctx context.Context) error {
 		ModelConfigs: a.models,
 		Files:        fileStore,
 		Hooks:        wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
+		Backup:       a.backup(),
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
@@ -522,4 +524,13 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return fmt.Errorf("shutdown: %w", shutdownErr)
 	}
 	return nil
+}
+
+// backup snapshots a SQLite database for GET /admin/backup (nil with
+// PostgreSQL: pg_dump backs it up).
+func (a *App) backup() func(ctx context.Context) (*os.File, error) {
+	if sharedByReplicas(a.store) {
+		return nil
+	}
+	return func(ctx context.Context) (*os.File, error) { return dbcopy.SnapshotFile(ctx, a.cfg.DB) }
 }

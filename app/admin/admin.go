@@ -125,6 +125,9 @@ type Ops struct {
 	// BaseURL is the web UI's address for login links (the serving
 	// server's own, or http://CHATD_ADDR when the CLI opens the database).
 	BaseURL string
+	// Backup writes a consistent snapshot of the SQLite database to a new
+	// file at dest (nil: not SQLite, refused).
+	Backup func(ctx context.Context, dest string) error
 }
 
 // Do runs one command on a JSON request and returns its JSON answer. Both
@@ -133,6 +136,8 @@ func (o *Ops) Do(ctx context.Context, cmd string, body []byte) (any, error) {
 	switch cmd {
 	case CmdInvocationInspect, CmdInvocationReconcile:
 		return o.doInvocation(ctx, cmd, body)
+	case CmdBackup:
+		return o.doBackup(ctx, body)
 	case CmdTokenCreate:
 		var req TokenCreateRequest
 		if err := decode(body, &req); err != nil {

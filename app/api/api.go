@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"os"
 	"strings"
 	"time"
 
@@ -113,6 +114,10 @@ type Deps struct {
 	Hooks *hooks.Dispatcher
 	// Files stores attachments (nil: file parts and /files are refused).
 	Files *files.Service
+	// Backup snapshots the SQLite database for GET /admin/backup and
+	// returns the snapshot open at its start (nil: PostgreSQL, the route
+	// points to pg_dump).
+	Backup func(ctx context.Context) (*os.File, error)
 }
 
 // Server is the HTTP API.
@@ -188,6 +193,7 @@ func (s *Server) routes() {
 	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
 	s.projectRoutes(chat)
+	s.backupRoutes(chat)
 	s.userRoutes() // users.go
 	s.fileRoutes()
 

@@ -41,6 +41,10 @@ Usage:
   chatd invocation inspect --request-id UUID   show a durable request, its turn and tool journal
   chatd invocation reconcile --request-id UUID --review FILE.json
                                                record an operator's review of an unresolved request
+  chatd copy --from SOURCE --to TARGET         copy a stopped database between SQLite and Postgres (verified)
+  chatd backup --to FILE [--db PATH | --url URL --token TOKEN]
+                                               snapshot a (running) SQLite server's database
+  chatd restore --from FILE [--db PATH]        put a snapshot in place (no server may hold PATH)
 
 Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
 Beside a running SQLite server, token and login-link commands go through its admin socket (PATH.sock).
@@ -64,6 +68,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runVersion(args, stdout)
 	case "login-link":
 		return runLoginLink(ctx, args, stdout, stderr)
+	case "copy":
+		return runCopy(ctx, args, stdout, stderr)
+	case "backup":
+		return runBackup(ctx, args, stdout, stderr)
+	case "restore":
+		return runRestore(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -1,0 +1,46 @@
+package dbcopy
+
+// Table is one table the copy knows about.
+type Table struct {
+	// Name is the table's name, the same in both schemas.
+	Name string
+	// Skip, when not empty, says why the table is not copied (soft state
+	// or bookkeeping each side owns); it must be empty on a copyable
+	// source but is not compared.
+	Skip string
+	// Sequence names the column whose values come from a sequence (an
+	// identity on Postgres, AUTOINCREMENT on SQLite); the target's
+	// sequence is moved past the source's.
+	Sequence string
+	// SQLiteAutoincrement says SQLite keeps Sequence in sqlite_sequence
+	// (tool_journal.seq is assigned MAX+1 by the store instead).
+	SQLiteAutoincrement bool
+}
+
+// Tables lists every table of the chatd schema in foreign-key order: a
+// table comes after every table it references. It is the one list the copy
+// works from; a test fails when a migration adds a table missing here.
+var Tables = []Table{
+	{Name: "users"},
+	{Name: "api_tokens"},
+	{Name: "login_codes"},
+	{Name: "ai_providers"},
+	{Name: "model_configs"},
+	{Name: "mcp_servers"},
+	{Name: "projects"},
+	{Name: "chats"}, // parents before children, see sortChats
+	{Name: "project_memories"},
+	{Name: "chat_queued_messages", Sequence: "id", SQLiteAutoincrement: true},
+	{Name: "chat_messages", Sequence: "id", SQLiteAutoincrement: true},
+	{Name: "invocations"},
+	{Name: "tool_journal", Sequence: "seq"},
+	{Name: "chat_heartbeats", Skip: "leases are soft state: the copy refuses a source with live ones, stale ones mean nothing"},
+	{Name: "chat_replicas", Skip: "replica records are soft state: every replica publishes its own on start"},
+	{Name: "trigger_bypass", Skip: "SQLite trigger bookkeeping"},
+}
+
+// ignoredTables are present in a schema but not chatd's data.
+var ignoredTables = map[string]bool{
+	"goose_db_version": true, // each side's migration history
+	"sqlite_sequence":  true, // SQLite's AUTOINCREMENT counters (carried per table)
+}
