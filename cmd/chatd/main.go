@@ -41,6 +41,8 @@ Usage:
   chatd invocation inspect --request-id UUID   show a durable request, its turn and tool journal
   chatd invocation reconcile --request-id UUID --review FILE.json
                                                record an operator's review of an unresolved request
+  chatd bench [--db PATH|URL] [--seed-chats N] [--seed-messages M] [--duration D]
+                                               measure throughput and latency against same-run baselines
 
 Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
 Beside a running SQLite server, token and login-link commands go through its admin socket (PATH.sock).
@@ -64,6 +66,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runVersion(args, stdout)
 	case "login-link":
 		return runLoginLink(ctx, args, stdout, stderr)
+	case "bench":
+		return runBench(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
