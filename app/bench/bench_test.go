@@ -21,7 +21,7 @@ func TestRun(t *testing.T) {
 		s := newStore(t)
 		cfg := bench.Config{
 			Duration: 50 * time.Millisecond, Concurrency: 2, SeedChats: 30, SeedMessages: 40,
-			History: 20, Samples: 2, ListSamples: 2, SeqTurns: 2,
+			History: 120, Samples: 2, ListSamples: 2, SeqTurns: 2,
 		}
 		r, err := bench.Run(context.Background(), s, s.Dialect(), cfg)
 		require.NoError(t, err)
@@ -32,12 +32,14 @@ func TestRun(t *testing.T) {
 		// The seed adds its chats to the small table.
 		require.Equal(t, r.SmallChats+30, r.LargeChats)
 		require.Positive(t, r.BootstrapP50)
-		// Twenty messages of about a kilobyte each were sent.
-		require.Greater(t, r.BootstrapBytes, 20*1000)
-		require.Len(t, r.ListP99, 7)
+		// 120 messages of about a kilobyte each were sent.
+		require.Greater(t, r.BootstrapBytes, 120*1000)
+		require.Positive(t, r.BootstrapLimitedP99)
+		require.Less(t, r.BootstrapLimitedBytes, r.BootstrapBytes, "history_limit=100 of 120 messages sends less")
+		require.Len(t, r.ListP99, 8)
 		var out bytes.Buffer
 		require.NoError(t, r.Write(&out))
 		require.Contains(t, out.String(), "turns/s vs raw commits/s")
-		require.Contains(t, out.String(), "chat list p99")
+		require.Contains(t, out.String(), "list p99")
 	})
 }

@@ -7,11 +7,14 @@ CREATE INDEX chats_owned_idx ON chats (worker_id) WHERE worker_id IS NOT NULL;
 -- list of every owner.
 CREATE INDEX chats_owner_archived_updated_idx ON chats (owner_id, archived, updated_at DESC, id DESC);
 CREATE INDEX chats_archived_updated_idx ON chats (archived, updated_at DESC, id DESC);
+-- The admin list with archived=all: every chat, newest first.
+CREATE INDEX chats_updated_idx ON chats (updated_at DESC, id DESC);
 -- Label filters (labels @> '{"k":"v"}').
 CREATE INDEX chats_labels_idx ON chats USING GIN (labels jsonb_path_ops);
 
 -- +goose Down
 DROP INDEX chats_labels_idx;
+DROP INDEX chats_updated_idx;
 DROP INDEX chats_archived_updated_idx;
 DROP INDEX chats_owner_archived_updated_idx;
 DROP INDEX chats_owned_idx;

@@ -7,6 +7,8 @@ CREATE INDEX chats_owned_idx ON chats (worker_id) WHERE worker_id IS NOT NULL;
 -- list of every owner.
 CREATE INDEX chats_owner_archived_updated_idx ON chats (owner_id, archived, updated_at DESC, id DESC);
 CREATE INDEX chats_archived_updated_idx ON chats (archived, updated_at DESC, id DESC);
+-- The admin list with archived=all: every chat, newest first.
+CREATE INDEX chats_updated_idx ON chats (updated_at DESC, id DESC);
 
 -- chat_labels mirrors chats.labels, one row a pair, so a label filter is an
 -- index lookup rather than json_extract on every chat. Triggers keep it in
@@ -40,6 +42,7 @@ END;
 DROP TRIGGER chat_labels_update;
 DROP TRIGGER chat_labels_insert;
 DROP TABLE chat_labels;
+DROP INDEX chats_updated_idx;
 DROP INDEX chats_archived_updated_idx;
 DROP INDEX chats_owner_archived_updated_idx;
 DROP INDEX chats_owned_idx;

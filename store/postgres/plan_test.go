@@ -59,7 +59,7 @@ func TestPlansUseIndexes(t *testing.T) {
 		require.Contains(t, plan, "chats_owned_idx", "%s:\n%s", name, plan)
 	}
 
-	// Enough chats, half archived, for the planner to tell the indexes
+	// Enough chats, one in a hundred archived, for the planner to tell the indexes
 	// apart by their statistics.
 	ctx := context.Background()
 	user := uuid.New()
@@ -68,7 +68,7 @@ func TestPlansUseIndexes(t *testing.T) {
 		return err
 	}))
 	_, err := s.Pool().Exec(ctx, `INSERT INTO chats (id, owner_id, title, title_source, title_updated_at, status, archived, created_at, updated_at)
-		SELECT gen_random_uuid(), $1, 'c', 'user', now(), 'waiting', i % 2 = 0, now(), now() - i * interval '1 second'
+		SELECT gen_random_uuid(), $1, 'c', 'user', now(), 'waiting', i % 100 = 0, now(), now() - i * interval '1 second'
 		FROM generate_series(1, 5000) i`, user)
 	require.NoError(t, err)
 	_, err = s.Pool().Exec(ctx, "ANALYZE chats")
@@ -80,15 +80,20 @@ func TestPlansUseIndexes(t *testing.T) {
 		p     store.ChatListParams
 		index string
 	}{
-		"owner":          {p: store.ChatListParams{OwnerID: owner}, index: "chats_owner_"},
+		// Any index will do for the owner's list (its chats are all
+		// of them here): only no sequential scan.
+		"owner":          {p: store.ChatListParams{OwnerID: owner}},
 		"owner archived": {p: store.ChatListParams{OwnerID: owner, Archived: &yes}, index: "chats_owner_archived_updated_idx"},
 		"admin archived": {p: store.ChatListParams{Archived: &yes}, index: "chats_archived_updated_idx"},
+		"admin all":      {p: store.ChatListParams{}, index: "chats_updated_idx"},
 		"admin label":    {p: store.ChatListParams{Labels: map[string]string{"k": "v"}}, index: "chats_labels_idx"},
 	} {
 		q, a, err := chatListQuery(tc.p)
 		require.NoError(t, err)
 		plan := queryPlan(t, s, q, a)
 		require.NotContains(t, plan, "Seq Scan on chats", "%s:\n%s", name, plan)
-		require.Contains(t, plan, tc.index, "%s:\n%s", name, plan)
+		if tc.index != "" {
+			require.Contains(t, plan, tc.index, "%s:\n%s", name, plan)
+		}
 	}
 }

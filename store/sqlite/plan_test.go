@@ -62,6 +62,7 @@ func TestPlansUseIndexes(t *testing.T) {
 		"owner":             {p: store.ChatListParams{OwnerID: owner}, index: "chats_owner_updated_idx"},
 		"owner archived":    {p: store.ChatListParams{OwnerID: owner, Archived: &yes}, index: "chats_owner_archived_updated_idx"},
 		"admin archived":    {p: store.ChatListParams{Archived: &yes}, index: "chats_archived_updated_idx"},
+		"admin all":         {p: store.ChatListParams{}, index: "chats_updated_idx"},
 		"owner label":       {p: store.ChatListParams{OwnerID: owner, Labels: map[string]string{"k": "v"}}, index: "chat_labels", sorted: true},
 		"admin label":       {p: store.ChatListParams{Labels: map[string]string{"k": "v"}}, index: "chat_labels_pair_idx", sorted: true},
 		"owner archived pg": {p: store.ChatListParams{OwnerID: owner, Archived: &yes, AfterID: uuid.NullUUID{UUID: uuid.New(), Valid: true}}, index: "chats_owner_archived_updated_idx"},
