@@ -4,8 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
+	"strconv"
 	"sync"
 	"time"
 
@@ -182,6 +185,35 @@ func (m *mailbox) take() *Hints {
 // leaves, the chat is deleted, or a write fails (spec: "Endpoint lifecycle").
 // It returns once the goroutines it started have ended.
 func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UUID) error {
+	return s.ServeWith(ctx, conn, chatID, Options{})
+}
+
+// Options are a viewer's choices (query parameters of the stream).
+type Options struct {
+	// HistoryLimit bounds the history the stream sends at bootstrap and
+	// on a history reset (?history_limit=N); 0 sends all of it.
+	HistoryLimit int
+}
+
+// MaxHistoryLimit is the largest ?history_limit accepted (API.md).
+const MaxHistoryLimit = 1000
+
+// ParseOptions reads the stream's query parameters; an error says what
+// is wrong with them, for a 400.
+func ParseOptions(q url.Values) (Options, error) {
+	var o Options
+	if v := q.Get("history_limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxHistoryLimit {
+			return o, fmt.Errorf("history_limit must be an integer from 1 to %d, got %q", MaxHistoryLimit, v)
+		}
+		o.HistoryLimit = n
+	}
+	return o, nil
+}
+
+// ServeWith is Serve with the viewer's options.
+func (s *Server) ServeWith(ctx context.Context, conn *websocket.Conn, chatID uuid.UUID, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -207,7 +239,7 @@ func (s *Server) Serve(ctx context.Context, conn *websocket.Conn, chatID uuid.UU
 	rel.ka = s.ka
 	defer rel.stop()
 	loop := NewLoop(chatID, rel.configure)
-	src := StoreSource{Store: s.store}
+	src := StoreSource{Store: s.store, HistoryLimit: opts.HistoryLimit}
 	w := &writer{conn: conn}
 
 	wg.Go(func() {
@@ -326,6 +358,11 @@ func (w *writer) write(ctx context.Context, events []sdk.ChatStreamEvent) error 
 // Accept does; pings and per-frame write deadlines bound it instead
 // (app's TestStreamOutlivesRequestTimeouts holds this).
 func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uuid.UUID) {
+	opts, err := ParseOptions(r.URL.Query())
+	if err != nil {
+		badRequest(w, err.Error())
+		return
+	}
 	rw := &refusal{ResponseWriter: w}
 	conn, err := websocket.Accept(rw, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
 	if err != nil {
@@ -336,7 +373,7 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 	defer track(s.gauges.viewers)()
 	s.serveTracked(r.Context(), func(ctx context.Context) {
 		ctx = conn.CloseRead(ctx)
-		err := s.Serve(ctx, conn, chatID)
+		err := s.ServeWith(ctx, conn, chatID, opts)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			conn.Close(websocket.StatusNormalClosure, "chat deleted")

@@ -109,9 +109,15 @@ type viewer struct {
 // dial connects a viewer to chatID's stream on base.
 func dial(t *testing.T, base string, chatID uuid.UUID) *viewer {
 	t.Helper()
+	return dialURL(t, streamURL(base, chatID))
+}
+
+// dialURL connects a viewer to a stream URL.
+func dialURL(t *testing.T, u string) *viewer {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	conn, _, err := websocket.Dial(ctx, streamURL(base, chatID), &websocket.DialOptions{
+	conn, _, err := websocket.Dial(ctx, u, &websocket.DialOptions{
 		HTTPHeader: http.Header{"Coder-Session-Token": {token}},
 	})
 	require.NoError(t, err)

@@ -71,8 +71,11 @@ type Snapshot struct {
 	Changed []store.Message
 	// All is the whole active history, when a full refresh is needed
 	// (bootstrap, or a soft-deleted row among Changed).
-	All   []store.Message
-	Full  bool
+	All  []store.Message
+	Full bool
+	// Floor is the oldest message id of a bounded All (0 when All is the
+	// whole history): changes to older rows are not sent.
+	Floor int64
 	Queue []store.QueuedMessage
 	// Pending are the dynamic tool calls waiting for results.
 	Pending []chatstate.ToolCall
@@ -110,6 +113,8 @@ type Loop struct {
 	lastSeq   int64
 	retired   bool
 	booted    bool
+	// floor: messages older than this id are outside a bounded history.
+	floor int64
 }
 
 // NewLoop returns a loop in the null state. relay is called whenever the
@@ -172,6 +177,7 @@ func (l *Loop) apply(s Snapshot, bootstrap bool) ([]sdk.ChatStreamEvent, error) 
 				out = append(out, l.event(sdk.StreamHistoryReset))
 			}
 			l.known = map[int64]int64{}
+			l.floor = s.Floor
 			for _, m := range s.All {
 				if visible(m) {
 					msg := wire.ToMessage(m)
@@ -183,7 +189,7 @@ func (l *Loop) apply(s Snapshot, bootstrap bool) ([]sdk.ChatStreamEvent, error) 
 			}
 		} else {
 			for _, m := range s.Changed {
-				if !visible(m) || m.Revision <= l.known[m.ID] {
+				if !visible(m) || m.Revision <= l.known[m.ID] || m.ID < l.floor {
 					continue
 				}
 				msg := wire.ToMessage(m)

@@ -78,3 +78,16 @@ func trimNewline(b []byte) []byte {
 	}
 	return b
 }
+
+// badRequest answers a request the stream cannot serve as asked (a bad
+// query parameter) with the API's JSON error, before any upgrade.
+func badRequest(w http.ResponseWriter, message string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusBadRequest)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(sdk.Response{Message: message, Code: sdk.CodeValidation})
+}

@@ -45,6 +45,8 @@ Usage:
   chatd backup --to FILE [--db PATH | --url URL --token TOKEN]
                                                snapshot a (running) SQLite server's database
   chatd restore --from FILE [--db PATH]        put a snapshot in place (no server may hold PATH)
+  chatd bench [--db PATH|URL] [--seed-chats N] [--seed-messages M] [--duration D]
+                                               measure throughput and latency against same-run baselines
 
 Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
 Beside a running SQLite server, token and login-link commands go through its admin socket (PATH.sock).
@@ -74,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBackup(ctx, args, stdout, stderr)
 	case "restore":
 		return runRestore(ctx, args, stdout, stderr)
+	case "bench":
+		return runBench(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -37,7 +37,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 
 	out, err = run1("migrate", "--db", db, "down")
 	require.NoError(t, err)
-	require.Contains(t, out, "rolled back 16 00016_chat_files.sql")
+	require.Contains(t, out, "rolled back 18 00018_chat_indexes.sql")
 
 	_, err = run1("migrate", "--db", db, "sideways")
 	require.ErrorContains(t, err, `unknown action "sideways"`)

@@ -216,9 +216,9 @@ func (t *tx) ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]store.Cha
 	return chats, nil
 }
 
-// ChatList lists chats newest first by (updated_at, id), paging by keyset
-// after p.AfterID. A cursor whose chat no longer exists yields an empty page.
-func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat, error) {
+// chatListQuery is ChatList's query. Each filter is an index range
+// (migration 00018): owner and archived, archived alone, labels.
+func chatListQuery(p store.ChatListParams) (string, args, error) {
 	var (
 		a     args
 		where []string
@@ -238,7 +238,7 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 	if len(p.Labels) > 0 {
 		labels, err := labelsJSON(p.Labels)
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
 		where = append(where, "labels @> "+a.add(labels)+"::jsonb")
 	}
@@ -253,6 +253,16 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + a.add(store.ListLimit(p.Limit))
+	return query, a, nil
+}
+
+// ChatList lists chats newest first by (updated_at, id), paging by keyset
+// after p.AfterID. A cursor whose chat no longer exists yields an empty page.
+func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat, error) {
+	query, a, err := chatListQuery(p)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := t.tx.Query(ctx, query, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", translate(err))

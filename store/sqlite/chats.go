@@ -273,9 +273,9 @@ func (t *tx) ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]store.Cha
 	return chats, nil
 }
 
-// ChatList lists chats newest first by (updated_at, id), paging by keyset
-// after p.AfterID. A cursor whose chat no longer exists yields an empty page.
-func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat, error) {
+// chatListQuery is ChatList's query. Each filter is an index range
+// (migration 00018): owner and archived, archived alone, labels.
+func chatListQuery(p store.ChatListParams) (string, args, error) {
 	var (
 		a     args
 		where []string
@@ -295,11 +295,9 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 		where = append(where, `chatd_fold(title) LIKE '%' || `+a.add(likeEscape(strings.ToLower(p.Query)))+` || '%' ESCAPE '\'`)
 	}
 	for k, v := range p.Labels {
-		key, err := json.Marshal(k)
-		if err != nil {
-			return nil, fmt.Errorf("list chats: encode label key: %w", err)
-		}
-		where = append(where, "json_extract(labels, "+a.add("$."+string(key))+") = "+a.add(v))
+		// chat_labels mirrors the labels column (triggers of migration
+		// 00018), indexed by pair: a lookup, not a json_extract per chat.
+		where = append(where, "id IN (SELECT l.chat_id FROM chat_labels l WHERE l.key = "+a.add(k)+" AND l.value = "+a.add(v)+")")
 	}
 	if p.AfterID.Valid {
 		// Row values compare like the (updated_at DESC, id DESC) order; an
@@ -313,6 +311,16 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 		query += ` WHERE ` + strings.Join(where, " AND ")
 	}
 	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + a.add(store.ListLimit(p.Limit))
+	return query, a, nil
+}
+
+// ChatList lists chats newest first by (updated_at, id), paging by keyset
+// after p.AfterID. A cursor whose chat no longer exists yields an empty page.
+func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat, error) {
+	query, a, err := chatListQuery(p)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := t.tx.QueryContext(ctx, query, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", translate(err))

@@ -204,15 +204,23 @@ func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) (
 	return chats, nil
 }
 
+// countOwnedQuery is ChatCountOwned's query. It reads the owned chats
+// through chats_owned_idx (worker_id IS NOT NULL), never the whole table:
+// it runs inside the admission write transaction.
+func countOwnedQuery(p store.AcquirableParams) (string, args) {
+	var a args
+	held := holdsSlot(p, &a, "c")
+	return `SELECT
+		COUNT(*) FILTER (WHERE c.parent_chat_id IS NULL),
+		COUNT(*) FILTER (WHERE c.parent_chat_id IS NOT NULL)
+		FROM chats c WHERE ` + held, a
+}
+
 // ChatCountOwned counts the chats that hold a slot of the concurrent
 // agent limit.
 func (t *tx) ChatCountOwned(ctx context.Context, p store.AcquirableParams) (roots, subagents int64, err error) {
-	var a args
-	held := holdsSlot(p, &a, "c")
-	err = t.tx.QueryRowContext(ctx, `SELECT
-		COUNT(*) FILTER (WHERE c.parent_chat_id IS NULL),
-		COUNT(*) FILTER (WHERE c.parent_chat_id IS NOT NULL)
-		FROM chats c WHERE `+held, a...).Scan(&roots, &subagents)
+	query, a := countOwnedQuery(p)
+	err = t.tx.QueryRowContext(ctx, query, a...).Scan(&roots, &subagents)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count owned chats: %w", translate(err))
 	}

@@ -54,6 +54,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ReadTxRefusesWrites", testReadTxRefusesWrites},
 		{"Errors", testErrors},
 		{"ChatList", testChatList},
+		{"ChatListLabelsFollowUpdates", testChatListLabelsFollowUpdates},
 		{"ChatPatchAndFamily", testChatPatchAndFamily},
 		{"MessageListPaging", testMessageList},
 		{"QueueOperations", testQueueOperations},
@@ -790,6 +791,41 @@ func testChatList(t *testing.T, b *bundle) {
 	yes, no := true, false
 	require.Equal(t, []uuid.UUID{ids[0]}, list(store.ChatListParams{OwnerID: owner, Archived: &yes}))
 	require.Len(t, list(store.ChatListParams{OwnerID: owner, Archived: &no}), 5)
+}
+
+// testChatListLabelsFollowUpdates: the label filter sees a chat's labels
+// as they are now (SQLite answers it from an index table kept by
+// triggers), for keys with JSON-path characters too, and forgets a
+// deleted chat.
+func testChatListLabelsFollowUpdates(t *testing.T, b *bundle) {
+	odd := `a.b "c"[0]`
+	c := b.newChat(t, func(p *store.ChatInsertParams) { p.Labels = map[string]string{"team": "red", odd: "x"} })
+	list := func(labels map[string]string) []uuid.UUID {
+		var out []uuid.UUID
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			cs, err := tx.ChatList(b.ctx, store.ChatListParams{Labels: labels})
+			for _, c := range cs {
+				out = append(out, c.ID)
+			}
+			return err
+		}))
+		return out
+	}
+	require.Equal(t, []uuid.UUID{c.ID}, list(map[string]string{"team": "red"}))
+	require.Equal(t, []uuid.UUID{c.ID}, list(map[string]string{odd: "x"}))
+	require.Equal(t, []uuid.UUID{c.ID}, list(map[string]string{"team": "red", odd: "x"}))
+	require.Empty(t, list(map[string]string{"team": "red", odd: "y"}))
+
+	b.transition(t, c.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, c.ID, store.ChatPatch{Labels: store.Some(map[string]string{"team": "blue"})})
+		return err
+	})
+	require.Empty(t, list(map[string]string{"team": "red"}), "the old value is gone")
+	require.Empty(t, list(map[string]string{odd: "x"}), "the removed key is gone")
+	require.Equal(t, []uuid.UUID{c.ID}, list(map[string]string{"team": "blue"}))
+
+	require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error { return tx.ChatDelete(b.ctx, c.ID) }))
+	require.Empty(t, list(map[string]string{"team": "blue"}))
 }
 
 func testChatPatchAndFamily(t *testing.T, b *bundle) {

@@ -1,0 +1,45 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app/bench"
+	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/dbtest"
+)
+
+// TestRun runs a tiny bench on each store and checks that every figure
+// was measured: the turns completed, the seed landed, the bootstrap read
+// the whole history.
+func TestRun(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		s := newStore(t)
+		cfg := bench.Config{
+			Duration: 50 * time.Millisecond, Concurrency: 2, SeedChats: 30, SeedMessages: 40,
+			History: 120, Samples: 2, ListSamples: 2, SeqTurns: 2,
+		}
+		r, err := bench.Run(context.Background(), s, s.Dialect(), cfg)
+		require.NoError(t, err)
+		require.Positive(t, r.CommitsPerSec)
+		require.Positive(t, r.TurnsPerSec)
+		require.Positive(t, r.TurnP50)
+		require.GreaterOrEqual(t, r.SmallChats, 100)
+		// The seed adds its chats to the small table.
+		require.Equal(t, r.SmallChats+30, r.LargeChats)
+		require.Positive(t, r.BootstrapP50)
+		// 120 messages of about a kilobyte each were sent.
+		require.Greater(t, r.BootstrapBytes, 120*1000)
+		require.Positive(t, r.BootstrapLimitedP99)
+		require.Less(t, r.BootstrapLimitedBytes, r.BootstrapBytes, "history_limit=100 of 120 messages sends less")
+		require.Len(t, r.ListP99, 8)
+		var out bytes.Buffer
+		require.NoError(t, r.Write(&out))
+		require.Contains(t, out.String(), "turns/s vs raw commits/s")
+		require.Contains(t, out.String(), "list p99")
+	})
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/pressly/goose/v3"
+
+	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/bench"
+)
+
+// runBench measures chatd against same-run baselines (app/bench). Without
+// --db it works on a fresh SQLite file in a temporary directory; with a
+// Postgres URL it writes its chats into that database.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	db := fs.String("db", "", "SQLite file or postgres:// URL to measure (default: a temporary SQLite file)")
+	var cfg bench.Config
+	fs.DurationVar(&cfg.Duration, "duration", bench.DefaultDuration, "how long each throughput phase runs")
+	fs.IntVar(&cfg.Concurrency, "concurrency", bench.DefaultConcurrency, "chats taking turns at once")
+	fs.IntVar(&cfg.SeedChats, "seed-chats", bench.DefaultSeedChats, "chats to generate before the acquisition and list figures")
+	fs.IntVar(&cfg.SeedMessages, "seed-messages", bench.DefaultSeedMessages, "messages to generate, spread over the seeded chats")
+	fs.IntVar(&cfg.History, "history", bench.DefaultHistory, "messages of the chat whose stream bootstrap is timed")
+	fs.IntVar(&cfg.Samples, "samples", bench.DefaultSamples, "timed bootstraps and acquisition counts")
+	fs.IntVar(&cfg.ListSamples, "list-samples", bench.DefaultListSamples, "timed chat list requests per filter")
+	fs.IntVar(&cfg.SeqTurns, "turns", bench.DefaultSeqTurns, "sequential turns of one chat")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return fmt.Errorf("bench takes no arguments (got %q)", fs.Args())
+	}
+	for name, v := range map[string]int{"concurrency": cfg.Concurrency, "history": cfg.History, "samples": cfg.Samples,
+		"list-samples": cfg.ListSamples, "turns": cfg.SeqTurns} {
+		if v <= 0 {
+			return fmt.Errorf("bench: --%s must be positive", name)
+		}
+	}
+	if cfg.SeedChats < 0 || cfg.SeedMessages < 0 || cfg.Duration <= 0 {
+		return fmt.Errorf("bench: --seed-chats and --seed-messages must not be negative, --duration must be positive")
+	}
+	if cfg.SeedMessages > 0 && cfg.SeedChats == 0 {
+		return fmt.Errorf("bench: --seed-messages needs --seed-chats")
+	}
+	path := *db
+	if path == "" {
+		dir, err := os.MkdirTemp("", "chatd-bench-")
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		path = filepath.Join(dir, "bench.db")
+	}
+	s, err := app.OpenStore(ctx, path)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", path, err)
+	}
+	defer s.Close()
+	if err := app.Migrate(ctx, s, func(p *goose.Provider) error {
+		_, err := p.Up(ctx)
+		return err
+	}); err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	name := "sqlite"
+	if app.IsPostgres(path) {
+		name = "postgres"
+	}
+	r, err := bench.Run(ctx, s, name, cfg)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	return r.Write(stdout)
+}
