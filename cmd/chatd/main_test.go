@@ -37,7 +37,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 
 	out, err = run1("migrate", "--db", db, "down")
 	require.NoError(t, err)
-	require.Contains(t, out, "rolled back 15 00015_projects.sql")
+	require.Contains(t, out, "rolled back 17 00017_search.sql")
 
 	_, err = run1("migrate", "--db", db, "sideways")
 	require.ErrorContains(t, err, `unknown action "sideways"`)
