@@ -35,9 +35,11 @@ func searchWhere(q string, a *args) string {
 		return `(title ILIKE ` + pat + ` ESCAPE '\'
 		OR id IN (SELECT w.chat_id FROM ` + shortWindow + ` w WHERE w.body ILIKE ` + pat + ` ESCAPE '\'))`
 	}
-	return `(title ILIKE ` + pat + ` ESCAPE '\'
-	OR id IN (SELECT m.chat_id FROM chat_messages m
-		WHERE ` + searchable + ` AND chatd_message_text(m.content) ILIKE ` + pat + ` ESCAPE '\'))`
+	// One set of matching ids, each half from its own index, so the chats
+	// are then read by key (an OR of the two would scan chats).
+	return `id IN (SELECT c.id FROM chats c WHERE c.title ILIKE ` + pat + ` ESCAPE '\'
+	UNION SELECT m.chat_id FROM chat_messages m
+		WHERE ` + searchable + ` AND chatd_message_text(m.content) ILIKE ` + pat + ` ESCAPE '\')`
 }
 
 // ChatSearchHits returns the oldest searchable message matching query of

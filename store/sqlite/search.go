@@ -39,10 +39,11 @@ func searchWhere(q string, a *args) string {
 			` OR id IN (SELECT w.chat_id FROM ` + shortWindow + ` w WHERE chatd_fold(w.body) LIKE ` + pat() + `))`
 	}
 	phrase := ftsPhrase(q)
-	return `(id IN (SELECT s.chat_id FROM chat_title_fts JOIN chat_title_fts_ids s ON s.n = chat_title_fts.rowid
-		WHERE chat_title_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_title_fts.title) LIKE ` + pat() + `)
-	OR id IN (SELECT chat_message_fts.chat_id FROM chat_message_fts
-		WHERE chat_message_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_message_fts.body) LIKE ` + pat() + `))`
+	// One set of matching ids, each half from its own FTS5 table.
+	return `id IN (SELECT s.chat_id FROM chat_title_fts JOIN chat_title_fts_ids s ON s.n = chat_title_fts.rowid
+		WHERE chat_title_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_title_fts.title) LIKE ` + pat() + `
+	UNION SELECT chat_message_fts.chat_id FROM chat_message_fts
+		WHERE chat_message_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_message_fts.body) LIKE ` + pat() + `)`
 }
 
 // likePattern adds q as a case-folded LIKE pattern matching any text
