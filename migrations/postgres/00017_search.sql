@@ -13,8 +13,7 @@ EXCEPTION
     -- Another schema's migration created it at the same moment.
     WHEN unique_violation THEN NULL;
     WHEN insufficient_privilege THEN
-        RAISE EXCEPTION 'chatd search needs the pg_trgm extension and this role may not create it'
-            USING HINT = 'As a superuser run: CREATE EXTENSION pg_trgm SCHEMA public; then start chatd again';
+        RAISE EXCEPTION 'chatd search needs the pg_trgm extension and this role may not create it: as a superuser run CREATE EXTENSION pg_trgm SCHEMA public, then start chatd again';
 END
 $$;
 -- +goose StatementEnd
