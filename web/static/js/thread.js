@@ -43,6 +43,10 @@ export class Thread {
       this.resizer.observe(this.scroller);
       this.resizer.observe(this.list);
     }
+    // A search result opens the chat at ?message=<id>: the first render
+    // with messages finds it, follow() scrolls to it and highlights it.
+    this.jumpTo = Number(new URLSearchParams(location.search).get('message')) || 0;
+    this.jump = null;
     this.jumpBtn = h('button', { type: 'button', class: 'jump-btn', hidden: true, onclick: () => { this.scrollToBottom(); handlers.onJump(); } },
       icon('down'), 'Jump to latest');
     this.skeleton();
@@ -79,10 +83,22 @@ export class Thread {
   // sticky: whether the next render should end at the bottom. Ask before
   // rendering; follow(sticky) after everything around the thread is laid out.
   sticky() {
-    return this.pinned || this.isAtBottom() || !this.rendered;
+    return !this.jumpTo && (this.pinned || this.isAtBottom() || !this.rendered);
   }
 
   follow(stick) {
+    if (this.jump) {
+      const { node } = this.jump;
+      this.jump = null;
+      if (node) {
+        node.classList.add('search-hit');
+        node.scrollIntoView({ block: 'center' });
+        this.pinned = this.isAtBottom();
+        this.jumpBtn.hidden = this.pinned;
+        return;
+      }
+      stick = true; // the message is gone: open at the bottom as usual
+    }
     if (stick) this.scrollToBottom();
     else if (this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight > AT_BOTTOM_PX) this.jumpBtn.hidden = false;
   }
@@ -220,6 +236,15 @@ export class Thread {
         h('p', { class: 'muted', text: 'Send a message below to start; replies stream in as they are written.' })) });
     }
     this.reconcile(items);
+    if (this.jumpTo && msgs.length) {
+      const id = this.jumpTo;
+      this.jumpTo = 0;
+      const hit = this.nodes.get('u' + id) || this.nodes.get('a' + id);
+      this.jump = { node: hit ? hit.node : null };
+      const url = new URL(location.href);
+      url.searchParams.delete('message');
+      history.replaceState(null, '', url.pathname + url.search + url.hash);
+    }
     this.announce(s, msgs);
     this.rendered = true;
   }
