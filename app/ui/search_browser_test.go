@@ -57,14 +57,16 @@ func TestBrowserSearchJumps(t *testing.T) {
 				b.waitJS("the drawer", `document.body.classList.contains('drawer-open')`)
 			}
 			b.setValue(".search-input", "MARMALADE")
-			hit := `document.querySelector('.chat-list a[href="/chats/` + chat.ID.String() + `?message=` + fmt.Sprint(target) + `"]')`
-			b.waitJS("the result with its snippet", hit+`?.querySelector('.chat-snippet')?.textContent.includes('the marmalade recipe?')`)
+			hit := `document.querySelector('.chat-list a[href="/chats/` + chat.ID.String() + `?message=` + fmt.Sprint(target) + `&q=MARMALADE"]')`
+			b.waitJS("the result with its snippet", hit+`?.querySelector('.chat-snippet')?.textContent === '…e did I put the marmalade recipe?'`)
+			require.Equal(t, "marmalade", eval[string](b, hit+`.querySelector('.chat-snippet mark').textContent`))
 			require.Equal(t, "Kitchen notes", eval[string](b, hit+`.querySelector('.chat-title').textContent`))
 			b.shot("70-search-" + tc.name)
 			b.do(chromedp.Click(chromedp.CSS(`.chat-list a[href*="?message="]`)))
 			b.waitJS("the highlighted message", `document.querySelector('.msg-user.search-hit')?.dataset.id === '`+fmt.Sprint(target)+`'`)
-			b.waitJS("the message in view, the bottom not", `(() => {
-				const s = document.querySelector('.scroller'), r = document.querySelector('.search-hit').getBoundingClientRect(), v = s.getBoundingClientRect();
+			require.Equal(t, "marmalade", eval[string](b, `document.querySelector('.search-hit .search-mark').textContent`))
+			b.waitJS("the match in view, the bottom not", `(() => {
+				const s = document.querySelector('.scroller'), r = document.querySelector('.search-hit .search-mark').getBoundingClientRect(), v = s.getBoundingClientRect();
 				return r.bottom > v.top && r.top < v.bottom && s.scrollHeight - s.scrollTop - s.clientHeight > 200; })()`)
 			require.Equal(t, "/chats/"+chat.ID.String(), eval[string](b, `location.pathname + location.search`), "the jump parameter is dropped (%s)", tc.name)
 			b.shot("71-search-jump-" + tc.name)

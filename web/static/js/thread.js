@@ -19,6 +19,25 @@ function toolsSig(m) {
 // AT_BOTTOM_PX: closer than this to the end counts as at the bottom.
 const AT_BOTTOM_PX = 48;
 
+// markMatch marks the first case-insensitive occurrence of query within one
+// text node of node and returns the mark (null when there is none).
+function markMatch(node, query) {
+  if (!query) return null;
+  const q = query.toLowerCase();
+  const walk = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+  for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+    const at = t.data.toLowerCase().indexOf(q);
+    if (at < 0 || t.data.toLowerCase().length !== t.data.length) continue;
+    const range = document.createRange();
+    range.setStart(t, at);
+    range.setEnd(t, at + query.length);
+    const mark = h('mark', { class: 'search-mark' });
+    range.surroundContents(mark);
+    return mark;
+  }
+  return null;
+}
+
 export class Thread {
   // handlers: {onJump(): after "Jump to latest",
   //            onEdit(m), onSaveEdit(m, text), onCancelEdit(): the inline editor}
@@ -45,7 +64,9 @@ export class Thread {
     }
     // A search result opens the chat at ?message=<id>: the first render
     // with messages finds it, follow() scrolls to it and highlights it.
-    this.jumpTo = Number(new URLSearchParams(location.search).get('message')) || 0;
+    const jump = new URLSearchParams(location.search);
+    this.jumpTo = Number(jump.get('message')) || 0;
+    this.jumpQuery = jump.get('q') || '';
     this.jump = null;
     this.jumpBtn = h('button', { type: 'button', class: 'jump-btn', hidden: true, onclick: () => { this.scrollToBottom(); handlers.onJump(); } },
       icon('down'), 'Jump to latest');
@@ -92,7 +113,7 @@ export class Thread {
       this.jump = null;
       if (node) {
         node.classList.add('search-hit');
-        node.scrollIntoView({ block: 'center' });
+        (markMatch(node, this.jumpQuery) || node).scrollIntoView({ block: 'center' });
         this.pinned = this.isAtBottom();
         this.jumpBtn.hidden = this.pinned;
         return;
@@ -243,6 +264,7 @@ export class Thread {
       this.jump = { node: hit ? hit.node : null };
       const url = new URL(location.href);
       url.searchParams.delete('message');
+      url.searchParams.delete('q');
       history.replaceState(null, '', url.pathname + url.search + url.hash);
     }
     this.announce(s, msgs);
