@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -82,6 +83,11 @@ type Reader interface {
 
 	// ChatList lists chats for the listing endpoint, newest first.
 	ChatList(ctx context.Context, p ChatListParams) ([]Chat, error)
+
+	// ChatSearchHits returns, for each of chatIDs with a searchable
+	// message matching query (see ChatListParams.Query), its oldest such
+	// message; chats without one are left out, in no particular order.
+	ChatSearchHits(ctx context.Context, chatIDs []uuid.UUID, query string) ([]SearchHit, error)
 
 	// ChatCountByOwner counts the chats a user owns, archived and
 	// subagent chats included (the per-user chat quota).
@@ -612,12 +618,39 @@ func ListLimit(n int) int {
 type ChatListParams struct {
 	OwnerID  uuid.NullUUID // unset lists every owner (admins)
 	Archived *bool
-	Query    string            // case-insensitive substring of the title
+	Query    string            // case-insensitive substring of the title or message text, see SearchIndexMinRunes
 	Labels   map[string]string // every pair must match
 	AfterID  uuid.NullUUID     // keyset: chats listed after this one
 	Limit    int               // see ListLimit
 	// ProjectID lists only the chats in this project.
 	ProjectID uuid.NullUUID
+}
+
+// Search bounds. ChatListParams.Query matches a chat whose title, or the
+// text parts of one of its searchable messages (user or assistant, not
+// deleted, not model-only), contain it, case-insensitively. Terms of
+// SearchIndexMinRunes or more characters are served by an index; shorter
+// ones match titles by a scan and message text only within SearchShortScan.
+const (
+	// SearchIndexMinRunes is the shortest term the trigram indexes serve.
+	SearchIndexMinRunes = 3
+	// SearchShortScan bounds the scan of a shorter term: the message text
+	// it sees is that of the newest SearchShortScan searchable messages of
+	// the whole store.
+	SearchShortScan = 2000
+)
+
+// SearchHit is a chat's message matching a search: the message and its
+// searchable text (its text parts, one per line).
+type SearchHit struct {
+	ChatID    uuid.UUID
+	MessageID int64
+	Text      string
+}
+
+// ShortSearch reports whether q is too short for the trigram indexes.
+func ShortSearch(q string) bool {
+	return utf8.RuneCountInString(q) < SearchIndexMinRunes
 }
 
 // Message roles.

@@ -307,10 +307,16 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) er
 		}
 		p.AfterID = uuid.NullUUID{UUID: id, Valid: id != uuid.Nil}
 	}
-	var chats []store.Chat
+	var (
+		chats    []store.Chat
+		snippets map[uuid.UUID]*sdk.SearchSnippet
+	)
 	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		var err error
-		chats, err = tx.ChatList(r.Context(), p)
+		if chats, err = tx.ChatList(r.Context(), p); err != nil || p.Query == "" {
+			return err
+		}
+		snippets, err = searchSnippets(r.Context(), tx, chats, p.Query)
 		return err
 	})
 	if err != nil {
@@ -318,7 +324,9 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) er
 	}
 	out := make([]sdk.Chat, 0, len(chats))
 	for _, ch := range chats {
-		out = append(out, wire.ToChat(ch))
+		c := wire.ToChat(ch)
+		c.SearchSnippet = snippets[ch.ID]
+		out = append(out, c)
 	}
 	writeJSON(w, http.StatusOK, out)
 	return nil

@@ -144,6 +144,16 @@ type Chat struct {
 	ToolApprovals []ToolApproval `json:"tool_approvals,omitempty"`
 	// ProjectID is the project the chat is in; null when none.
 	ProjectID *uuid.UUID `json:"project_id"`
+	// SearchSnippet is set in a GET /chats?q= answer on a chat that
+	// matched by message text; omitted otherwise.
+	SearchSnippet *SearchSnippet `json:"search_snippet,omitempty"`
+}
+
+// SearchSnippet is the message a chat search matched and the text around
+// the first match.
+type SearchSnippet struct {
+	MessageID int64  `json:"message_id"`
+	Text      string `json:"text"`
 }
 
 // ChatMessageUsage is the token accounting of a message.

@@ -233,7 +233,8 @@ func chatListQuery(p store.ChatListParams) (string, args, error) {
 		where = append(where, "project_id = "+a.add(p.ProjectID.UUID))
 	}
 	if p.Query != "" {
-		where = append(where, `title ILIKE '%' || `+a.add(likeEscape(p.Query))+` || '%' ESCAPE '\'`)
+		// Titles and message text; see search.go.
+		where = append(where, searchWhere(p.Query, &a))
 	}
 	if len(p.Labels) > 0 {
 		labels, err := labelsJSON(p.Labels)

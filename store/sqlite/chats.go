@@ -290,9 +290,8 @@ func chatListQuery(p store.ChatListParams) (string, args, error) {
 		where = append(where, "project_id = "+a.add(p.ProjectID.UUID.String()))
 	}
 	if p.Query != "" {
-		// LIKE folds ASCII only; chatd_fold lowers with Unicode rules, as
-		// ILIKE does on Postgres.
-		where = append(where, `chatd_fold(title) LIKE '%' || `+a.add(likeEscape(strings.ToLower(p.Query)))+` || '%' ESCAPE '\'`)
+		// Titles and message text; see search.go.
+		where = append(where, searchWhere(p.Query, &a))
 	}
 	for k, v := range p.Labels {
 		// chat_labels mirrors the labels column (triggers of migration

@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"TimesComeBackUTCInMicroseconds", testTimesComeBackUTC},
 		{"EmptyPatchesReadTheRow", testEmptyPatchesReadTheRow},
 		{"ChatListQuery", testChatListQuery},
+		{"ChatSearch", testChatSearch},
 		{"MalformedJSONRefused", testMalformedJSONRefused},
 		{"ChatMCPServerIDs", testChatMCPServerIDs},
 		{"ChatToolApproval", testChatToolApproval},

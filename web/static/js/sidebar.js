@@ -11,6 +11,17 @@ const STATUS_LABEL = {
   running: 'Running', interrupting: 'Stopping', requires_action: 'Needs your action', error: 'Error',
 };
 
+// snippetEl shows a search snippet from a little before the match (the
+// sidebar is narrow), the match marked. The store folds case like
+// toLowerCase, one character for one, so the indexes line up.
+function snippetEl(text, query) {
+  const at = text.toLowerCase().indexOf(query.toLowerCase());
+  if (at < 0) return h('span', { class: 'chat-snippet', text });
+  const from = Math.max(0, at - 16);
+  return h('span', { class: 'chat-snippet' }, (from > 0 ? '…' : '') + text.slice(from, at),
+    h('mark', { text: text.slice(at, at + query.length) }), text.slice(at + query.length));
+}
+
 export class Sidebar {
   constructor(app) {
     this.app = app;
@@ -204,7 +215,7 @@ export class Sidebar {
 
   render(force) {
     if (!this.chats) return;
-    const sig = JSON.stringify([this.chats.map((c) => [c.id, c.title, c.status, c.pin_order, c.archived, c.updated_at, c.root_chat_id]),
+    const sig = JSON.stringify([this.chats.map((c) => [c.id, c.title, c.status, c.pin_order, c.archived, c.updated_at, c.root_chat_id, c.search_snippet]),
       this.activeId, this.renamingId, this.archived, [...this.labels], this.label, this.query]);
     if (sig === this.renderedSig && !force) return;
     this.renderedSig = sig;
@@ -271,14 +282,17 @@ export class Sidebar {
       'aria-expanded': 'false', dataset: { focusKey: 'menu:' + c.id },
       onclick: (e) => { e.preventDefault(); openMenu(e.currentTarget, this.menuItems(c)); },
     }, icon('dots'));
+    // A search hit in a message shows its snippet and opens the chat at it.
+    const hit = this.query && c.search_snippet;
+    const titleEl = h('span', { class: 'chat-title', text: title });
     return h('li', { class: 'chat-item' + (child ? ' chat-child' : '') + (active ? ' active' : ''), dataset: { id: c.id } },
       h('a', {
-        href: `/chats/${c.id}`, 'data-link': true, class: 'chat-link', 'aria-current': active ? 'page' : null,
+        href: `/chats/${c.id}` + (hit ? '?' + new URLSearchParams({ message: hit.message_id, q: this.query }) : ''), 'data-link': true, class: 'chat-link', 'aria-current': active ? 'page' : null,
         dataset: { focusKey: 'link:' + c.id }, title: child ? `${title} (subagent)` : title,
       },
         child ? h('span', { class: 'child-mark', 'aria-hidden': 'true', text: '↳' }) : null,
         c.pin_order > 0 && !this.archived ? icon('pin', 'pin-icon') : null,
-        h('span', { class: 'chat-title', text: title }),
+        hit ? h('span', { class: 'chat-hit' }, titleEl, snippetEl(hit.text, this.query)) : titleEl,
         status ? h('span', { class: `dot dot-${c.status}`, role: 'img', 'aria-label': status, title: status }) : null),
       menuBtn);
   }

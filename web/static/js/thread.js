@@ -19,6 +19,25 @@ function toolsSig(m) {
 // AT_BOTTOM_PX: closer than this to the end counts as at the bottom.
 const AT_BOTTOM_PX = 48;
 
+// markMatch marks the first case-insensitive occurrence of query within one
+// text node of node and returns the mark (null when there is none).
+function markMatch(node, query) {
+  if (!query) return null;
+  const q = query.toLowerCase();
+  const walk = document.createTreeWalker(node, NodeFilter.SHOW_TEXT);
+  for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+    const at = t.data.toLowerCase().indexOf(q);
+    if (at < 0 || t.data.toLowerCase().length !== t.data.length) continue;
+    const range = document.createRange();
+    range.setStart(t, at);
+    range.setEnd(t, at + query.length);
+    const mark = h('mark', { class: 'search-mark' });
+    range.surroundContents(mark);
+    return mark;
+  }
+  return null;
+}
+
 export class Thread {
   // handlers: {onJump(): after "Jump to latest",
   //            onEdit(m), onSaveEdit(m, text), onCancelEdit(): the inline editor}
@@ -43,6 +62,12 @@ export class Thread {
       this.resizer.observe(this.scroller);
       this.resizer.observe(this.list);
     }
+    // A search result opens the chat at ?message=<id>: the first render
+    // with messages finds it, follow() scrolls to it and highlights it.
+    const jump = new URLSearchParams(location.search);
+    this.jumpTo = Number(jump.get('message')) || 0;
+    this.jumpQuery = jump.get('q') || '';
+    this.jump = null;
     this.jumpBtn = h('button', { type: 'button', class: 'jump-btn', hidden: true, onclick: () => { this.scrollToBottom(); handlers.onJump(); } },
       icon('down'), 'Jump to latest');
     this.skeleton();
@@ -79,10 +104,22 @@ export class Thread {
   // sticky: whether the next render should end at the bottom. Ask before
   // rendering; follow(sticky) after everything around the thread is laid out.
   sticky() {
-    return this.pinned || this.isAtBottom() || !this.rendered;
+    return !this.jumpTo && (this.pinned || this.isAtBottom() || !this.rendered);
   }
 
   follow(stick) {
+    if (this.jump) {
+      const { node } = this.jump;
+      this.jump = null;
+      if (node) {
+        node.classList.add('search-hit');
+        (markMatch(node, this.jumpQuery) || node).scrollIntoView({ block: 'center' });
+        this.pinned = this.isAtBottom();
+        this.jumpBtn.hidden = this.pinned;
+        return;
+      }
+      stick = true; // the message is gone: open at the bottom as usual
+    }
     if (stick) this.scrollToBottom();
     else if (this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight > AT_BOTTOM_PX) this.jumpBtn.hidden = false;
   }
@@ -220,6 +257,16 @@ export class Thread {
         h('p', { class: 'muted', text: 'Send a message below to start; replies stream in as they are written.' })) });
     }
     this.reconcile(items);
+    if (this.jumpTo && msgs.length) {
+      const id = this.jumpTo;
+      this.jumpTo = 0;
+      const hit = this.nodes.get('u' + id) || this.nodes.get('a' + id);
+      this.jump = { node: hit ? hit.node : null };
+      const url = new URL(location.href);
+      url.searchParams.delete('message');
+      url.searchParams.delete('q');
+      history.replaceState(null, '', url.pathname + url.search + url.hash);
+    }
     this.announce(s, msgs);
     this.rendered = true;
   }

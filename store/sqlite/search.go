@@ -1,0 +1,107 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// Search runs on the FTS5 trigram tables of migration 00017, which triggers
+// keep in sync: chat_title_fts (keyed through chat_title_fts_ids) and
+// chat_message_fts (rowid = chat_messages.id, searchable messages only).
+// MATCH on a quoted phrase is a case-insensitive substring prefilter; every
+// candidate is rechecked with chatd_fold(...) LIKE so the semantics are
+// exactly the title search's (and Postgres's ILIKE), FTS5's own case
+// folding notwithstanding.
+
+// shortWindow is the bounded scan of a term too short for the trigram
+// index: the newest store.SearchShortScan searchable messages.
+var shortWindow = `(SELECT rowid AS id, chat_id, body FROM chat_message_fts ORDER BY rowid DESC LIMIT ` +
+	strconv.Itoa(store.SearchShortScan) + `)`
+
+// ftsPhrase quotes q as one FTS5 phrase: with the trigram tokenizer it
+// matches rows containing q as a substring.
+func ftsPhrase(q string) string {
+	return `"` + strings.ReplaceAll(q, `"`, `""`) + `"`
+}
+
+// searchWhere is the ChatList condition on chats for q (non-empty).
+func searchWhere(q string, a *args) string {
+	// Placeholders are positional: each use adds its own argument.
+	pat := func() string { return likePattern(q, a) }
+	if store.ShortSearch(q) {
+		return `(chatd_fold(title) LIKE ` + pat() +
+			` OR id IN (SELECT w.chat_id FROM ` + shortWindow + ` w WHERE chatd_fold(w.body) LIKE ` + pat() + `))`
+	}
+	phrase := ftsPhrase(q)
+	// One set of matching ids, each half from its own FTS5 table.
+	return `id IN (SELECT s.chat_id FROM chat_title_fts JOIN chat_title_fts_ids s ON s.n = chat_title_fts.rowid
+		WHERE chat_title_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_title_fts.title) LIKE ` + pat() + `
+	UNION SELECT chat_message_fts.chat_id FROM chat_message_fts
+		WHERE chat_message_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_message_fts.body) LIKE ` + pat() + `)`
+}
+
+// likePattern adds q as a case-folded LIKE pattern matching any text
+// containing it.
+func likePattern(q string, a *args) string {
+	return "'%' || " + a.add(likeEscape(strings.ToLower(q))) + " || '%' ESCAPE '\\'"
+}
+
+// ChatSearchHits returns the oldest searchable message matching query of
+// each of chatIDs that has one (see store.Reader).
+func (t *tx) ChatSearchHits(ctx context.Context, chatIDs []uuid.UUID, query string) ([]store.SearchHit, error) {
+	if len(chatIDs) == 0 || query == "" {
+		return []store.SearchHit{}, nil
+	}
+	var a args
+	in := func() string {
+		ids := make([]string, len(chatIDs))
+		for i, id := range chatIDs {
+			ids[i] = a.add(id.String())
+		}
+		return strings.Join(ids, ", ")
+	}
+	// Arguments are added in the placeholders' order.
+	var sqlText string
+	if store.ShortSearch(query) {
+		sqlText = `SELECT w.chat_id, min(w.id), w.body FROM ` + shortWindow + ` w
+			WHERE w.chat_id IN (` + in() + `) AND chatd_fold(w.body) LIKE ` + likePattern(query, &a) + `
+			GROUP BY w.chat_id`
+	} else {
+		sqlText = `SELECT chat_id, min(rowid), body FROM chat_message_fts
+			WHERE chat_message_fts MATCH ` + a.add(ftsPhrase(query)) + `
+			AND chat_id IN (` + in() + `) AND chatd_fold(body) LIKE ` + likePattern(query, &a) + `
+			GROUP BY chat_id`
+	}
+	// SQLite's bare-column rule: with min(), body comes from the row that
+	// holds the minimum.
+	rows, err := t.tx.QueryContext(ctx, sqlText, a...)
+	if err != nil {
+		return nil, fmt.Errorf("search hits: %w", translate(err))
+	}
+	hits, err := collect(rows, func(row rowScanner) (store.SearchHit, error) {
+		var (
+			h    store.SearchHit
+			chat string
+			body *string
+			sc   scanner
+		)
+		if err := row.Scan(&chat, &h.MessageID, &body); err != nil {
+			return h, translate(err)
+		}
+		sc.uuid(&h.ChatID, chat)
+		if body != nil {
+			h.Text = *body
+		}
+		return h, sc.err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search hits: %w", err)
+	}
+	return hits, nil
+}
