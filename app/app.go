@@ -358,6 +358,10 @@ func (l locator) Replica(ctx context.Context, workerID uuid.UUID) (store.Replica
 // (tests serving the handler themselves call it before Start).
 func (a *App) SetAdvertiseURL(u string) { a.cfg.AdvertiseURL = u }
 
+// Routes returns the patterns registered on the HTTP mux (the OpenAPI
+// test compares them with the document).
+func (a *App) Routes() []string { return a.api.Routes() }
+
 // Store is the app's store.
 func (a *App) Store() store.Store { return a.store }
 

@@ -116,7 +116,7 @@ type Deps struct {
 type Server struct {
 	cfg    Config
 	deps   Deps
-	mux    *http.ServeMux
+	mux    *routeMux
 	guards *guards
 }
 
@@ -140,7 +140,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Tokens == nil {
 		deps.Tokens = auth.New(deps.Store, deps.Clock, deps.Log, auth.Config{})
 	}
-	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), guards: newGuards(cfg.Limits, deps.Clock)}
+	s := &Server{cfg: cfg, deps: deps, mux: &routeMux{ServeMux: http.NewServeMux()}, guards: newGuards(cfg.Limits, deps.Clock)}
 	s.routes()
 	return s
 }
@@ -185,7 +185,8 @@ func (s *Server) routes() {
 	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
 	s.projectRoutes(chat)
-	s.userRoutes() // users.go
+	s.userRoutes()   // users.go
+	s.openAPIRoute() // openapi.go
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
 		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.limitLogins(s.login))))
