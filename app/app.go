@@ -140,13 +140,59 @@ func OpenStore(ctx context.Context, db string) (migrator, error) {
 	return sqlite.Open(ctx, db, sqlite.Options{})
 }
 
-// Migrate runs fn on the store's goose provider.
+// migrationLocker is a store several processes may migrate at once
+// (Postgres): Migrate holds its lock while fn runs.
+type migrationLocker interface {
+	MigrationLock(ctx context.Context) (unlock func(), err error)
+}
+
+// Migrate runs fn on the store's goose provider, under the store's
+// migration lock when it has one, so replicas starting together never
+// race on the schema.
 func Migrate(ctx context.Context, s migrator, fn func(*goose.Provider) error) error {
+	if l, ok := s.(migrationLocker); ok {
+		unlock, err := l.MigrationLock(ctx)
+		if err != nil {
+			return err
+		}
+		defer unlock()
+	}
 	p, err := s.Migrations()
 	if err != nil {
 		return fmt.Errorf("load migrations: %w", err)
 	}
 	return fn(p)
+}
+
+// ErrSchemaNewer is returned when the database holds migrations this
+// binary does not know: a newer chatd migrated it, and this one would run
+// against a schema it was not written for.
+var ErrSchemaNewer = errors.New("the database schema is newer than this chatd binary")
+
+// SchemaVersions returns the database's schema version and the newest
+// version this binary's migrations reach.
+func SchemaVersions(ctx context.Context, p *goose.Provider) (db, known int64, err error) {
+	db, err = p.GetDBVersion(ctx)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read the database's schema version: %w", err)
+	}
+	if srcs := p.ListSources(); len(srcs) > 0 {
+		known = srcs[len(srcs)-1].Version
+	}
+	return db, known, nil
+}
+
+// CheckSchema returns ErrSchemaNewer when the database is at a version
+// beyond the binary's newest migration.
+func CheckSchema(ctx context.Context, p *goose.Provider) error {
+	db, known, err := SchemaVersions(ctx, p)
+	if err != nil {
+		return err
+	}
+	if db > known {
+		return fmt.Errorf("%w: the database is at version %d, this binary knows up to %d; run the newer chatd (or roll the database back with the newer binary's `chatd migrate down`)", ErrSchemaNewer, db, known)
+	}
+	return nil
 }
 
 // New opens and migrates the store and builds the HTTP handler.
@@ -164,6 +210,9 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		return nil, fmt.Errorf("open %s: %w", describeDB(cfg.DB), err)
 	}
 	err = Migrate(ctx, s, func(p *goose.Provider) error {
+		if err := CheckSchema(ctx, p); err != nil {
+			return err
+		}
 		results, err := p.Up(ctx)
 		for _, r := range results {
 			log.Info("migrated", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration)
@@ -265,7 +314,13 @@ func (a *App) init(ctx context.Context) error {
 		}
 	}
 	a.worker = worker.New(wcfg, wdeps)
-	if a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now()); err != nil {
+	a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now())
+	if errors.Is(err, store.ErrConflict) {
+		// Another replica starting on the same fresh database created the
+		// admin (or its token) first; the second pass finds it.
+		a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now())
+	}
+	if err != nil {
 		return fmt.Errorf("bootstrap admin: %w", err)
 	}
 	a.tokens = auth.New(a.store, a.clock, a.log, auth.Config{SessionTTL: a.cfg.SessionTTL})
@@ -364,6 +419,10 @@ func (l locator) Replica(ctx context.Context, workerID uuid.UUID) (store.Replica
 // SetAdvertiseURL sets the base URL other replicas use to reach this one
 // (tests serving the handler themselves call it before Start).
 func (a *App) SetAdvertiseURL(u string) { a.cfg.AdvertiseURL = u }
+
+// Routes returns the patterns registered on the HTTP mux (the OpenAPI
+// test compares them with the document).
+func (a *App) Routes() []string { return a.api.Routes() }
 
 // Store is the app's store.
 func (a *App) Store() store.Store { return a.store }

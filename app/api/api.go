@@ -124,7 +124,7 @@ type Deps struct {
 type Server struct {
 	cfg    Config
 	deps   Deps
-	mux    *http.ServeMux
+	mux    *routeMux
 	guards *guards
 }
 
@@ -148,7 +148,7 @@ func New(cfg Config, deps Deps) *Server {
 	if deps.Tokens == nil {
 		deps.Tokens = auth.New(deps.Store, deps.Clock, deps.Log, auth.Config{})
 	}
-	s := &Server{cfg: cfg, deps: deps, mux: http.NewServeMux(), guards: newGuards(cfg.Limits, deps.Clock)}
+	s := &Server{cfg: cfg, deps: deps, mux: &routeMux{ServeMux: http.NewServeMux()}, guards: newGuards(cfg.Limits, deps.Clock)}
 	s.routes()
 	return s
 }
@@ -196,6 +196,7 @@ func (s *Server) routes() {
 	s.backupRoutes(chat)
 	s.userRoutes() // users.go
 	s.fileRoutes()
+	s.openAPIRoute() // openapi.go
 
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
 		s.mux.Handle("POST "+prefix+"/auth/login", s.instrument("POST /api/*/auth/login", s.handle(s.limitLogins(s.login))))

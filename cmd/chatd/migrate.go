@@ -33,6 +33,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return app.Migrate(ctx, s, func(p *goose.Provider) error {
 		switch action {
 		case "up":
+			if err := app.CheckSchema(ctx, p); err != nil {
+				return err
+			}
 			results, err := p.Up(ctx)
 			for _, r := range results {
 				fmt.Fprintf(stdout, "applied %d %s (%s)\n", r.Source.Version, r.Source.Path, r.Duration)
@@ -59,7 +62,33 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				}
 				fmt.Fprintf(stdout, "%5d  %-28s %s\n", st.Source.Version, st.Source.Path, applied)
 			}
-			return nil
+			return printSchemaSummary(ctx, stdout, p, statuses)
 		}
 	})
+}
+
+// printSchemaSummary says whether this binary matches the database:
+// "matches", the pending count (serve or migrate up applies them), or a
+// database newer than the binary (serve refuses to start).
+func printSchemaSummary(ctx context.Context, stdout io.Writer, p *goose.Provider, statuses []*goose.MigrationStatus) error {
+	db, known, err := app.SchemaVersions(ctx, p)
+	if err != nil {
+		return err
+	}
+	pending := 0
+	for _, st := range statuses {
+		if st.State != goose.StateApplied {
+			pending++
+		}
+	}
+	fmt.Fprintf(stdout, "database version %d; this binary knows up to %d: ", db, known)
+	switch {
+	case db > known:
+		fmt.Fprintln(stdout, "the database is NEWER than this binary; serve refuses to start, run the newer chatd")
+	case pending > 0:
+		fmt.Fprintf(stdout, "%d pending; serve (or migrate up) applies them\n", pending)
+	default:
+		fmt.Fprintln(stdout, "matches")
+	}
+	return nil
 }

@@ -81,6 +81,33 @@ func (s *Store) Migrations() (*goose.Provider, error) {
 	return goose.NewProvider(goose.DialectPostgres, s.db, migrations.Postgres())
 }
 
+// MigrationLock takes the session advisory lock that serialises schema
+// migrations of this schema (one lock per search_path schema, so tests on
+// other schemas do not wait), waiting for a holder to finish. Replicas
+// starting together migrate one at a time; the later ones find nothing
+// pending. unlock releases it; the lock also goes with the connection.
+func (s *Store) MigrationLock(ctx context.Context) (unlock func(), err error) {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("acquire a connection for the migration lock: %w", translate(err))
+	}
+	const key = `hashtextextended('chatd migrations ' || current_schema(), 0)`
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
+		conn.Release()
+		return nil, fmt.Errorf("take the migration lock: %w", translate(err))
+	}
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), rollbackTimeout)
+		defer cancel()
+		if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(`+key+`)`); err != nil {
+			// A connection whose unlock failed may still hold the lock:
+			// close it rather than return it to the pool.
+			_ = conn.Conn().Close(ctx)
+		}
+		conn.Release()
+	}, nil
+}
+
 // Close closes the pool and the migration connection.
 func (s *Store) Close() error {
 	s.pool.Close()

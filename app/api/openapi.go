@@ -1,0 +1,355 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/app/sdk"
+)
+
+// OpenAPIPath is where the API's OpenAPI 3.1 document is served, without
+// auth.
+const OpenAPIPath = "/api/v2/openapi.json"
+
+// operation describes one route of the document: its request and response
+// bodies are values of the SDK types, turned into schemas by reflection so
+// the document follows the types (openapi_test.go checks it follows the
+// routes).
+type operation struct {
+	method, path string
+	summary      string
+	// request is the JSON body's type (nil: no body).
+	request any
+	// status is the success status; response its body (nil: none).
+	status   int
+	response any
+	// noAuth marks the routes that take no session.
+	noAuth bool
+	// websocket marks a WebSocket upgrade (the frames are in API.md):
+	// response is then the type of the server's frames, clientFrame the
+	// client's (x-client-frame).
+	websocket   bool
+	clientFrame any
+}
+
+// operations lists every /api/v2 route. A route added to the mux without
+// a line here fails TestOpenAPIMatchesRoutes.
+var operations = []operation{
+	{method: "POST", path: "/chats", summary: "Create a chat", request: sdk.CreateChatRequest{}, status: 201, response: sdk.CreateChatResponse{}},
+	{method: "GET", path: "/chats", summary: "List chats", status: 200, response: []sdk.Chat{}},
+	{method: "GET", path: "/chats/models", summary: "List models", status: 200, response: sdk.ChatModelsResponse{}},
+	{method: "GET", path: "/chats/model-configs", summary: "List model configs", status: 200, response: []sdk.ChatModelConfig{}},
+	{method: "POST", path: "/chats/model-configs", summary: "Create a model config (admin)", request: sdk.CreateChatModelConfigRequest{}, status: 201, response: sdk.ChatModelConfig{}},
+	{method: "PATCH", path: "/chats/model-configs/{modelConfig}", summary: "Update a model config (admin)", request: sdk.UpdateChatModelConfigRequest{}, status: 200, response: sdk.ChatModelConfig{}},
+	{method: "DELETE", path: "/chats/model-configs/{modelConfig}", summary: "Delete a model config (admin)", status: 204},
+	{method: "GET", path: "/chats/providers", summary: "List providers (admin)", status: 200, response: []sdk.ChatProviderConfig{}},
+	{method: "POST", path: "/chats/providers", summary: "Create a provider (admin)", request: sdk.CreateChatProviderConfigRequest{}, status: 201, response: sdk.ChatProviderConfig{}},
+	{method: "PATCH", path: "/chats/providers/{provider}", summary: "Update a provider (admin)", request: sdk.UpdateChatProviderConfigRequest{}, status: 200, response: sdk.ChatProviderConfig{}},
+	{method: "DELETE", path: "/chats/providers/{provider}", summary: "Delete a provider (admin)", status: 204},
+	{method: "GET", path: "/chats/mcp-servers", summary: "List MCP servers", status: 200, response: []sdk.MCPServer{}},
+	{method: "POST", path: "/chats/mcp-servers", summary: "Create an MCP server (admin)", request: sdk.MCPServerConfig{}, status: 201, response: sdk.MCPServer{}},
+	{method: "PATCH", path: "/chats/mcp-servers/{id}", summary: "Update an MCP server (admin)", request: sdk.MCPServerConfig{}, status: 200, response: sdk.MCPServer{}},
+	{method: "DELETE", path: "/chats/mcp-servers/{id}", summary: "Delete an MCP server (admin)", status: 204},
+	{method: "POST", path: "/chats/mcp-servers/{id}/test", summary: "Test an MCP server (admin)", status: 200, response: sdk.MCPServerTest{}},
+	{method: "GET", path: "/chats/watch", summary: "Watch the chat list (WebSocket of ChatWatchEvent)", status: 101, response: sdk.ChatWatchEvent{}, websocket: true},
+	{method: "GET", path: "/chats/{chat}", summary: "Get a chat", status: 200, response: sdk.Chat{}},
+	{method: "PATCH", path: "/chats/{chat}", summary: "Update a chat", request: sdk.UpdateChatRequest{}, status: 204},
+	{method: "DELETE", path: "/chats/{chat}", summary: "Delete a chat", status: 204},
+	{method: "GET", path: "/chats/{chat}/messages", summary: "List a chat's messages", status: 200, response: sdk.ChatMessagesResponse{}},
+	{method: "POST", path: "/chats/{chat}/messages", summary: "Send a message", request: sdk.CreateChatMessageRequest{}, status: 200, response: sdk.CreateChatMessageResponse{}},
+	{method: "PATCH", path: "/chats/{chat}/messages/{message}", summary: "Edit a message", request: sdk.EditChatMessageRequest{}, status: 200, response: sdk.EditChatMessageResponse{}},
+	{method: "DELETE", path: "/chats/{chat}/queue/{queuedMessage}", summary: "Delete a queued message", status: 204},
+	{method: "POST", path: "/chats/{chat}/queue/{queuedMessage}/promote", summary: "Promote a queued message", status: 204},
+	{method: "POST", path: "/chats/{chat}/interrupt", summary: "Interrupt a chat", status: 200, response: sdk.Chat{}},
+	{method: "POST", path: "/chats/{chat}/tool-results", summary: "Submit client tool results", request: sdk.SubmitToolResultsRequest{}, status: 204},
+	{method: "POST", path: "/chats/{chat}/tool-approvals", summary: "Answer tool approvals", request: sdk.SubmitToolApprovalsRequest{}, status: 204},
+	{method: "POST", path: "/chats/{chat}/compact", summary: "Compact a chat", status: 200, response: sdk.Chat{}},
+	{method: "POST", path: "/chats/{chat}/clear", summary: "Clear a chat", status: 200, response: sdk.Chat{}},
+	{method: "POST", path: "/chats/{chat}/reconcile-invalid", summary: "Reconcile an invalid chat", status: 200, response: sdk.Chat{}},
+	{method: "POST", path: "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", summary: "Reconcile a tool call", request: sdk.ReconcileRequest{}, status: 200, response: sdk.ReconcileResponse{}},
+	{method: "GET", path: "/chats/{chat}/stream", summary: "Stream a chat (WebSocket of ChatStreamEvent)", status: 101, response: sdk.ChatStreamEvent{}, websocket: true},
+	{method: "GET", path: "/chats/{chat}/stream/parts", summary: "Stream a chat's live parts (WebSocket of PartFrame)", status: 101, response: sdk.PartFrame{}, websocket: true, clientFrame: sdk.EpisodeSelect{}},
+	{method: "GET", path: "/requests/{request_id}", summary: "Look up a durable request", status: 200, response: sdk.CreateChatMessageResponse{}},
+	{method: "POST", path: "/requests/{request_id}/reconcile", summary: "Reconcile a durable request", request: sdk.ReconcileRequest{}, status: 200, response: sdk.ReconcileResponse{}},
+	{method: "GET", path: "/users/me", summary: "The caller", status: 200, response: sdk.User{}},
+	{method: "GET", path: "/users", summary: "List users (admin)", status: 200, response: sdk.UsersResponse{}},
+	{method: "POST", path: "/users", summary: "Create a user (admin)", request: sdk.CreateUserRequest{}, status: 201, response: sdk.User{}},
+	{method: "PATCH", path: "/users/{user}", summary: "Update a user", request: sdk.UpdateUserRequest{}, status: 200, response: sdk.User{}},
+	{method: "GET", path: "/users/{user}/tokens", summary: "List a user's tokens", status: 200, response: []sdk.APIKey{}},
+	{method: "POST", path: "/users/{user}/tokens", summary: "Create a token", request: sdk.CreateTokenRequest{}, status: 201, response: sdk.GenerateAPIKeyResponse{}},
+	{method: "DELETE", path: "/users/{user}/tokens/{token}", summary: "Revoke a token", status: 204},
+	{method: "POST", path: "/projects", summary: "Create a project", request: sdk.CreateProjectRequest{}, status: 201, response: sdk.Project{}},
+	{method: "GET", path: "/projects", summary: "List projects", status: 200, response: []sdk.Project{}},
+	{method: "GET", path: "/projects/{project}", summary: "Get a project", status: 200, response: sdk.Project{}},
+	{method: "PATCH", path: "/projects/{project}", summary: "Update a project", request: sdk.UpdateProjectRequest{}, status: 200, response: sdk.Project{}},
+	{method: "DELETE", path: "/projects/{project}", summary: "Delete a project", status: 204},
+	{method: "GET", path: "/projects/{project}/memories", summary: "List a project's memories", status: 200, response: []sdk.ProjectMemory{}},
+	{method: "GET", path: "/projects/{project}/memories/{name}", summary: "Get a memory", status: 200, response: sdk.ProjectMemory{}},
+	{method: "PUT", path: "/projects/{project}/memories/{name}", summary: "Write a memory", request: sdk.PutMemoryRequest{}, status: 200, response: sdk.ProjectMemory{}},
+	{method: "DELETE", path: "/projects/{project}/memories/{name}", summary: "Delete a memory", status: 204},
+	{method: "POST", path: "/auth/login", summary: "Log in", request: sdk.LoginRequest{}, status: 200, response: sdk.User{}, noAuth: true},
+	{method: "POST", path: "/auth/logout", summary: "Log out", status: 204, noAuth: true},
+	{method: "GET", path: "/openapi.json", summary: "This document", status: 200, noAuth: true},
+}
+
+// OpenAPI returns the API's OpenAPI 3.1 document.
+func OpenAPI() map[string]any {
+	g := &schemaGen{components: map[string]any{}}
+	paths := map[string]map[string]any{}
+	param := regexp.MustCompile(`\{([^}]+)\}`)
+	for _, op := range operations {
+		item := paths[op.path]
+		if item == nil {
+			item = map[string]any{}
+			paths[op.path] = item
+		}
+		o := map[string]any{
+			"summary":     op.summary,
+			"operationId": operationID(op),
+		}
+		var params []any
+		for _, m := range param.FindAllStringSubmatch(op.path, -1) {
+			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
+		}
+		if params != nil {
+			o["parameters"] = params
+		}
+		if op.noAuth {
+			o["security"] = []any{}
+		}
+		if op.request != nil {
+			o["requestBody"] = map[string]any{"required": true, "content": map[string]any{
+				"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(op.request))},
+			}}
+		}
+		if op.clientFrame != nil {
+			o["x-client-frame"] = g.schema(reflect.TypeOf(op.clientFrame))
+		}
+		resp := map[string]any{"description": http.StatusText(op.status)}
+		switch {
+		case op.websocket:
+			resp["description"] = "WebSocket upgrade; each text frame is one JSON value of the schema (docs/API.md)"
+			resp["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(op.response))}}
+		case op.response != nil:
+			resp["content"] = map[string]any{"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(op.response))}}
+		}
+		o["responses"] = map[string]any{
+			fmt.Sprint(op.status): resp,
+			"default": map[string]any{"description": "An error (docs/API.md, Errors)", "content": map[string]any{
+				"application/json": map[string]any{"schema": g.schema(reflect.TypeOf(sdk.Response{}))},
+			}},
+		}
+		item[strings.ToLower(op.method)] = o
+	}
+	return map[string]any{
+		"openapi": "3.1.0",
+		"info":    map[string]any{"title": "chatd API", "version": "2"},
+		"servers": []any{map[string]any{"url": "/api/v2"}},
+		"paths":   paths,
+		"components": map[string]any{
+			"schemas": g.components,
+			"securitySchemes": map[string]any{
+				"sessionToken":  map[string]any{"type": "apiKey", "in": "header", "name": "Coder-Session-Token"},
+				"sessionCookie": map[string]any{"type": "apiKey", "in": "cookie", "name": SessionCookie},
+			},
+		},
+		"security": []any{map[string]any{"sessionToken": []any{}}, map[string]any{"sessionCookie": []any{}}},
+	}
+}
+
+// operationID is op's method and path as one word ("postChatsChatInterrupt").
+func operationID(op operation) string {
+	var b strings.Builder
+	b.WriteString(strings.ToLower(op.method))
+	for _, word := range strings.FieldsFunc(op.path, func(r rune) bool { return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') }) {
+		b.WriteString(strings.ToUpper(word[:1]) + word[1:])
+	}
+	return b.String()
+}
+
+var (
+	uuidType    = reflect.TypeFor[uuid.UUID]()
+	timeType    = reflect.TypeFor[time.Time]()
+	rawJSONType = reflect.TypeFor[json.RawMessage]()
+	marshaler   = reflect.TypeFor[json.Marshaler]()
+)
+
+// customSchemas are the SDK types with their own JSON encoding.
+var customSchemas = map[reflect.Type]map[string]any{
+	reflect.TypeFor[sdk.MCPServerSelection](): {"type": "array", "items": map[string]any{"type": "string", "format": "uuid"}},
+	reflect.TypeFor[sdk.ProjectSelection]():   {"type": []any{"string", "null"}, "format": "uuid"},
+}
+
+// schemaGen turns Go types into JSON Schemas (the 2020-12 dialect of
+// OpenAPI 3.1), named struct types becoming components.
+type schemaGen struct {
+	components map[string]any
+}
+
+// schema returns t's schema: a $ref for a named struct, inline otherwise.
+func (g *schemaGen) schema(t reflect.Type) map[string]any {
+	if s, ok := customSchemas[t]; ok {
+		return s
+	}
+	switch t {
+	case uuidType:
+		return map[string]any{"type": "string", "format": "uuid"}
+	case timeType:
+		return map[string]any{"type": "string", "format": "date-time"}
+	case rawJSONType:
+		return map[string]any{} // any JSON value
+	}
+	switch t.Kind() {
+	case reflect.Pointer:
+		inner := g.schema(t.Elem())
+		return map[string]any{"anyOf": []any{inner, map[string]any{"type": "null"}}}
+	case reflect.String:
+		return map[string]any{"type": "string"}
+	case reflect.Bool:
+		return map[string]any{"type": "boolean"}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return map[string]any{"type": "integer"}
+	case reflect.Float32, reflect.Float64:
+		return map[string]any{"type": "number"}
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return map[string]any{"type": "string", "contentEncoding": "base64"}
+		}
+		return map[string]any{"type": "array", "items": g.schema(t.Elem())}
+	case reflect.Map:
+		return map[string]any{"type": "object", "additionalProperties": g.schema(t.Elem())}
+	case reflect.Struct:
+		if t.Name() == "" {
+			return g.object(t)
+		}
+		name := t.Name()
+		if _, ok := g.components[name]; !ok {
+			g.components[name] = nil // a placeholder against recursion
+			g.components[name] = g.object(t)
+		}
+		return map[string]any{"$ref": "#/components/schemas/" + name}
+	case reflect.Interface:
+		return map[string]any{}
+	}
+	if t.Implements(marshaler) {
+		return map[string]any{}
+	}
+	panic(fmt.Sprintf("openapi: no schema for %s", t))
+}
+
+// object is a struct's schema: its JSON fields as properties, the ones
+// without omitempty/omitzero required.
+func (g *schemaGen) object(t reflect.Type) map[string]any {
+	props := map[string]any{}
+	var required []string
+	for _, f := range jsonFields(t) {
+		props[f.name] = g.schema(f.typ)
+		if !f.optional {
+			required = append(required, f.name)
+		}
+	}
+	out := map[string]any{"type": "object", "properties": props}
+	if required != nil {
+		slices.Sort(required)
+		out["required"] = required
+	}
+	return out
+}
+
+// jsonField is one field as encoding/json sees it.
+type jsonField struct {
+	name     string
+	typ      reflect.Type
+	optional bool
+}
+
+// jsonFields lists t's JSON fields the way encoding/json names them,
+// promoting the fields of embedded structs.
+func jsonFields(t reflect.Type) []jsonField {
+	var out []jsonField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, opts, _ := strings.Cut(tag, ",")
+		if f.Anonymous && name == "" {
+			ft := f.Type
+			if ft.Kind() == reflect.Pointer {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct {
+				out = append(out, jsonFields(ft)...)
+				continue
+			}
+		}
+		if !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		optional := false
+		for _, o := range strings.Split(opts, ",") {
+			if o == "omitempty" || o == "omitzero" {
+				optional = true
+			}
+		}
+		out = append(out, jsonField{name: name, typ: f.Type, optional: optional})
+	}
+	return out
+}
+
+var openAPIDoc = sync.OnceValue(func() []byte {
+	b, err := json.MarshalIndent(OpenAPI(), "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("openapi: %v", err))
+	}
+	return b
+})
+
+// openAPIRoute serves the document without auth.
+func (s *Server) openAPIRoute() {
+	s.mux.Handle("GET "+OpenAPIPath, s.instrument("GET "+OpenAPIPath, s.handle(func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Content-Type", "application/json")
+		_, err := w.Write(openAPIDoc())
+		return err
+	})))
+}
+
+// routeMux is the ServeMux that remembers the patterns registered on it
+// (Server.Routes).
+type routeMux struct {
+	*http.ServeMux
+	mu       sync.Mutex
+	patterns []string
+}
+
+// Handle registers h and records pattern.
+func (m *routeMux) Handle(pattern string, h http.Handler) {
+	m.ServeMux.Handle(pattern, h)
+	m.mu.Lock()
+	m.patterns = append(m.patterns, pattern)
+	m.mu.Unlock()
+}
+
+// Routes returns every pattern registered on the server's mux, sorted,
+// including the ones the app added (streams, UI).
+func (s *Server) Routes() []string {
+	s.mux.mu.Lock()
+	defer s.mux.mu.Unlock()
+	out := slices.Clone(s.mux.patterns)
+	slices.Sort(out)
+	return out
+}
