@@ -208,21 +208,12 @@ type ProviderAccess interface {
 // providerTestTimeout bounds one connection test.
 const providerTestTimeout = 20 * time.Second
 
-// providerTest is the answer of POST /chats/providers/{id}/test: whether
-// the provider answered its model list, the failure when it did not, and
-// the models it lists (with their context window when known).
-type providerTest struct {
-	OK     bool              `json:"ok"`
-	Error  string            `json:"error"`
-	Models []discoveredModel `json:"models"`
-}
-
-// discoveredModel is one model a provider lists.
-type discoveredModel struct {
-	ID           string `json:"id"`
-	DisplayName  string `json:"display_name,omitempty"`
-	ContextLimit int64  `json:"context_limit"`
-}
+// providerTest and discoveredModel are the answer of POST
+// /chats/providers/{id}/test (sdk.ChatProviderTest).
+type (
+	providerTest    = sdk.ChatProviderTest
+	discoveredModel = sdk.DiscoveredModel
+)
 
 // testProvider asks the provider for its model list (its cheapest call)
 // with the stored key and base URL. A provider that cannot be reached or

@@ -765,3 +765,19 @@ type FileLimits struct {
 	RetentionSeconds int64    `json:"retention_seconds"`
 	ImageTypes       []string `json:"image_types"`
 }
+
+// ChatProviderTest answers POST /chats/providers/{id}/test: whether the
+// provider answered its model list, the failure when it did not, and the
+// models it lists (with their context window when known).
+type ChatProviderTest struct {
+	OK     bool              `json:"ok"`
+	Error  string            `json:"error"`
+	Models []DiscoveredModel `json:"models"`
+}
+
+// DiscoveredModel is one model a provider lists.
+type DiscoveredModel struct {
+	ID           string `json:"id"`
+	DisplayName  string `json:"display_name,omitempty"`
+	ContextLimit int64  `json:"context_limit"`
+}
