@@ -88,112 +88,84 @@ func (s *Server) listProviders(w http.ResponseWriter, r *http.Request, c *caller
 	return nil
 }
 
-func (s *Server) createProvider(w http.ResponseWriter, r *http.Request, c *caller) error {
+// modelAdminCall runs one admin write of providers or model configs: the
+// admin check, the path id (pathKey; "" for none), then do. It answers
+// do's value with status, or 204 without a body when do returns nil.
+func (s *Server) modelAdminCall(w http.ResponseWriter, r *http.Request, c *caller, pathKey string, status int,
+	do func(svc ModelConfigs, id uuid.UUID) (any, error)) error {
 	svc, err := s.modelAdmin(c)
 	if err != nil {
 		return err
 	}
-	var req sdk.CreateChatProviderConfigRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
+	var id uuid.UUID
+	if pathKey != "" {
+		if id, err = pathUUID(r, pathKey); err != nil {
+			return err
+		}
 	}
-	out, err := svc.CreateProvider(r.Context(), req)
+	out, err := do(svc, id)
 	if err != nil {
 		return modelConfigError(err)
 	}
-	writeJSON(w, http.StatusCreated, out)
+	if out == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	writeJSON(w, status, out)
 	return nil
+}
+
+// withBody decodes the request body into a Req and calls fn with it.
+func withBody[Req, Out any](r *http.Request, fn func(Req) (Out, error)) (any, error) {
+	var req Req
+	if err := decodeJSON(r, &req); err != nil {
+		return nil, err
+	}
+	return fn(req)
+}
+
+func (s *Server) createProvider(w http.ResponseWriter, r *http.Request, c *caller) error {
+	return s.modelAdminCall(w, r, c, "", http.StatusCreated, func(svc ModelConfigs, _ uuid.UUID) (any, error) {
+		return withBody(r, func(req sdk.CreateChatProviderConfigRequest) (sdk.ChatProviderConfig, error) {
+			return svc.CreateProvider(r.Context(), req)
+		})
+	})
 }
 
 func (s *Server) updateProvider(w http.ResponseWriter, r *http.Request, c *caller) error {
-	svc, err := s.modelAdmin(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "provider")
-	if err != nil {
-		return err
-	}
-	var req sdk.UpdateChatProviderConfigRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	out, err := svc.UpdateProvider(r.Context(), id, req)
-	if err != nil {
-		return modelConfigError(err)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.modelAdminCall(w, r, c, "provider", http.StatusOK, func(svc ModelConfigs, id uuid.UUID) (any, error) {
+		return withBody(r, func(req sdk.UpdateChatProviderConfigRequest) (sdk.ChatProviderConfig, error) {
+			return svc.UpdateProvider(r.Context(), id, req)
+		})
+	})
 }
 
 func (s *Server) deleteProvider(w http.ResponseWriter, r *http.Request, c *caller) error {
-	svc, err := s.modelAdmin(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "provider")
-	if err != nil {
-		return err
-	}
-	if err := svc.DeleteProvider(r.Context(), id); err != nil {
-		return modelConfigError(err)
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.modelAdminCall(w, r, c, "provider", 0, func(svc ModelConfigs, id uuid.UUID) (any, error) {
+		return nil, svc.DeleteProvider(r.Context(), id)
+	})
 }
 
 func (s *Server) createModelConfig(w http.ResponseWriter, r *http.Request, c *caller) error {
-	svc, err := s.modelAdmin(c)
-	if err != nil {
-		return err
-	}
-	var req sdk.CreateChatModelConfigRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	out, err := svc.CreateModelConfig(r.Context(), req)
-	if err != nil {
-		return modelConfigError(err)
-	}
-	writeJSON(w, http.StatusCreated, out)
-	return nil
+	return s.modelAdminCall(w, r, c, "", http.StatusCreated, func(svc ModelConfigs, _ uuid.UUID) (any, error) {
+		return withBody(r, func(req sdk.CreateChatModelConfigRequest) (sdk.ChatModelConfig, error) {
+			return svc.CreateModelConfig(r.Context(), req)
+		})
+	})
 }
 
 func (s *Server) updateModelConfig(w http.ResponseWriter, r *http.Request, c *caller) error {
-	svc, err := s.modelAdmin(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "modelConfig")
-	if err != nil {
-		return err
-	}
-	var req sdk.UpdateChatModelConfigRequest
-	if err := decodeJSON(r, &req); err != nil {
-		return err
-	}
-	out, err := svc.UpdateModelConfig(r.Context(), id, req)
-	if err != nil {
-		return modelConfigError(err)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.modelAdminCall(w, r, c, "modelConfig", http.StatusOK, func(svc ModelConfigs, id uuid.UUID) (any, error) {
+		return withBody(r, func(req sdk.UpdateChatModelConfigRequest) (sdk.ChatModelConfig, error) {
+			return svc.UpdateModelConfig(r.Context(), id, req)
+		})
+	})
 }
 
 func (s *Server) deleteModelConfig(w http.ResponseWriter, r *http.Request, c *caller) error {
-	svc, err := s.modelAdmin(c)
-	if err != nil {
-		return err
-	}
-	id, err := pathUUID(r, "modelConfig")
-	if err != nil {
-		return err
-	}
-	if err := svc.DeleteModelConfig(r.Context(), id); err != nil {
-		return modelConfigError(err)
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.modelAdminCall(w, r, c, "modelConfig", 0, func(svc ModelConfigs, id uuid.UUID) (any, error) {
+		return nil, svc.DeleteModelConfig(r.Context(), id)
+	})
 }
 
 // --- connection test and model discovery ---
