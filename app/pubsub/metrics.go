@@ -26,14 +26,20 @@ type Instrumented struct {
 func Instrument(p Pubsub, reg prometheus.Registerer) *Instrumented {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "chatd_pubsub_notifications_total",
-		Help: "Pubsub notifications by event: sent (published), received (delivered to a subscriber), dropped (a failed publish).",
+		Help: "Pubsub notifications by event: sent (published), received (delivered to a subscriber), dropped (a failed publish, or one received while too many waited for slow subscribers).",
 	}, []string{"event"})
 	reg.MustRegister(vec)
-	return &Instrumented{
+	i := &Instrumented{
 		Pubsub: p,
 		sent:   vec.WithLabelValues(EventSent), received: vec.WithLabelValues(EventReceived),
 		dropped: vec.WithLabelValues(EventDropped),
 	}
+	// A pubsub that drops received notifications itself (Postgres, when
+	// too many wait for slow subscribers) reports them here.
+	if d, ok := p.(interface{ SetDropHook(func()) }); ok {
+		d.SetDropHook(i.dropped.Inc)
+	}
+	return i
 }
 
 // Publish publishes and counts the notification as sent or dropped.

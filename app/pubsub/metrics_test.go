@@ -34,7 +34,7 @@ func TestInstrumentedCounts(t *testing.T) {
 	require.Equal(t, "x", <-got)
 	require.Equal(t, "x", <-got)
 	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
-# HELP chatd_pubsub_notifications_total Pubsub notifications by event: sent (published), received (delivered to a subscriber), dropped (a failed publish).
+# HELP chatd_pubsub_notifications_total Pubsub notifications by event: sent (published), received (delivered to a subscriber), dropped (a failed publish, or one received while too many waited for slow subscribers).
 # TYPE chatd_pubsub_notifications_total counter
 chatd_pubsub_notifications_total{event="dropped"} 0
 chatd_pubsub_notifications_total{event="received"} 2
@@ -45,9 +45,37 @@ chatd_pubsub_notifications_total{event="sent"} 1
 	bad := pubsub.Instrument(failing{pubsub.NewMemory()}, reg2)
 	require.Error(t, bad.Publish(ctx, "c", []byte("x")))
 	require.NoError(t, testutil.GatherAndCompare(reg2, strings.NewReader(`
-# HELP chatd_pubsub_notifications_total Pubsub notifications by event: sent (published), received (delivered to a subscriber), dropped (a failed publish).
+# HELP chatd_pubsub_notifications_total Pubsub notifications by event: sent (published), received (delivered to a subscriber), dropped (a failed publish, or one received while too many waited for slow subscribers).
 # TYPE chatd_pubsub_notifications_total counter
 chatd_pubsub_notifications_total{event="dropped"} 1
+chatd_pubsub_notifications_total{event="received"} 0
+chatd_pubsub_notifications_total{event="sent"} 0
+`)))
+}
+
+// dropping is a pubsub that drops received notifications itself and
+// reports them through its drop hook, as the Postgres one does.
+type dropping struct {
+	pubsub.Pubsub
+	hook func()
+}
+
+func (d *dropping) SetDropHook(fn func()) { d.hook = fn }
+
+// TestInstrumentedCountsReceiveDrops: the wrapper hooks into a pubsub that
+// reports its own drops and counts them as dropped.
+func TestInstrumentedCountsReceiveDrops(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	d := &dropping{Pubsub: pubsub.NewMemory()}
+	pubsub.Instrument(d, reg)
+	require.NotNil(t, d.hook, "the wrapper set the drop hook")
+	d.hook()
+	d.hook()
+	require.NoError(t, testutil.GatherAndCompare(reg, strings.NewReader(`
+# HELP chatd_pubsub_notifications_total Pubsub notifications by event: sent (published), received (delivered to a subscriber), dropped (a failed publish, or one received while too many waited for slow subscribers).
+# TYPE chatd_pubsub_notifications_total counter
+chatd_pubsub_notifications_total{event="dropped"} 2
 chatd_pubsub_notifications_total{event="received"} 0
 chatd_pubsub_notifications_total{event="sent"} 0
 `)))

@@ -72,9 +72,23 @@ type Pubsub struct {
 	interrupt context.CancelFunc
 	pid       uint32 // backend pid of the listener connection, 0 when down
 	pending   []*pgconn.Notification
+	// maxPending bounds pending (maxPendingDeliveries; tests lower it).
+	maxPending int
+	// onDrop hears of each notification dropped for a full pending queue
+	// (SetDropHook; the app counts them).
+	onDrop func()
 	// deliver wakes the delivery goroutine; buffered to one so wake-ups
 	// coalesce.
 	deliver chan struct{}
+}
+
+// SetDropHook has fn called (off the lock) for every notification received
+// but dropped because maxPendingDeliveries were already waiting for slow
+// callbacks; app/pubsub counts them as dropped.
+func (p *Pubsub) SetDropHook(fn func()) {
+	p.mu.Lock()
+	p.onDrop = fn
+	p.mu.Unlock()
 }
 
 // Pubsub has the method set of app/pubsub.Pubsub, which store packages may
@@ -125,6 +139,7 @@ func newPubsub(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (*Pubs
 		subs:       make(map[string]map[uint64]*subscription),
 		listening:  make(map[string]bool),
 		deliver:    make(chan struct{}, 1),
+		maxPending: maxPendingDeliveries,
 	}
 	p.setPID(conn.PgConn().PID())
 	p.wg.Add(2)
@@ -438,10 +453,16 @@ func jitter(d time.Duration) time.Duration {
 
 func (p *Pubsub) enqueue(n *pgconn.Notification) {
 	p.mu.Lock()
-	if len(p.pending) < maxPendingDeliveries {
+	var dropped func()
+	if len(p.pending) < p.maxPending {
 		p.pending = append(p.pending, n)
+	} else {
+		dropped = p.onDrop
 	}
 	p.mu.Unlock()
+	if dropped != nil {
+		dropped()
+	}
 	select {
 	case p.deliver <- struct{}{}:
 	default:

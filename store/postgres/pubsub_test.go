@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -237,4 +238,44 @@ func TestPubsubChannelNames(t *testing.T) {
 
 	err = ps.Publish(ctx, channel, []byte(strings.Repeat("x", 9000)))
 	require.ErrorIs(t, err, store.ErrInvariant, "NOTIFY payloads are capped below 8000 bytes")
+}
+
+// A notification received while maxPending wait for a slow subscriber is
+// dropped and reported to the drop hook (app/pubsub counts it); the
+// queued ones are still delivered once the subscriber catches up.
+func TestPubsubDropsReported(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ps := newTestPubsub(t)
+	ps.mu.Lock()
+	ps.maxPending = 1
+	ps.mu.Unlock()
+	var drops atomic.Int32
+	ps.SetDropHook(func() { drops.Add(1) })
+	channel := testChannel()
+
+	release := make(chan struct{})
+	got := make(chan string, 10)
+	cancel, err := ps.Subscribe(ctx, channel, func(b []byte) {
+		<-release // the slow subscriber
+		got <- string(b)
+	})
+	require.NoError(t, err)
+	defer cancel()
+
+	// The blocked callback holds one, one waits, the rest find the queue
+	// full; how many get in depends on when the delivery loop took the
+	// first. Every notification is either delivered or reported dropped.
+	for i := range 5 {
+		require.NoError(t, ps.Publish(ctx, channel, fmt.Appendf(nil, `{"n":%d}`, i)))
+	}
+	require.Eventually(t, func() bool { return drops.Load() >= 3 }, waitTimeout, 5*time.Millisecond, "drops are reported")
+	close(release)
+	require.Equal(t, `{"n":0}`, receive(t, got), "delivered in order")
+	delivered := 1
+	for delivered+int(drops.Load()) < 5 {
+		receive(t, got)
+		delivered++
+	}
+	require.Equal(t, 5, delivered+int(drops.Load()))
 }
