@@ -357,7 +357,7 @@ func (s *side) unknownTables(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, n := range all {
-		if ignoredTables[n] || slices.ContainsFunc(Tables, func(t Table) bool { return t.Name == n }) {
+		if ignoredTables[n] || derivedTable(n) || slices.ContainsFunc(Tables, func(t Table) bool { return t.Name == n }) {
 			continue
 		}
 		out = append(out, n)
@@ -869,7 +869,8 @@ func (s *side) suspendTriggers(ctx context.Context, tx *sql.Tx) (func() error, e
 		}, nil
 	}
 	// SQLite cannot disable a trigger: drop them and create them again
-	// from their own SQL before the transaction commits.
+	// from their own SQL before the transaction commits. The triggers of
+	// derived tables stay, so labels and search fill as the rows go in.
 	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("list triggers: %w", err)
@@ -880,6 +881,9 @@ func (s *side) suspendTriggers(ctx context.Context, tx *sql.Tx) (func() error, e
 		if err := rows.Scan(&n, &d); err != nil {
 			rows.Close()
 			return nil, fmt.Errorf("list triggers: %w", err)
+		}
+		if derivedTrigger(n) {
+			continue
 		}
 		names, defs = append(names, n), append(defs, d)
 	}

@@ -1,5 +1,7 @@
 package dbcopy
 
+import "strings"
+
 // Table is one table the copy knows about.
 type Table struct {
 	// Name is the table's name, the same in both schemas.
@@ -29,6 +31,7 @@ var Tables = []Table{
 	{Name: "mcp_servers"},
 	{Name: "projects"},
 	{Name: "chats"}, // parents before children, see sortChats
+	{Name: "chat_files"},
 	{Name: "project_memories"},
 	{Name: "chat_queued_messages", Sequence: "id", SQLiteAutoincrement: true},
 	{Name: "chat_messages", Sequence: "id", SQLiteAutoincrement: true},
@@ -43,4 +46,35 @@ var Tables = []Table{
 var ignoredTables = map[string]bool{
 	"goose_db_version": true, // each side's migration history
 	"sqlite_sequence":  true, // SQLite's AUTOINCREMENT counters (carried per table)
+}
+
+// derivedTriggers name the SQLite triggers that keep derived tables (the
+// label index chat_labels, the search tables chat_title_fts* and
+// chat_message_fts*) in step with chats and messages. The copy leaves them
+// on in a SQLite target, so those tables fill as the rows go in; Postgres
+// derives the same from indexes (GIN), so there is nothing to copy.
+var derivedTriggers = []string{"chat_labels_", "chat_title_fts_", "chat_message_fts_"}
+
+// derivedTable: a SQLite table its triggers derive from copied rows (or an
+// FTS5 shadow table of one), not data of its own.
+func derivedTable(name string) bool {
+	if name == "chat_labels" {
+		return true
+	}
+	for _, prefix := range []string{"chat_title_fts", "chat_message_fts"} {
+		if name == prefix || strings.HasPrefix(name, prefix+"_") {
+			return true
+		}
+	}
+	return false
+}
+
+// derivedTrigger: a trigger that keeps a derived table.
+func derivedTrigger(name string) bool {
+	for _, prefix := range derivedTriggers {
+		if strings.HasPrefix(name, prefix) {
+			return true
+		}
+	}
+	return false
 }
