@@ -122,80 +122,60 @@ func mcpServerID(r *http.Request) (uuid.UUID, error) {
 	return id, nil
 }
 
-// createMCPServer answers POST /chats/mcp-servers (admins).
-func (s *Server) createMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+// mcpAdminCall runs one MCP server admin request: the admin check, the
+// path {id} when withID, then do. It answers do's value with status, or
+// 204 without a body when do returns nil.
+func (s *Server) mcpAdminCall(w http.ResponseWriter, r *http.Request, c *caller, withID bool, status int,
+	do func(admin MCPAdmin, id uuid.UUID) (any, error)) error {
 	admin, err := s.mcpAdmin(c)
 	if err != nil {
 		return err
 	}
-	var body json.RawMessage
-	if err := decodeJSON(r, &body); err != nil {
-		return err
+	var id uuid.UUID
+	if withID {
+		if id, err = mcpServerID(r); err != nil {
+			return err
+		}
 	}
-	out, err := admin.Create(r.Context(), body)
+	out, err := do(admin, id)
 	if err != nil {
 		return mcpAdminAnswer(err)
 	}
-	writeJSON(w, http.StatusCreated, out)
+	if out == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return nil
+	}
+	writeJSON(w, status, out)
 	return nil
+}
+
+// createMCPServer answers POST /chats/mcp-servers (admins).
+func (s *Server) createMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+	return s.mcpAdminCall(w, r, c, false, http.StatusCreated, func(admin MCPAdmin, _ uuid.UUID) (any, error) {
+		return withBody(r, func(body json.RawMessage) (sdk.MCPServer, error) { return admin.Create(r.Context(), body) })
+	})
 }
 
 // patchMCPServer answers PATCH /chats/mcp-servers/{id} (admins).
 func (s *Server) patchMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
-	admin, err := s.mcpAdmin(c)
-	if err != nil {
-		return err
-	}
-	id, err := mcpServerID(r)
-	if err != nil {
-		return err
-	}
-	var body json.RawMessage
-	if err := decodeJSON(r, &body); err != nil {
-		return err
-	}
-	out, err := admin.Update(r.Context(), id, body)
-	if err != nil {
-		return mcpAdminAnswer(err)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.mcpAdminCall(w, r, c, true, http.StatusOK, func(admin MCPAdmin, id uuid.UUID) (any, error) {
+		return withBody(r, func(body json.RawMessage) (sdk.MCPServer, error) { return admin.Update(r.Context(), id, body) })
+	})
 }
 
 // deleteMCPServer answers DELETE /chats/mcp-servers/{id} (admins).
 func (s *Server) deleteMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
-	admin, err := s.mcpAdmin(c)
-	if err != nil {
-		return err
-	}
-	id, err := mcpServerID(r)
-	if err != nil {
-		return err
-	}
-	if err := admin.Delete(r.Context(), id); err != nil {
-		return mcpAdminAnswer(err)
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
+	return s.mcpAdminCall(w, r, c, true, 0, func(admin MCPAdmin, id uuid.UUID) (any, error) {
+		return nil, admin.Delete(r.Context(), id)
+	})
 }
 
 // testMCPServer answers POST /chats/mcp-servers/{id}/test (admins): 200
 // whether or not the server answered; ok and error say which.
 func (s *Server) testMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
-	admin, err := s.mcpAdmin(c)
-	if err != nil {
-		return err
-	}
-	id, err := mcpServerID(r)
-	if err != nil {
-		return err
-	}
-	out, err := admin.Test(r.Context(), id)
-	if err != nil {
-		return mcpAdminAnswer(err)
-	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return s.mcpAdminCall(w, r, c, true, http.StatusOK, func(admin MCPAdmin, id uuid.UUID) (any, error) {
+		return admin.Test(r.Context(), id)
+	})
 }
 
 // parseMCPServerIDs reads a body's mcp_server_ids. Absent or null is nil:
