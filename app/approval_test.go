@@ -286,7 +286,7 @@ func TestChatToolApprovalTightens(t *testing.T) {
 
 func TestToolApprovalSetting(t *testing.T) {
 	t.Setenv("CHATD_TOOL_APPROVAL", "effectful")
-	require.Equal(t, "effectful", app.FromEnv().Worker.ToolApproval)
+	require.Equal(t, "effectful", fromEnv(t).Worker.ToolApproval)
 	_, err := app.New(context.Background(), app.Config{
 		DB: filepath.Join(t.TempDir(), "chatd.db"), Worker: worker.Config{ToolApproval: "sometimes"},
 	}, io.Discard)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatd/chatd/app/api"
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/tools"
@@ -24,7 +21,7 @@ import (
 const (
 	DefaultAddr              = "127.0.0.1:8080"
 	DefaultDB                = "./chatd.db"
-	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultShutdownTimeout   = 30 * time.Second // CHATD_SHUTDOWN_TIMEOUT
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds reading one request, body included.
 	DefaultReadTimeout = 60 * time.Second
@@ -39,7 +36,8 @@ const (
 )
 
 // Config is everything chatd needs to start. Zero values take the Default
-// constants; FromEnv fills it from CHATD_* variables.
+// constants; FromEnv fills it from CHATD_* variables, and `chatd serve`
+// from its flags, both as the settings table (settings.go) says.
 type Config struct {
 	// Addr is the HTTP listen address.
 	Addr string
@@ -176,109 +174,6 @@ func NewLogger(format string, out io.Writer) (*slog.Logger, error) {
 		return slog.New(slog.NewJSONHandler(out, nil)), nil
 	}
 	return nil, fmt.Errorf("log format %q: want %s or %s", format, LogFormatText, LogFormatJSON)
-}
-
-// FromEnv returns a Config filled from the environment.
-func FromEnv() Config {
-	c := Config{
-		Addr:           os.Getenv("CHATD_ADDR"),
-		DB:             os.Getenv("CHATD_DB"),
-		BootstrapToken: os.Getenv("CHATD_BOOTSTRAP_TOKEN"),
-		DefaultModel:   os.Getenv("CHATD_DEFAULT_MODEL"),
-	}
-	if v := os.Getenv("CHATD_MODELS"); v != "" {
-		c.Models = strings.Split(v, ",")
-	}
-	c.QueueLimit, _ = strconv.Atoi(os.Getenv("CHATD_QUEUE_LIMIT"))
-	c.MaxBodyBytes, _ = strconv.ParseInt(os.Getenv("CHATD_MAX_BODY_BYTES"), 10, 64)
-	c.MaxTextBytes, _ = strconv.Atoi(os.Getenv("CHATD_MAX_TEXT_BYTES"))
-	c.RequiresActionTimeout, _ = time.ParseDuration(os.Getenv("CHATD_REQUIRES_ACTION_TIMEOUT"))
-	c.AdvertiseURL = os.Getenv("CHATD_ADVERTISE_URL")
-	if v := os.Getenv("CHATD_SESSION_TTL"); v != "" {
-		// An unparsable value keeps the default rather than disabling expiry.
-		if d, err := time.ParseDuration(v); err == nil {
-			c.SessionTTL = d
-			if d <= 0 {
-				c.SessionTTL = auth.NoExpiry // 0 means unlimited
-			}
-		}
-	}
-	c.WebhookURL = os.Getenv("CHATD_WEBHOOK_URL")
-	c.MCPConfig = os.Getenv("CHATD_MCP_CONFIG")
-	c.MCPResyncInterval, _ = time.ParseDuration(os.Getenv("CHATD_MCP_RESYNC_INTERVAL"))
-	c.HookURL, c.HookSecret = os.Getenv("CHATD_HOOK_URL"), os.Getenv("CHATD_HOOK_SECRET")
-	c.HookMaxConcurrent = envLimit("CHATD_HOOK_MAX_CONCURRENT", 0)
-	c.CookieSecure = os.Getenv("CHATD_COOKIE_SECURE")
-	c.TrustedProxies = os.Getenv("CHATD_TRUSTED_PROXIES")
-	c.MetricsAddr = os.Getenv("CHATD_METRICS_ADDR")
-	c.LogFormat = os.Getenv("CHATD_LOG_FORMAT")
-	c.Pprof, _ = strconv.ParseBool(os.Getenv("CHATD_PPROF"))
-	c.BuiltinTools, _ = strconv.ParseBool(os.Getenv("CHATD_BUILTIN_TOOLS"))
-	c.OpenAIAPIKey, c.OpenAIBaseURL = os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL")
-	c.AnthropicAPIKey, c.AnthropicBaseURL = os.Getenv("ANTHROPIC_API_KEY"), os.Getenv("ANTHROPIC_BASE_URL")
-	c.SecretKey, c.SecretKeyPrevious = os.Getenv("CHATD_SECRET_KEY"), os.Getenv("CHATD_SECRET_KEY_PREVIOUS")
-	c.ModelCacheTTL, _ = time.ParseDuration(os.Getenv("CHATD_MODEL_CACHE_TTL"))
-	c.Worker.RootLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_ROOT_CHATS"))
-	c.Worker.SubagentLimit, _ = strconv.Atoi(os.Getenv("CHATD_MAX_SUBAGENT_CHATS"))
-	c.Worker.MaxRetries, _ = strconv.Atoi(os.Getenv("CHATD_MAX_GENERATION_RETRIES"))
-	c.Worker.MaxSteps, _ = strconv.Atoi(os.Getenv("CHATD_MAX_STEPS_PER_TURN"))
-	c.Worker.ToolApproval = os.Getenv("CHATD_TOOL_APPROVAL")
-	c.Worker.CompactThresholdPercent, _ = strconv.Atoi(os.Getenv("CHATD_COMPACT_THRESHOLD_PERCENT"))
-	c.Worker.AutoArchiveDays = envLimit("CHATD_AUTO_ARCHIVE_DAYS", 0)
-	// On unless CHATD_SUBAGENTS says false (a model that refuses any
-	// request offering tools needs it off).
-	c.Worker.Subagents = true
-	if v, err := strconv.ParseBool(os.Getenv("CHATD_SUBAGENTS")); err == nil {
-		c.Worker.Subagents = v
-	}
-	c.Worker.MaxAgentDepth = envLimit("CHATD_MAX_AGENT_DEPTH", 0) // 0: the default
-	c.Files.MaxFileBytes, _ = strconv.ParseInt(os.Getenv("CHATD_MAX_FILE_BYTES"), 10, 64)
-	c.Files.QuotaBytes, _ = strconv.ParseInt(os.Getenv("CHATD_FILE_QUOTA_BYTES"), 10, 64)
-	c.Files.Retention, _ = time.ParseDuration(os.Getenv("CHATD_FILE_RETENTION"))
-	c.Files.MaxPerChat, _ = strconv.Atoi(os.Getenv("CHATD_MAX_FILES_PER_CHAT"))
-	c.Limits = api.Limits{
-		WritesPerMinute:      envLimit("CHATD_WRITES_PER_MINUTE", api.DefaultWritesPerMinute),
-		LoginsPerMinute:      envLimit("CHATD_LOGINS_PER_MINUTE", api.DefaultLoginsPerMinute),
-		MaxChatsPerUser:      envLimit("CHATD_MAX_CHATS_PER_USER", api.DefaultMaxChatsPerUser),
-		MaxStreamsPerUser:    envLimit("CHATD_MAX_STREAMS_PER_USER", api.DefaultMaxStreamsPerUser),
-		MaxDynamicTools:      envLimit("CHATD_MAX_DYNAMIC_TOOLS", api.DefaultMaxDynamicTools),
-		MaxSystemPromptBytes: envLimit("CHATD_MAX_SYSTEM_PROMPT_BYTES", api.DefaultMaxSystemPromptBytes),
-	}
-	c.ReadTimeout = envTimeout("CHATD_READ_TIMEOUT")
-	c.WriteTimeout = envTimeout("CHATD_WRITE_TIMEOUT")
-	c.IdleTimeout = envTimeout("CHATD_IDLE_TIMEOUT")
-	c.StreamPingInterval, _ = time.ParseDuration(os.Getenv("CHATD_STREAM_PING_INTERVAL"))
-	c.StreamPongTimeout, _ = time.ParseDuration(os.Getenv("CHATD_STREAM_PONG_TIMEOUT"))
-	if v := os.Getenv("CHATD_MAX_UNAUTH_CONNS_PER_IP"); v != "" {
-		c.MaxUnauthConnsPerIP, _ = strconv.Atoi(v)
-		if c.MaxUnauthConnsPerIP == 0 {
-			c.MaxUnauthConnsPerIP = -1 // 0 in the environment: unlimited
-		}
-	}
-	return c
-}
-
-// envLimit reads a limit: def when the variable is unset (or not a
-// non-negative number), and 0, unlimited, when it says so.
-func envLimit(name string, def int) int {
-	n, err := strconv.Atoi(os.Getenv(name))
-	if err != nil || n < 0 {
-		return def
-	}
-	return n
-}
-
-// envTimeout reads a duration variable: unset or unparsable is 0 (the
-// default), and "0" means no timeout (negative in Config).
-func envTimeout(name string) time.Duration {
-	d, err := time.ParseDuration(os.Getenv(name))
-	if err != nil {
-		return 0
-	}
-	if d == 0 {
-		return -1
-	}
-	return d
 }
 
 // orNone is a Config timeout for http.Server, where 0 is none.

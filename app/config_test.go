@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"testing"
 
@@ -13,26 +14,51 @@ import (
 	"github.com/chatd/chatd/store/dbtest"
 )
 
+// fromEnv is app.FromEnv for a valid environment.
+func fromEnv(t *testing.T) app.Config {
+	t.Helper()
+	c, err := app.FromEnv()
+	require.NoError(t, err)
+	return c
+}
+
+// requireEnvError: FromEnv refuses the variable's value, naming both.
+func requireEnvError(t *testing.T, name, value string) {
+	t.Helper()
+	t.Setenv(name, value)
+	_, err := app.FromEnv()
+	require.ErrorContains(t, err, name+": ")
+	require.ErrorContains(t, err, fmt.Sprintf("%q", value))
+}
+
 // TestAutoArchiveDaysFromEnv: CHATD_AUTO_ARCHIVE_DAYS reaches the worker;
-// unset or not a non-negative number leaves auto-archive off.
+// unset leaves auto-archive off; not a non-negative number is refused.
 func TestAutoArchiveDaysFromEnv(t *testing.T) {
-	for env, want := range map[string]int{"30": 30, "": 0, "0": 0, "-1": 0, "soon": 0} {
+	for env, want := range map[string]int{"30": 30, "": 0, "0": 0} {
 		t.Setenv("CHATD_AUTO_ARCHIVE_DAYS", env)
-		require.Equal(t, want, app.FromEnv().Worker.AutoArchiveDays, "%q", env)
+		require.Equal(t, want, fromEnv(t).Worker.AutoArchiveDays, "%q", env)
+	}
+	for _, env := range []string{"-1", "soon"} {
+		requireEnvError(t, "CHATD_AUTO_ARCHIVE_DAYS", env)
 	}
 }
 
 // TestSubagentSettingsFromEnv: CHATD_SUBAGENTS (on unless it says false)
-// and CHATD_MAX_AGENT_DEPTH reach the worker; unset (or not a positive
-// number) keeps the default depth (0 in worker.Config).
+// and CHATD_MAX_AGENT_DEPTH reach the worker; unset keeps the default
+// depth (0 in worker.Config); other values are refused.
 func TestSubagentSettingsFromEnv(t *testing.T) {
-	for env, want := range map[string]bool{"true": true, "1": true, "": true, "no": true, "false": false, "0": false} {
+	for env, want := range map[string]bool{"true": true, "1": true, "": true, "false": false, "0": false} {
 		t.Setenv("CHATD_SUBAGENTS", env)
-		require.Equal(t, want, app.FromEnv().Worker.Subagents, "%q", env)
+		require.Equal(t, want, fromEnv(t).Worker.Subagents, "%q", env)
 	}
-	for env, want := range map[string]int{"2": 2, "": 0, "0": 0, "-3": 0, "deep": 0} {
+	requireEnvError(t, "CHATD_SUBAGENTS", "no")
+	t.Setenv("CHATD_SUBAGENTS", "")
+	for env, want := range map[string]int{"2": 2, "": 0, "0": 0} {
 		t.Setenv("CHATD_MAX_AGENT_DEPTH", env)
-		require.Equal(t, want, app.FromEnv().Worker.MaxAgentDepth, "%q", env)
+		require.Equal(t, want, fromEnv(t).Worker.MaxAgentDepth, "%q", env)
+	}
+	for _, env := range []string{"-3", "deep"} {
+		requireEnvError(t, "CHATD_MAX_AGENT_DEPTH", env)
 	}
 }
 
@@ -41,7 +67,7 @@ func TestSubagentSettingsFromEnv(t *testing.T) {
 func TestLogFormat(t *testing.T) {
 	for env, want := range map[string]string{"": "", "text": "text", "json": "json"} {
 		t.Setenv("CHATD_LOG_FORMAT", env)
-		require.Equal(t, want, app.FromEnv().LogFormat, "%q", env)
+		require.Equal(t, want, fromEnv(t).LogFormat, "%q", env)
 	}
 
 	var text, js bytes.Buffer
@@ -63,10 +89,12 @@ func TestLogFormat(t *testing.T) {
 	require.ErrorContains(t, err, "CHATD_LOG_FORMAT")
 }
 
-// TestPprofFromEnv: CHATD_PPROF=true turns the profiles on; off otherwise.
+// TestPprofFromEnv: CHATD_PPROF=true turns the profiles on; unset or
+// false leaves them off; another value is refused.
 func TestPprofFromEnv(t *testing.T) {
-	for env, want := range map[string]bool{"true": true, "": false, "false": false, "yes": false} {
+	for env, want := range map[string]bool{"true": true, "": false, "false": false} {
 		t.Setenv("CHATD_PPROF", env)
-		require.Equal(t, want, app.FromEnv().Pprof, "%q", env)
+		require.Equal(t, want, fromEnv(t).Pprof, "%q", env)
 	}
+	requireEnvError(t, "CHATD_PPROF", "yes")
 }

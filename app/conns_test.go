@@ -238,7 +238,7 @@ func TestConnSettingsFromEnv(t *testing.T) {
 	t.Setenv("CHATD_WRITE_TIMEOUT", "90s")
 	t.Setenv("CHATD_MAX_UNAUTH_CONNS_PER_IP", "0")
 	t.Setenv("CHATD_STREAM_PONG_TIMEOUT", "3s")
-	c := app.FromEnv()
+	c := fromEnv(t)
 	require.Negative(t, c.ReadTimeout, "0: no read timeout")
 	require.Equal(t, 90*time.Second, c.WriteTimeout)
 	require.Zero(t, c.IdleTimeout, "unset: the default")

@@ -184,7 +184,7 @@ func TestZeroLimitsAreUnlimited(t *testing.T) {
 	t.Setenv("CHATD_WRITES_PER_MINUTE", "")
 	t.Setenv("CHATD_MAX_STREAMS_PER_USER", "0")
 	t.Setenv("CHATD_MAX_CHATS_PER_USER", "7")
-	got := app.FromEnv().Limits
+	got := fromEnv(t).Limits
 	require.Equal(t, api.Limits{
 		WritesPerMinute: api.DefaultWritesPerMinute, LoginsPerMinute: api.DefaultLoginsPerMinute,
 		MaxChatsPerUser: 7, MaxStreamsPerUser: 0,

@@ -79,10 +79,10 @@ func TestNoMCPConfigNoServers(t *testing.T) {
 
 func TestMCPConfigFromEnv(t *testing.T) {
 	t.Setenv("CHATD_MCP_CONFIG", "/etc/chatd/mcp.json")
-	require.Equal(t, "/etc/chatd/mcp.json", app.FromEnv().MCPConfig)
+	require.Equal(t, "/etc/chatd/mcp.json", fromEnv(t).MCPConfig)
 }
 
 func TestMCPResyncIntervalFromEnv(t *testing.T) {
 	t.Setenv("CHATD_MCP_RESYNC_INTERVAL", "5s")
-	require.Equal(t, 5*time.Second, app.FromEnv().MCPResyncInterval)
+	require.Equal(t, 5*time.Second, fromEnv(t).MCPResyncInterval)
 }

@@ -1,6 +1,6 @@
 // Command chatd is a self-hosted, durable backend for AI agent chats.
 //
-//	chatd serve   [--addr 127.0.0.1:8080] [--db ./chatd.db | --db postgres://...]
+//	chatd serve   [--addr 127.0.0.1:8080] [--db ./chatd.db | --db postgres://...] [--help: every setting]
 //	chatd migrate [--db ...] up|down|status
 package main
 
@@ -19,18 +19,39 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "chatd:", err)
-		}
-		os.Exit(1)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		fmt.Fprintln(os.Stderr, "chatd:", err)
 	}
+	os.Exit(exitCode(err))
+}
+
+// usageError is a bad flag or setting: the command did not start.
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+
+// exitCode is the process's exit status for run's error: 0 for none or a
+// --help, 2 for a usage error (a bad flag or environment variable), 1
+// for any other.
+func exitCode(err error) int {
+	var usage usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &usage):
+		return 2
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	}
+	return 1
 }
 
 const usage = `chatd: a durable backend for AI agent chats
 
 Usage:
-  chatd [serve] [--addr ADDR] [--db PATH|URL]   serve the API and web UI (default)
+  chatd [serve] [--addr ADDR] [--db PATH|URL] ...
+                                               serve the API and web UI (default; --help: every setting)
   chatd migrate [--db PATH|URL] up|down|status  manage the database schema
   chatd version (or --version)                 print the version, commit and Go version
   chatd token create --user NAME [--admin] [--label TEXT] [--expires DURATION]
@@ -48,7 +69,8 @@ Usage:
   chatd bench [--db PATH|URL] [--seed-chats N] [--seed-messages M] [--duration D]
                                                measure throughput and latency against same-run baselines
 
-Every flag has an environment variable: CHATD_ADDR, CHATD_DB.
+Every flag has an environment variable (--db: CHATD_DB); chatd serve --help lists
+every setting with its flag, variable and default.
 Beside a running SQLite server, token and login-link commands go through its admin socket (PATH.sock).
 `
 

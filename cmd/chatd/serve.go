@@ -2,25 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
+	"fmt"
 	"io"
 
 	"github.com/chatd/chatd/app"
 )
 
+const serveUsage = `usage: chatd serve [--FLAG VALUE ...]
+
+`
+
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cfg := app.FromEnv()
-	fs.StringVar(&cfg.Addr, "addr", envDefault("CHATD_ADDR", app.DefaultAddr), "listen address (CHATD_ADDR)")
-	fs.StringVar(&cfg.DB, "db", envDefault("CHATD_DB", app.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
-	fs.StringVar(&cfg.MetricsAddr, "metrics-addr", cfg.MetricsAddr, "serve /metrics without auth on this address; off when empty (CHATD_METRICS_ADDR)")
-	fs.StringVar(&cfg.CookieSecure, "cookie-secure", envDefault("CHATD_COOKIE_SECURE", "auto"), "session cookie Secure: auto (behind HTTPS), true or false (CHATD_COOKIE_SECURE)")
-	fs.StringVar(&cfg.TrustedProxies, "trusted-proxies", cfg.TrustedProxies, "comma-separated CIDRs of proxies whose X-Forwarded-Proto is trusted (CHATD_TRUSTED_PROXIES)")
-	fs.StringVar(&cfg.MCPConfig, "mcp-config", cfg.MCPConfig, "mcpServers JSON file of MCP servers whose tools chats may use; none when empty (CHATD_MCP_CONFIG)")
-	fs.StringVar(&cfg.LogFormat, "log-format", envDefault("CHATD_LOG_FORMAT", app.LogFormatText), "log line format: text or json (CHATD_LOG_FORMAT)")
-	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/ to admins on the main address (CHATD_PPROF)")
-	if err := fs.Parse(args); err != nil {
+	cfg, err := serveConfig(args, stdout)
+	if err != nil {
 		return err
 	}
 	a, err := app.New(ctx, cfg, stderr)
@@ -30,3 +26,53 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer a.Close()
 	return a.Run(ctx, nil)
 }
+
+// serveConfig is the Config of `chatd serve`: each setting of the table
+// (app.Settings) from its flag, else its environment variable, else its
+// default. --help writes the settings to stdout and returns flag.ErrHelp;
+// a bad variable or flag is a usageError (exit status 2).
+func serveConfig(args []string, stdout io.Writer) (app.Config, error) {
+	cfg, err := app.FromEnv()
+	if err != nil {
+		return app.Config{}, usageError{err}
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	// The flag package would print the error and a default usage; run's
+	// caller prints the error, and --help prints the table.
+	fs.SetOutput(io.Discard)
+	for _, s := range app.Settings() {
+		fs.Var(settingFlag{s, &cfg}, s.Flag, s.Usage)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, serveUsage)
+			app.WriteSettingsHelp(stdout)
+			return app.Config{}, err
+		}
+		return app.Config{}, usageError{fmt.Errorf("serve: %w (chatd serve --help lists the settings)", err)}
+	}
+	if fs.NArg() > 0 {
+		return app.Config{}, usageError{fmt.Errorf("serve: unexpected argument %q (chatd serve --help lists the settings)", fs.Arg(0))}
+	}
+	return cfg, nil
+}
+
+// settingFlag is a setting as a flag.Value writing into a Config.
+type settingFlag struct {
+	s   app.Setting
+	cfg *app.Config
+}
+
+func (f settingFlag) Set(v string) error { return f.s.Set(f.cfg, v) }
+
+// String is the current value, never a secret's (the flag package may
+// print it).
+func (f settingFlag) String() string {
+	if f.cfg == nil || f.s.Secret {
+		return ""
+	}
+	return f.s.Get(*f.cfg)
+}
+
+// IsBoolFlag lets a bool setting stand alone: --pprof means --pprof=true.
+func (f settingFlag) IsBoolFlag() bool { return f.s.Kind() == app.KindBool }

@@ -53,7 +53,10 @@ func tokenFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 
 // withAdmin runs fn with the admin client for db.
 func withAdmin(ctx context.Context, db string, fn func(admin.Client) error) error {
-	cfg := app.FromEnv()
+	cfg, err := app.FromEnv()
+	if err != nil {
+		return usageError{err}
+	}
 	cfg.DB = db
 	c, closeFn, err := app.OpenAdmin(ctx, cfg)
 	if err != nil {
