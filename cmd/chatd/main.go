@@ -35,11 +35,11 @@ func (e usageError) Unwrap() error { return e.err }
 // --help, 2 for a usage error (a bad flag or environment variable), 1
 // for any other.
 func exitCode(err error) int {
-	var usage usageError
+	var bad usageError
 	switch {
 	case err == nil:
 		return 0
-	case errors.As(err, &usage):
+	case errors.As(err, &bad):
 		return 2
 	case errors.Is(err, flag.ErrHelp):
 		return 0
@@ -69,8 +69,8 @@ Usage:
   chatd bench [--db PATH|URL] [--seed-chats N] [--seed-messages M] [--duration D]
                                                measure throughput and latency against same-run baselines
 
-Every flag has an environment variable (--db: CHATD_DB); chatd serve --help lists
-every setting with its flag, variable and default.
+chatd serve --help lists every setting with its flag, environment variable and default;
+--db is CHATD_DB for every command.
 Beside a running SQLite server, token and login-link commands go through its admin socket (PATH.sock).
 `
 
