@@ -232,6 +232,11 @@ func FromEnv() Config {
 		c.Worker.Subagents = v
 	}
 	c.Worker.MaxAgentDepth = envLimit("CHATD_MAX_AGENT_DEPTH", 0) // 0: the default
+	// Leases and takeover between replicas (docs/ARCHITECTURE.md): unset
+	// keeps the worker's defaults; checkLeases refuses bad values at start.
+	c.Worker.HeartbeatInterval = envLeaseDuration("CHATD_HEARTBEAT_INTERVAL")
+	c.Worker.LeaseTimeout = envLeaseDuration("CHATD_LEASE_TIMEOUT")
+	c.Worker.AcquireInterval = envLeaseDuration("CHATD_ACQUIRE_INTERVAL")
 	c.Files.MaxFileBytes, _ = strconv.ParseInt(os.Getenv("CHATD_MAX_FILE_BYTES"), 10, 64)
 	c.Files.QuotaBytes, _ = strconv.ParseInt(os.Getenv("CHATD_FILE_QUOTA_BYTES"), 10, 64)
 	c.Files.Retention, _ = time.ParseDuration(os.Getenv("CHATD_FILE_RETENTION"))
@@ -279,6 +284,53 @@ func envTimeout(name string) time.Duration {
 		return -1
 	}
 	return d
+}
+
+// envLeaseDuration reads a lease setting: unset is 0 (the worker's
+// default); a value that is not a positive Go duration is -1, which
+// checkLeases refuses, so a typo stops startup instead of being ignored.
+func envLeaseDuration(name string) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return 0
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d <= 0 {
+		return -1
+	}
+	return d
+}
+
+// checkLeases refuses lease settings that cannot work: each must be
+// positive, and a lease must outlive the heartbeat that renews it, or
+// every chat would look abandoned between two renewals and replicas would
+// take it from each other.
+func checkLeases(w worker.Config) error {
+	orDefault := func(d, def time.Duration) time.Duration {
+		if d == 0 {
+			return def
+		}
+		return d
+	}
+	heartbeat := orDefault(w.HeartbeatInterval, worker.DefaultHeartbeatInterval)
+	lease := orDefault(w.LeaseTimeout, worker.DefaultLeaseTimeout)
+	for _, s := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"CHATD_HEARTBEAT_INTERVAL", heartbeat},
+		{"CHATD_LEASE_TIMEOUT", lease},
+		{"CHATD_ACQUIRE_INTERVAL", orDefault(w.AcquireInterval, worker.DefaultAcquireInterval)},
+	} {
+		if s.d < 0 {
+			return fmt.Errorf("%s: want a positive Go duration such as 9s", s.name)
+		}
+	}
+	if lease <= heartbeat {
+		return fmt.Errorf("CHATD_LEASE_TIMEOUT (%s) must exceed CHATD_HEARTBEAT_INTERVAL (%s): a lease renewed less often than it lasts goes stale while its replica is alive (the defaults are %s and %s)",
+			lease, heartbeat, worker.DefaultLeaseTimeout, worker.DefaultHeartbeatInterval)
+	}
+	return nil
 }
 
 // orNone is a Config timeout for http.Server, where 0 is none.
