@@ -40,9 +40,13 @@ type leaseSettings struct {
 	heartbeat, lease, acquire time.Duration
 }
 
-// env is the settings as chatd's environment; the defaults set nothing.
+// defaultLeases are the worker's defaults, which chatd gets by setting
+// nothing.
+var defaultLeases = leaseSettings{worker.DefaultHeartbeatInterval, worker.DefaultLeaseTimeout, worker.DefaultAcquireInterval}
+
+// env is the settings as chatd's environment.
 func (s leaseSettings) env() []string {
-	if *takeoverDefaults {
+	if s == defaultLeases {
 		return nil
 	}
 	return []string{
@@ -70,7 +74,7 @@ func TestReplicasKillTakeover(t *testing.T) {
 	settings := leaseSettings{heartbeat: 200 * time.Millisecond, lease: time.Second, acquire: time.Second}
 	wait := 20 * time.Second // any one step
 	if *takeoverDefaults {
-		settings = leaseSettings{worker.DefaultHeartbeatInterval, worker.DefaultLeaseTimeout, worker.DefaultAcquireInterval}
+		settings = defaultLeases
 		wait = 2 * (settings.lease + settings.heartbeat)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
