@@ -83,8 +83,10 @@ func TestReplicasKillTakeover(t *testing.T) {
 	db := dsn + " search_path=" + schema
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "chatd")
+	built := time.Now()
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	require.NoError(t, err, string(out))
+	t.Logf("built chatd in %s", time.Since(built).Round(time.Millisecond))
 
 	llm := newKeyedLLM(t, wait)
 	const token = "replicas-e2e-token"
