@@ -254,6 +254,9 @@ func (a *App) init(ctx context.Context) error {
 	if p := a.cfg.Worker.ToolApproval; p != "" && !slices.Contains(store.AllApprovalPolicies, p) {
 		return fmt.Errorf("CHATD_TOOL_APPROVAL: %q is not never, effectful or always", p)
 	}
+	if err := checkLeases(a.cfg.Worker); err != nil {
+		return err
+	}
 	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store, a.log); err != nil {
 		return err
 	}

@@ -176,6 +176,38 @@ func NewLogger(format string, out io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log format %q: want %s or %s", format, LogFormatText, LogFormatJSON)
 }
 
+// checkLeases refuses lease settings that cannot work: each must be
+// positive, and a lease must outlive the heartbeat that renews it, or
+// every chat would look abandoned between two renewals and replicas would
+// take it from each other.
+func checkLeases(w worker.Config) error {
+	orDefault := func(d, def time.Duration) time.Duration {
+		if d == 0 {
+			return def
+		}
+		return d
+	}
+	heartbeat := orDefault(w.HeartbeatInterval, worker.DefaultHeartbeatInterval)
+	lease := orDefault(w.LeaseTimeout, worker.DefaultLeaseTimeout)
+	for _, s := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"CHATD_HEARTBEAT_INTERVAL", heartbeat},
+		{"CHATD_LEASE_TIMEOUT", lease},
+		{"CHATD_ACQUIRE_INTERVAL", orDefault(w.AcquireInterval, worker.DefaultAcquireInterval)},
+	} {
+		if s.d < 0 {
+			return fmt.Errorf("%s: want a positive Go duration such as 9s", s.name)
+		}
+	}
+	if lease <= heartbeat {
+		return fmt.Errorf("CHATD_LEASE_TIMEOUT (%s) must exceed CHATD_HEARTBEAT_INTERVAL (%s): a lease renewed less often than it lasts goes stale while its replica is alive (the defaults are %s and %s)",
+			lease, heartbeat, worker.DefaultLeaseTimeout, worker.DefaultHeartbeatInterval)
+	}
+	return nil
+}
+
 // orNone is a Config timeout for http.Server, where 0 is none.
 func orNone(d time.Duration) time.Duration { return max(d, 0) }
 

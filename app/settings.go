@@ -232,11 +232,11 @@ var settings = []Setting{
 	{Flag: "shutdown-timeout", Env: "CHATD_SHUTDOWN_TIMEOUT", Field: "ShutdownTimeout", Default: dur(DefaultShutdownTimeout),
 		Usage: "how long a stopping server (SIGTERM, SIGINT) waits for requests and chats to finish before it closes them"},
 	{Flag: "heartbeat-interval", Env: "CHATD_HEARTBEAT_INTERVAL", Field: "Worker.HeartbeatInterval", Default: dur(worker.DefaultHeartbeatInterval),
-		Usage: "how often the worker renews the leases of the chats it runs"},
+		Usage: "how often a replica renews the leases of the chats it runs and its replica record (Postgres)"},
 	{Flag: "lease-timeout", Env: "CHATD_LEASE_TIMEOUT", Field: "Worker.LeaseTimeout", Default: dur(worker.DefaultLeaseTimeout),
-		Usage: "a lease not renewed this long is stale: another replica takes the chat over (keep it about 3 heartbeat intervals)"},
+		Usage: "a lease (or replica record) not renewed this long is stale: another replica takes the chat over; must exceed the heartbeat interval, or startup stops"},
 	{Flag: "acquire-interval", Env: "CHATD_ACQUIRE_INTERVAL", Field: "Worker.AcquireInterval", Default: dur(worker.DefaultAcquireInterval),
-		Usage: "how often the worker looks for runnable chats without a wake-up notification"},
+		Usage: "the longest a replica waits between two acquisition passes without a notification; a dead replica's chats are looked at when its oldest lease goes stale, not a whole interval later"},
 }
 
 // FromEnv returns a Config filled from the environment, as the settings
