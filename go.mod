@@ -3,6 +3,7 @@ module github.com/chatd/chatd
 go 1.26.0
 
 require (
+	github.com/andybalholm/brotli v1.3.0
 	github.com/anthropics/anthropic-sdk-go/v2 v2.15.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0

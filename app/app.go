@@ -330,7 +330,8 @@ func (a *App) init(ctx context.Context) error {
 	if err := a.tokens.DeleteExpired(ctx); err != nil {
 		return fmt.Errorf("delete expired tokens: %w", err)
 	}
-	acfg := api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes, Limits: a.cfg.Limits, Pprof: a.cfg.Pprof}
+	acfg := api.Config{MaxBodyBytes: a.cfg.MaxBodyBytes, MaxTextBytes: a.cfg.MaxTextBytes, Limits: a.cfg.Limits, Pprof: a.cfg.Pprof,
+		StreamAuthInterval: a.cfg.StreamAuthInterval}
 	if err := a.webConfig(&acfg); err != nil {
 		return err
 	}

@@ -114,6 +114,9 @@ type Config struct {
 	AdvertiseURL string
 	// StreamPollInterval is the stream sync poller's period (default 10 s).
 	StreamPollInterval time.Duration
+	// StreamAuthInterval is how often an open stream re-checks its
+	// credential (api.DefaultStreamAuthInterval when zero).
+	StreamAuthInterval time.Duration
 	// BuiltinTools offers the pure built-in tool current_time.
 	BuiltinTools bool
 	// WebhookURL enables the effectful built-in tool send_webhook.

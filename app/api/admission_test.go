@@ -3,10 +3,7 @@ package api_test
 import (
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -15,65 +12,16 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/hooks"
+	"github.com/chatd/chatd/app/hooks/hookstest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
 
-// hookConsumer is a lifecycle hook consumer: it records every event and
-// answers with answer (200 and an empty body when nil).
-type hookConsumer struct {
-	srv    *httptest.Server
-	mu     sync.Mutex
-	got    []hooks.Request
-	answer func(hooks.Request) (int, string)
-}
-
-func newHookConsumer(t testing.TB) *hookConsumer {
-	c := &hookConsumer{}
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		raw, _ := io.ReadAll(r.Body)
-		var req hooks.Request
-		_ = json.Unmarshal(raw, &req)
-		c.mu.Lock()
-		c.got = append(c.got, req)
-		answer := c.answer
-		c.mu.Unlock()
-		status, body := http.StatusOK, ""
-		if answer != nil {
-			status, body = answer(req)
-		}
-		w.WriteHeader(status)
-		_, _ = io.WriteString(w, body)
-	}))
-	t.Cleanup(c.srv.Close)
-	return c
-}
-
-func (c *hookConsumer) set(fn func(hooks.Request) (int, string)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.answer = fn
-}
-
-func (c *hookConsumer) events() []hooks.Request {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]hooks.Request(nil), c.got...)
-}
-
-func (c *hookConsumer) names() []hooks.Event {
-	var out []hooks.Event
-	for _, r := range c.events() {
-		out = append(out, r.Event)
-	}
-	return out
-}
-
 // withHooks points the app's lifecycle hooks at c.
-func withHooks(c *hookConsumer) func(*app.Config) {
+func withHooks(c *hookstest.Consumer) func(*app.Config) {
 	return func(cfg *app.Config) {
-		cfg.HookURL = c.srv.URL
+		cfg.HookURL = c.Server.URL
 		cfg.HookSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("admission test secret"))
 	}
 }
@@ -120,14 +68,14 @@ func rewriter(r hooks.Request) (int, string) {
 func TestAdmissionHooks(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		c := newHookConsumer(t)
-		c.set(rewriter)
+		c := hookstest.New(t)
+		c.SetAnswer(rewriter)
 		h := setup(t, newStore, withHooks(c))
 
 		chat, err := h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{Content: sdk.Text("delete everything")})
 		require.NoError(t, err)
-		require.Equal(t, []hooks.Event{hooks.SessionStart, hooks.UserPromptSubmit}, c.names())
-		ev := c.events()
+		require.Equal(t, []hooks.Event{hooks.SessionStart, hooks.UserPromptSubmit}, c.Names())
+		ev := c.Events()
 		require.Equal(t, chat.ID, ev[0].ChatID, "the event names the chat being created")
 		require.Equal(t, "create", ev[0].Source)
 		require.Equal(t, h.aliceID, ev[1].OwnerID)
@@ -158,14 +106,14 @@ func TestAdmissionHooks(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, sent.Queued)
 		require.Equal(t, "rewritten: second", textOf(sent.QueuedMessage.Content))
-		require.Equal(t, hooks.UserPromptSubmit, c.names()[2])
-		require.Len(t, c.events(), 3)
+		require.Equal(t, hooks.UserPromptSubmit, c.Names()[2])
+		require.Len(t, c.Events(), 3)
 		require.Len(t, h.allMessages(t, chat.ID), 4, "the queued prompt's context waits with it")
 
 		// Promotion brings the context along without asking the hook again.
 		h.commitAssistant(t, chat.ID, "done")
 		h.finishTurn(t, chat.ID)
-		require.Len(t, c.events(), 3, "a queued prompt is evaluated once")
+		require.Len(t, c.Events(), 3, "a queued prompt is evaluated once")
 		all = h.allMessages(t, chat.ID)
 		require.Len(t, all, 8)
 		require.Equal(t, "model note", msgText(t, all[5]))
@@ -181,7 +129,7 @@ func TestAdmissionHooks(t *testing.T) {
 		edited, err := h.alice.EditMessage(h.ctx, chat.ID, all[7].ID, sdk.EditChatMessageRequest{Content: sdk.Text("third")})
 		require.NoError(t, err)
 		require.Equal(t, "rewritten: third", textOf(edited.Message.Content))
-		ev = c.events()
+		ev = c.Events()
 		require.Len(t, ev, 5)
 		require.Equal(t, hooks.SessionStart, ev[3].Event)
 		require.Equal(t, "edit", ev[3].Source)
@@ -194,8 +142,8 @@ func TestAdmissionHooks(t *testing.T) {
 		// A chat created empty gets session_start only; its context waits in history.
 		empty, err := h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{})
 		require.NoError(t, err)
-		require.Equal(t, hooks.SessionStart, c.names()[5])
-		require.Len(t, c.events(), 6)
+		require.Equal(t, hooks.SessionStart, c.Names()[5])
+		require.Len(t, c.Events(), 6)
 		require.Equal(t, string(store.ChatStatusWaiting), string(empty.Status))
 		require.Equal(t, chatstate.DefaultTitle, empty.Title)
 		sent, err = h.alice.SendMessage(h.ctx, empty.ID, sdk.CreateChatMessageRequest{Content: sdk.Text("hello")})
@@ -207,10 +155,10 @@ func TestAdmissionHooks(t *testing.T) {
 
 		// A chat the caller cannot see is 404 before any hook is asked.
 		bob, _, _ := h.newUser(t, "bob")
-		n := len(c.events())
+		n := len(c.Events())
 		_, err = bob.SendMessage(h.ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text("mine now")})
 		requireAPIError(t, err, http.StatusNotFound, sdk.CodeNotFound)
-		require.Len(t, c.events(), n)
+		require.Len(t, c.Events(), n)
 	})
 }
 
@@ -221,7 +169,7 @@ func TestAdmissionHooks(t *testing.T) {
 func TestAdmissionHooksFailClosed(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		c := newHookConsumer(t)
+		c := hookstest.New(t)
 		h := setup(t, newStore, withHooks(c))
 		chat, err := h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{Content: sdk.Text("hi")})
 		require.NoError(t, err)
@@ -261,7 +209,7 @@ func TestAdmissionHooksFailClosed(t *testing.T) {
 			{"a replacement that is no prompt", func(hooks.Request) (int, string) { return http.StatusOK, `{"updated_prompt":"   "}` },
 				http.StatusBadGateway, sdk.CodeHookInvalidResponse, "updated_prompt is not a valid prompt"},
 		} {
-			c.set(tc.answer)
+			c.SetAnswer(tc.answer)
 			_, err := h.alice.SendMessage(h.ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text("the key is hunter2")})
 			e := requireAPIError(t, err, tc.status, tc.code)
 			require.Contains(t, e.Message, "user_prompt_submit", tc.name)
@@ -277,20 +225,20 @@ func TestAdmissionHooksFailClosed(t *testing.T) {
 			require.Equal(t, 1, chats(), "%s: no chat created", tc.name)
 		}
 		// A session_start that fails stops a create before its prompt is sent.
-		c.set(func(r hooks.Request) (int, string) {
+		c.SetAnswer(func(r hooks.Request) (int, string) {
 			if r.Event == hooks.SessionStart {
 				return http.StatusOK, `{"decision":"deny"}`
 			}
 			return http.StatusOK, ""
 		})
-		n := len(c.events())
+		n := len(c.Events())
 		_, err = h.alice.CreateChat(h.ctx, sdk.CreateChatRequest{Content: sdk.Text("x")})
 		e := requireAPIError(t, err, http.StatusBadGateway, sdk.CodeHookInvalidResponse)
 		require.Contains(t, e.Message, "session_start")
-		require.Equal(t, []hooks.Event{hooks.SessionStart}, c.names()[n:])
+		require.Equal(t, []hooks.Event{hooks.SessionStart}, c.Names()[n:])
 
 		// The consumer is back: the chat takes the prompt.
-		c.set(nil)
+		c.SetAnswer(nil)
 		sent, err := h.alice.SendMessage(h.ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text("fine now")})
 		require.NoError(t, err)
 		require.Equal(t, "fine now", textOf(sent.Message.Content))
@@ -305,21 +253,21 @@ func TestAdmissionHooksFailClosed(t *testing.T) {
 func TestAdmissionHooksDurable(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		c := newHookConsumer(t)
-		c.set(rewriter)
+		c := hookstest.New(t)
+		c.SetAnswer(rewriter)
 		h := setup(t, newStore, withHooks(c))
 
 		createID := uuid.New()
 		req := sdk.CreateChatRequest{Content: sdk.Text("start"), RequestID: &createID}
 		var first, again sdk.CreateChatResponse
 		require.NoError(t, h.alice.Do(h.ctx, http.MethodPost, "/chats", req, &first))
-		require.Len(t, c.events(), 2)
-		require.Equal(t, createID.String(), c.events()[1].SubmissionID)
-		require.Equal(t, hooks.EventID(first.ID, 0, hooks.UserPromptSubmit, createID.String()), c.events()[1].ID)
+		require.Len(t, c.Events(), 2)
+		require.Equal(t, createID.String(), c.Events()[1].SubmissionID)
+		require.Equal(t, hooks.EventID(first.ID, 0, hooks.UserPromptSubmit, createID.String()), c.Events()[1].ID)
 		// While its turn runs, a retry is answered from the claim, unasked.
 		err := h.alice.Do(h.ctx, http.MethodPost, "/chats", req, &again)
 		requireAPIError(t, err, http.StatusConflict, sdk.CodeInvocationInProgress)
-		require.Len(t, c.events(), 2)
+		require.Len(t, c.Events(), 2)
 
 		h.acquire(t, first.ID)
 		h.commitAssistant(t, first.ID, "ok")
@@ -329,32 +277,32 @@ func TestAdmissionHooksDurable(t *testing.T) {
 		require.True(t, *again.Replayed)
 		require.Equal(t, first.ID, again.ID)
 		require.Equal(t, chatstate.OutcomeCompleted, again.Outcome.Status, "the turn's outcome is recorded though hook context precedes the prompt")
-		require.Len(t, c.events(), 2, "a replayed create does not ask the hooks again")
+		require.Len(t, c.Events(), 2, "a replayed create does not ask the hooks again")
 
 		// Refused while the consumer is down: nothing is claimed, so the
 		// retry is evaluated again, with the same event id.
 		sendID := uuid.New()
 		send := sdk.CreateChatMessageRequest{Content: sdk.Text("next"), RequestID: &sendID}
-		c.set(func(hooks.Request) (int, string) { return http.StatusBadGateway, "" })
+		c.SetAnswer(func(hooks.Request) (int, string) { return http.StatusBadGateway, "" })
 		var out sdk.CreateChatMessageResponse
 		err = h.alice.Do(h.ctx, http.MethodPost, "/chats/"+first.ID.String()+"/messages", send, &out)
 		e := requireAPIError(t, err, http.StatusServiceUnavailable, sdk.CodeHookUnavailable)
 		require.NotNil(t, e.RequestID, "the answer carries the request id")
 		require.Equal(t, sendID, *e.RequestID)
-		refused := c.events()[len(c.events())-1]
+		refused := c.Events()[len(c.Events())-1]
 
-		c.set(rewriter)
+		c.SetAnswer(rewriter)
 		out = sdk.CreateChatMessageResponse{}
 		require.NoError(t, h.alice.Do(h.ctx, http.MethodPost, "/chats/"+first.ID.String()+"/messages", send, &out))
 		require.False(t, *out.Replayed)
 		require.Equal(t, "rewritten: next", textOf(out.Message.Content))
-		accepted := c.events()[len(c.events())-1]
+		accepted := c.Events()[len(c.Events())-1]
 		require.Equal(t, refused.ID, accepted.ID, "a retry of the same request is the same event")
-		n := len(c.events())
+		n := len(c.Events())
 		var replayed sdk.CreateChatMessageResponse
 		err = h.alice.Do(h.ctx, http.MethodPost, "/chats/"+first.ID.String()+"/messages", send, &replayed)
 		requireAPIError(t, err, http.StatusConflict, sdk.CodeInvocationInProgress)
-		require.Len(t, c.events(), n)
+		require.Len(t, c.Events(), n)
 
 		h.acquire(t, first.ID)
 		h.commitAssistant(t, first.ID, "ok")
@@ -362,12 +310,12 @@ func TestAdmissionHooksDurable(t *testing.T) {
 		require.NoError(t, h.alice.Do(h.ctx, http.MethodPost, "/chats/"+first.ID.String()+"/messages", send, &replayed))
 		require.True(t, *replayed.Replayed)
 		require.Equal(t, out.Message.ID, replayed.Message.ID)
-		require.Len(t, c.events(), n, "a replayed send does not ask the hook again")
+		require.Len(t, c.Events(), n, "a replayed send does not ask the hook again")
 
 		// A conflicting reuse of the id is answered from the claim, unasked.
 		other := sdk.CreateChatMessageRequest{Content: sdk.Text("different"), RequestID: &sendID}
 		err = h.alice.Do(h.ctx, http.MethodPost, "/chats/"+first.ID.String()+"/messages", other, &replayed)
 		requireAPIError(t, err, http.StatusConflict, sdk.CodeInvocationConflict)
-		require.Len(t, c.events(), n)
+		require.Len(t, c.Events(), n)
 	})
 }

@@ -62,6 +62,9 @@ type Config struct {
 	Limits Limits
 	// Pprof serves /debug/pprof/ to admins; off, the path is 404.
 	Pprof bool
+	// StreamAuthInterval is how often an open stream re-checks its
+	// credential (DefaultStreamAuthInterval when zero).
+	StreamAuthInterval time.Duration
 }
 
 // Models is the configured model list; the API validates model ids with it.
@@ -122,10 +125,11 @@ type Deps struct {
 
 // Server is the HTTP API.
 type Server struct {
-	cfg    Config
-	deps   Deps
-	mux    *routeMux
-	guards *guards
+	cfg     Config
+	deps    Deps
+	mux     *routeMux
+	guards  *guards
+	streams streamAuth
 }
 
 // New builds the API handler.
@@ -323,6 +327,8 @@ func (s *Server) HandleUserStream(path string, h func(w http.ResponseWriter, r *
 			return err
 		}
 		defer release()
+		r, stop := s.guardStream(r, u.ID, nil)
+		defer stop()
 		h(w, r, u.ID)
 		return nil
 	})
@@ -350,13 +356,18 @@ func (s *Server) HandleChatStream(path string, h func(w http.ResponseWriter, r *
 				return err
 			}
 			defer release()
-			err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
-				_, err := s.readChat(r.Context(), &caller{user: u}, tx, id)
-				return err
-			})
-			if err != nil {
+			visible := func(ctx context.Context, u store.User) error {
+				return s.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+					_, err := s.readChat(ctx, &caller{user: u}, tx, id)
+					return err
+				})
+			}
+			if err := visible(r.Context(), u); err != nil {
 				return err
 			}
+			var stop func()
+			r, stop = s.guardStream(r, u.ID, visible)
+			defer stop()
 		}
 		h(w, r, id)
 		return nil

@@ -101,8 +101,12 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 // logout revokes the session token and clears the cookie.
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		u, authErr := s.deps.Tokens.Authenticate(r.Context(), c.Value)
 		if err := auth.RevokeToken(r.Context(), s.deps.Store, c.Value); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
+		}
+		if authErr == nil {
+			s.streams.recheck(u.ID) // the streams this session opened end
 		}
 	}
 	http.SetCookie(w, &http.Cookie{

@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/llm/modelinfo"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -135,12 +136,9 @@ func queryInt(r *http.Request, name string, def, lo, hi int64) (int64, error) {
 	return n, nil
 }
 
-// reasoningEfforts are the accepted reasoning_effort values ("" = default).
-var reasoningEfforts = map[string]bool{"": true, "minimal": true, "low": true, "medium": true, "high": true, "xhigh": true}
-
 func checkEffort(field, v string) error {
-	if !reasoningEfforts[v] {
-		return validation(field, fmt.Sprintf("unknown reasoning effort %q (want minimal, low, medium, high or xhigh)", v))
+	if v != "" && !slices.Contains(modelinfo.RequestEfforts, v) {
+		return validation(field, fmt.Sprintf("unknown reasoning effort %q (want one of %s)", v, strings.Join(modelinfo.RequestEfforts, ", ")))
 	}
 	return nil
 }

@@ -121,6 +121,7 @@ func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err != nil {
 		return userError(err)
 	}
+	s.streams.recheck(u.ID) // disabled or no longer admin: their streams may have to end
 	writeJSON(w, http.StatusOK, toUser(u))
 	return nil
 }
@@ -198,6 +199,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c *caller) 
 	} else if err != nil {
 		return err
 	}
+	s.streams.recheck(u.ID)
 	w.WriteHeader(http.StatusNoContent)
 	return nil
 }

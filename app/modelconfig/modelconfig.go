@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/llm/modelinfo"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -42,7 +43,7 @@ func invalid(field, format string, args ...any) error {
 }
 
 // Efforts is the global reasoning effort scale, lowest first.
-var Efforts = []string{"none", "minimal", "low", "medium", "high", "xhigh", "max"}
+var Efforts = modelinfo.EffortScale
 
 // APIProviders are the provider types the API creates.
 var APIProviders = []string{store.ProviderOpenAI, store.ProviderOpenAICompat, store.ProviderAnthropic}

@@ -372,18 +372,48 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 	defer conn.CloseNow()
 	defer track(s.gauges.viewers)()
 	s.serveTracked(r.Context(), func(ctx context.Context) {
-		ctx = conn.CloseRead(ctx)
+		ctx, stop := peerContext(ctx, conn)
+		defer stop()
 		err := s.ServeWith(ctx, conn, chatID, opts)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			conn.Close(websocket.StatusNormalClosure, "chat deleted")
 		case err == nil || errClosed(err) || ctx.Err() != nil:
-			conn.Close(websocket.StatusGoingAway, "")
+			conn.Close(closeStatus(ctx))
 		default:
 			s.log.Info("stream ended", "chat_id", chatID, "err", err)
 			conn.Close(websocket.StatusInternalError, "stream error")
 		}
 	})
+}
+
+// CloseStatuser is a cause of a stream's context (context.Cause) that
+// chooses the WebSocket close status the stream ends with, e.g. 1008 when
+// the viewer's credentials were revoked. Without one, an ended context
+// closes with 1001 (going away).
+type CloseStatuser interface {
+	CloseStatus() (code int, reason string)
+}
+
+// peerContext is ctx, also ended when the peer leaves (conn.CloseRead).
+// The connection's reader does not get ctx itself: coder/websocket drops a
+// connection without a close frame when a read's context ends, and a
+// stream ended from this side (revoked credentials, shutdown) must still
+// send its close status. The reader ends when the connection closes.
+func peerContext(ctx context.Context, conn *websocket.Conn) (context.Context, context.CancelFunc) {
+	peer := conn.CloseRead(context.WithoutCancel(ctx))
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(peer, func() { cancel(context.Canceled) })
+	return ctx, func() { stop(); cancel(context.Canceled) }
+}
+
+func closeStatus(ctx context.Context) (websocket.StatusCode, string) {
+	var c CloseStatuser
+	if errors.As(context.Cause(ctx), &c) {
+		code, reason := c.CloseStatus()
+		return websocket.StatusCode(code), reason
+	}
+	return websocket.StatusGoingAway, ""
 }
 
 // HandleParts is GET /chats/{chat}/stream/parts for replicas: the peer

@@ -51,10 +51,11 @@ func (s *Server) HandleWatch(w http.ResponseWriter, r *http.Request, userID uuid
 	}
 	defer conn.CloseNow()
 	s.serveTracked(ctx, func(ctx context.Context) {
-		ctx = conn.CloseRead(ctx)
+		ctx, stop := peerContext(ctx, conn)
+		defer stop()
 		err := s.watch(ctx, conn, userID, box, opened)
 		if err == nil || errClosed(err) || ctx.Err() != nil {
-			conn.Close(websocket.StatusGoingAway, "")
+			conn.Close(closeStatus(ctx))
 			return
 		}
 		s.log.Info("watch ended", "user_id", userID, "err", err)

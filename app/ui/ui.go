@@ -6,8 +6,11 @@
 //
 // Every file is read into memory when the handler is built, and requests
 // are answered from that table only, so no request path can reach outside
-// the embedded tree. Text files are gzip-compressed once, then, and served
-// compressed to clients that accept it.
+// the embedded tree. Text files are gzip-compressed once, then, and
+// Brotli-compressed on their first request that accepts br (Brotli at its
+// best level is too slow to do for every file at every start, and tests
+// build many handlers); both are kept and served to clients that accept
+// them, br first.
 //
 // Versioned assets: every file is also served under /v/<version>/, where
 // the version is a hash of the whole tree, and index.html names its
@@ -32,7 +35,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/andybalholm/brotli"
 )
 
 // ContentSecurityPolicy is sent with every UI response: only the UI's own
@@ -71,6 +77,28 @@ type file struct {
 	etag        string
 	contentType string
 	gzip        []byte // nil when compression does not pay (binary, tiny)
+
+	brOnce sync.Once
+	br     []byte // made by brotli(); nil when it does not pay
+}
+
+// brotli returns the file's Brotli encoding, compressing it on first use,
+// or nil when the file is not compressible or br is not smaller.
+func (f *file) brotli() []byte {
+	if f.gzip == nil {
+		return nil
+	}
+	f.brOnce.Do(func() {
+		var b bytes.Buffer
+		w := brotli.NewWriterLevel(&b, brotli.BestCompression)
+		// Writes to a bytes.Buffer do not fail.
+		_, _ = w.Write(f.data)
+		_ = w.Close()
+		if b.Len() < len(f.gzip) {
+			f.br = b.Bytes()
+		}
+	})
+	return f.br
 }
 
 // Handler serves the UI.
@@ -164,12 +192,14 @@ func treeVersion(files map[string]*file) string {
 	return hex.EncodeToString(sum.Sum(nil)[:8])
 }
 
-// acceptsGzip reads Accept-Encoding: gzip (or *) with a non-zero q.
-func acceptsGzip(header string) bool {
+// accepts reads whether an Accept-Encoding header admits coding (by name
+// or *) with a non-zero q. A coding named explicitly wins over *.
+func accepts(header, coding string) bool {
+	star := false
 	for _, part := range strings.Split(header, ",") {
-		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		coding = strings.ToLower(strings.TrimSpace(coding))
-		if coding != "gzip" && coding != "*" {
+		name, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name != coding && name != "*" {
 			continue
 		}
 		q := 1.0
@@ -181,11 +211,12 @@ func acceptsGzip(header string) bool {
 				}
 			}
 		}
-		if q > 0 {
-			return true
+		if name == coding {
+			return q > 0
 		}
+		star = q > 0
 	}
-	return false
+	return star
 }
 
 func contentType(name string) string {
@@ -257,9 +288,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	data, etag := f.data, f.etag
 	if f.gzip != nil {
 		hd.Add("Vary", "Accept-Encoding")
-		if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-			// Its own validator: a cache must not answer a 304 for the
-			// identity body with the compressed one, or the reverse.
+		// Each encoding has its own validator: a cache must not answer a
+		// 304 for one body with another.
+		ae := r.Header.Get("Accept-Encoding")
+		if br := f.brotli(); br != nil && accepts(ae, "br") {
+			data, etag = br, strings.TrimSuffix(f.etag, `"`)+`-br"`
+			hd.Set("Content-Encoding", "br")
+		} else if accepts(ae, "gzip") {
 			data, etag = f.gzip, strings.TrimSuffix(f.etag, `"`)+`-gz"`
 			hd.Set("Content-Encoding", "gzip")
 		}

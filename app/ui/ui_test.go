@@ -12,6 +12,7 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/andybalholm/brotli"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
@@ -239,55 +240,66 @@ func TestHandlerVersionFollowsContent(t *testing.T) {
 	require.NotEqual(t, tree("a"), tree("b"))
 }
 
-// Text files are served gzip-compressed to clients that accept it, with
-// their own validator; others get the identity body.
+// Text files are served Brotli- or gzip-compressed to clients that accept
+// them (br first), each encoding with its own validator; others get the
+// identity body.
 func TestHandlerCompresses(t *testing.T) {
 	t.Parallel()
 	srv := newUIServer(t)
 	_, plain := get(t, srv, "GET", "/js/app.js", http.Header{"Accept-Encoding": {"identity"}})
-	cases := []struct {
-		accept string
-		gzip   bool
-	}{
-		{"gzip", true},
-		{"br, gzip;q=0.8", true},
-		{"GZIP", true},
-		{"*", true},
-		{"gzip;q=0", false},
-		{"br", false},
-		{"identity", false},
+	decode := map[string]func(string) (io.Reader, error){
+		"":     func(b string) (io.Reader, error) { return strings.NewReader(b), nil },
+		"gzip": func(b string) (io.Reader, error) { return gzip.NewReader(strings.NewReader(b)) },
+		"br":   func(b string) (io.Reader, error) { return brotli.NewReader(strings.NewReader(b)), nil },
 	}
-	etags := map[bool]string{}
+	cases := []struct {
+		accept   string
+		encoding string
+	}{
+		{"gzip", "gzip"},
+		{"gzip, deflate, br, zstd", "br"},
+		{"br", "br"},
+		{"BR;q=0.5", "br"},
+		{"br;q=0, gzip", "gzip"},
+		{"br;q=0, *", "gzip"},
+		{"GZIP", "gzip"},
+		{"*", "br"},
+		{"gzip;q=0", ""},
+		{"*;q=0", ""},
+		{"identity", ""},
+	}
+	etags := map[string]string{}
+	sizes := map[string]int{}
 	for _, tc := range cases {
 		resp, body := get(t, srv, "GET", "/js/app.js", http.Header{"Accept-Encoding": {tc.accept}})
 		require.Equal(t, http.StatusOK, resp.StatusCode, tc.accept)
 		require.Equal(t, "Accept-Encoding", resp.Header.Get("Vary"), tc.accept)
-		if !tc.gzip {
-			require.Empty(t, resp.Header.Get("Content-Encoding"), tc.accept)
-			require.Equal(t, plain, body, tc.accept)
-		} else {
-			require.Equal(t, "gzip", resp.Header.Get("Content-Encoding"), tc.accept)
-			require.Less(t, len(body), len(plain), "compressed")
-			zr, err := gzip.NewReader(strings.NewReader(body))
-			require.NoError(t, err)
-			unzipped, err := io.ReadAll(zr)
-			require.NoError(t, err)
-			require.Equal(t, plain, string(unzipped), tc.accept)
-		}
-		etags[tc.gzip] = resp.Header.Get("ETag")
+		require.Equal(t, tc.encoding, resp.Header.Get("Content-Encoding"), tc.accept)
+		r, err := decode[tc.encoding](body)
+		require.NoError(t, err, tc.accept)
+		decoded, err := io.ReadAll(r)
+		require.NoError(t, err, tc.accept)
+		require.Equal(t, plain, string(decoded), tc.accept)
+		etags[tc.encoding], sizes[tc.encoding] = resp.Header.Get("ETag"), len(body)
 	}
-	require.NotEqual(t, etags[true], etags[false], "each encoding has its own ETag")
+	require.Len(t, etags, 3)
+	require.NotEqual(t, etags[""], etags["gzip"], "each encoding has its own ETag")
+	require.NotEqual(t, etags["gzip"], etags["br"], "each encoding has its own ETag")
+	require.Less(t, sizes["gzip"], sizes[""], "gzip is smaller")
+	require.Less(t, sizes["br"], sizes["gzip"], "br is smaller still")
 
-	// A 304 for the compressed ETag.
-	resp, _ := get(t, srv, "GET", "/js/app.js", http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {etags[true]}})
-	require.Equal(t, http.StatusNotModified, resp.StatusCode)
+	// A 304 for each compressed ETag.
+	for _, enc := range []string{"gzip", "br"} {
+		resp, _ := get(t, srv, "GET", "/js/app.js", http.Header{"Accept-Encoding": {enc}, "If-None-Match": {etags[enc]}})
+		require.Equal(t, http.StatusNotModified, resp.StatusCode, enc)
+	}
 
 	// Binary files are sent as they are.
 	h, err := ui.New(fstest.MapFS{"index.html": {Data: []byte("x")}, "a.png": {Data: []byte(strings.Repeat("p", 4096))}})
 	require.NoError(t, err)
 	png := httptest.NewServer(h)
 	t.Cleanup(png.Close)
-	resp, _ = get(t, png, "GET", "/a.png", http.Header{"Accept-Encoding": {"gzip"}})
+	resp, _ := get(t, png, "GET", "/a.png", http.Header{"Accept-Encoding": {"gzip, br"}})
 	require.Empty(t, resp.Header.Get("Content-Encoding"))
 	require.Empty(t, resp.Header.Get("Vary"))
 }

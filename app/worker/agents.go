@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/hooks"
+	"github.com/chatd/chatd/app/llm/modelinfo"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
@@ -75,10 +76,6 @@ func SubagentID(parent uuid.UUID, toolCallID string) uuid.UUID {
 func agentMessageRequestID(parent uuid.UUID, toolCallID string) uuid.UUID {
 	return uuid.NewSHA1(agentNamespace, []byte(parent.String()+"/"+toolCallID))
 }
-
-// reasoningEfforts are the efforts a spawn accepts, the same set as a
-// message over the API ("" = inherit).
-var reasoningEfforts = []string{"minimal", "low", "medium", "high", "xhigh"}
 
 // modelLister is the optional part of Models that lists the models
 // (app.ModelList has it).
@@ -294,8 +291,8 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 		}
 	}
 	if args.ReasoningEffort != "" {
-		if !slices.Contains(reasoningEfforts, args.ReasoningEffort) {
-			return nil, fmt.Errorf("unknown reasoning_effort %q (want %s)", args.ReasoningEffort, strings.Join(reasoningEfforts, ", "))
+		if !slices.Contains(modelinfo.RequestEfforts, args.ReasoningEffort) {
+			return nil, fmt.Errorf("unknown reasoning_effort %q (want %s)", args.ReasoningEffort, strings.Join(modelinfo.RequestEfforts, ", "))
 		}
 		effort = args.ReasoningEffort
 	}
@@ -671,6 +668,6 @@ func (a agents) models(_ context.Context, raw json.RawMessage) (json.RawMessage,
 			}
 		}
 	}
-	return json.Marshal(map[string]any{"models": out, "reasoning_efforts": reasoningEfforts,
+	return json.Marshal(map[string]any{"models": out, "reasoning_efforts": modelinfo.RequestEfforts,
 		"default": "the calling chat's model and reasoning effort"})
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/hooks"
+	"github.com/chatd/chatd/app/hooks/hookstest"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -22,9 +23,9 @@ import (
 // repeats the same event ids.
 func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		c := newHookConsumer(t)
+		c := hookstest.New(t)
 		d, err := hooks.New(hooks.Config{
-			URL: c.srv.URL, Secret: base64.StdEncoding.EncodeToString([]byte("secret")), Client: c.srv.Client(),
+			URL: c.Server.URL, Secret: base64.StdEncoding.EncodeToString([]byte("secret")), Client: c.Server.Client(),
 		})
 		require.NoError(t, err)
 		routed := &routedProvider{}
@@ -35,7 +36,7 @@ func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 		}), routed: routed, models: models}
 		parent := g.create("")
 
-		c.setAnswer(func(r hooks.Request) (int, string) {
+		c.SetAnswer(func(r hooks.Request) (int, string) {
 			if r.Event == hooks.UserPromptSubmit {
 				return http.StatusOK, `{"updated_prompt":"do it, politely"}`
 			}
@@ -44,7 +45,7 @@ func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 		out, err := g.run(parent, "c1", ToolSpawnAgent, `{"prompt":"do it"}`)
 		require.NoError(t, err)
 		child := uuid.MustParse(out["chat_id"].(string))
-		got := c.events()
+		got := c.Events()
 		require.Len(t, got, 2)
 		require.Equal(t, []hooks.Event{hooks.SessionStart, hooks.UserPromptSubmit}, []hooks.Event{got[0].Event, got[1].Event})
 		for _, r := range got {
@@ -63,7 +64,7 @@ func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 		// The same call again (a re-run after a crash): the same event ids.
 		_, err = g.run(parent, "c1", ToolSpawnAgent, `{"prompt":"do it"}`)
 		require.NoError(t, err)
-		again := c.events()[2:]
+		again := c.Events()[2:]
 		require.Len(t, again, 2)
 		require.Equal(t, got[0].ID, again[0].ID)
 		require.Equal(t, got[1].ID, again[1].ID)
@@ -71,13 +72,13 @@ func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 		// message_agent: user_prompt_submit only.
 		_, err = g.run(parent, "c2", ToolMessageAgent, `{"chat_id":"`+child.String()+`","message":"and then?"}`)
 		require.NoError(t, err)
-		msg := c.events()[4:]
+		msg := c.Events()[4:]
 		require.Len(t, msg, 1)
 		require.Equal(t, hooks.UserPromptSubmit, msg[0].Event)
 		require.Equal(t, child, msg[0].ChatID)
 
 		// A denial fails the spawn before any child exists.
-		c.setAnswer(func(r hooks.Request) (int, string) {
+		c.SetAnswer(func(r hooks.Request) (int, string) {
 			if r.Event == hooks.UserPromptSubmit {
 				return http.StatusOK, `{"decision":"deny","reason":"no more helpers"}`
 			}

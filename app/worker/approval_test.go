@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/hooks"
+	"github.com/chatd/chatd/app/hooks/hookstest"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
@@ -79,10 +80,10 @@ func TestBuiltinToolApproval(t *testing.T) {
 // pre_tool_use (and runs) like any other call.
 func TestApprovalBeforeHooks(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		c := newHookConsumer(t)
+		c := hookstest.New(t)
 		echo := &echoTool{}
 		d, err := hooks.New(hooks.Config{
-			URL: c.srv.URL, Secret: base64.StdEncoding.EncodeToString([]byte("secret")), Client: c.srv.Client(),
+			URL: c.Server.URL, Secret: base64.StdEncoding.EncodeToString([]byte("secret")), Client: c.Server.Client(),
 		})
 		require.NoError(t, err)
 		g := setupWith(t, newStore(t), Config{ToolApproval: store.ApprovalEffectful}, func(deps *Deps) {
@@ -94,7 +95,7 @@ func TestApprovalBeforeHooks(t *testing.T) {
 		answer := func(call string, approved bool) {
 			t.Helper()
 			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusRequiresAction }, "the call waits for approval")
-			require.Empty(t, c.names(), "no hook while the call waits")
+			require.Empty(t, c.Names(), "no hook while the call waits")
 			g.do(func(tx *chatstate.Tx) error {
 				_, err := tx.AnswerApproval(id, []sdk.ToolApprovalAnswer{{ToolCallID: call, Approved: approved, Reason: "no echo"}})
 				return err
@@ -107,7 +108,7 @@ func TestApprovalBeforeHooks(t *testing.T) {
 		res := lastToolResult(t, second.req)
 		require.True(t, res.IsError)
 		require.JSONEq(t, `{"error":"denied: no echo"}`, string(res.Result))
-		require.Empty(t, c.names(), "a call a person denied sends no pre_tool_use")
+		require.Empty(t, c.Names(), "a call a person denied sends no pre_tool_use")
 		require.Zero(t, echo.runs.Load())
 
 		g.provider.answers <- echoCall("call_2", `{"text":"two"}`)
@@ -116,8 +117,8 @@ func TestApprovalBeforeHooks(t *testing.T) {
 		res = lastToolResult(t, third.req)
 		require.False(t, res.IsError, string(res.Result))
 		require.Equal(t, int32(1), echo.runs.Load())
-		require.Equal(t, []hooks.Event{hooks.PreToolUse, hooks.PostToolUse}, c.names())
-		require.Equal(t, "call_2", c.events()[0].ToolCallID)
+		require.Equal(t, []hooks.Event{hooks.PreToolUse, hooks.PostToolUse}, c.Names())
+		require.Equal(t, "call_2", c.Events()[0].ToolCallID)
 		g.provider.answer("done")
 		eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
 	})

@@ -52,7 +52,7 @@ func TestHookPreToolUseAfterACrash(t *testing.T) {
 		g.provider.next(t)
 		require.Equal(t, int32(2), echo.runs.Load(), "both calls ran once after the crash")
 		var pre []hooks.Request
-		for _, r := range c.events() {
+		for _, r := range c.Events() {
 			if r.Event == hooks.PreToolUse {
 				pre = append(pre, r)
 			}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,64 +14,13 @@ import (
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/hooks"
+	"github.com/chatd/chatd/app/hooks/hookstest"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
-
-// hookConsumer is an httptest lifecycle hook consumer: answer decides the
-// reply to each event, and every event is recorded in order.
-type hookConsumer struct {
-	srv *httptest.Server
-	mu  sync.Mutex
-	got []hooks.Request
-	// answer returns the status and body for an event (200 and an empty
-	// body when nil).
-	answer func(hooks.Request) (int, string)
-}
-
-func newHookConsumer(t *testing.T) *hookConsumer {
-	c := &hookConsumer{}
-	c.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		var req hooks.Request
-		_ = json.Unmarshal(body, &req)
-		c.mu.Lock()
-		c.got = append(c.got, req)
-		answer := c.answer
-		c.mu.Unlock()
-		code, reply := http.StatusOK, ""
-		if answer != nil {
-			code, reply = answer(req)
-		}
-		w.WriteHeader(code)
-		_, _ = io.WriteString(w, reply)
-	}))
-	t.Cleanup(c.srv.Close)
-	return c
-}
-
-func (c *hookConsumer) setAnswer(fn func(hooks.Request) (int, string)) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.answer = fn
-}
-
-func (c *hookConsumer) events() []hooks.Request {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]hooks.Request(nil), c.got...)
-}
-
-func (c *hookConsumer) names() []hooks.Event {
-	var out []hooks.Event
-	for _, r := range c.events() {
-		out = append(out, r.Event)
-	}
-	return out
-}
 
 // echoTool is a server tool that records the input of each run.
 type echoTool struct {
@@ -95,11 +42,11 @@ func (e *echoTool) tool() tools.Tool {
 
 // hookRig is a rig whose worker dispatches hooks to a test consumer and
 // offers the echo tool.
-func hookRig(t *testing.T, newStore func(t testing.TB) store.Store) (*fixture, *hookConsumer, *echoTool) {
-	c := newHookConsumer(t)
+func hookRig(t *testing.T, newStore func(t testing.TB) store.Store) (*fixture, *hookstest.Consumer, *echoTool) {
+	c := hookstest.New(t)
 	echo := &echoTool{}
 	d, err := hooks.New(hooks.Config{
-		URL: c.srv.URL, Secret: base64.StdEncoding.EncodeToString([]byte("secret")), Client: c.srv.Client(),
+		URL: c.Server.URL, Secret: base64.StdEncoding.EncodeToString([]byte("secret")), Client: c.Server.Client(),
 	})
 	require.NoError(t, err)
 	g := setupWith(t, newStore(t), Config{}, func(deps *Deps) {
@@ -130,7 +77,7 @@ func lastToolResult(t *testing.T, req llm.Request) sdk.ChatMessagePart {
 func TestHookPreToolUseDenies(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		g, c, echo := hookRig(t, newStore)
-		c.setAnswer(func(r hooks.Request) (int, string) {
+		c.SetAnswer(func(r hooks.Request) (int, string) {
 			if r.Event == hooks.PreToolUse {
 				return http.StatusOK, `{"decision":"deny","reason":"not today","model_context":"policy: no echo"}`
 			}
@@ -154,21 +101,21 @@ func TestHookPreToolUseDenies(t *testing.T) {
 
 		g.provider.answer("ok, I won't")
 		eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
-		require.Equal(t, []hooks.Event{hooks.PreToolUse, hooks.Stop}, c.names(), "no post_tool_use for a call that did not run")
-		pre := c.events()[0]
+		require.Equal(t, []hooks.Event{hooks.PreToolUse, hooks.Stop}, c.Names(), "no post_tool_use for a call that did not run")
+		pre := c.Events()[0]
 		require.Equal(t, id, pre.ChatID)
 		require.Equal(t, "call_1", pre.ToolCallID)
 		require.Equal(t, "echo", pre.ToolName)
 		require.JSONEq(t, `{"text":"hi"}`, string(pre.ToolInput))
 		require.Equal(t, hooks.EventID(id, pre.Turn, hooks.PreToolUse, "call_1"), pre.ID)
-		require.Equal(t, pre.Turn, c.events()[1].Turn, "one turn")
+		require.Equal(t, pre.Turn, c.Events()[1].Turn, "one turn")
 	})
 }
 
 func TestHookPreToolUseRewritesInput(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		g, c, echo := hookRig(t, newStore)
-		c.setAnswer(func(r hooks.Request) (int, string) {
+		c.SetAnswer(func(r hooks.Request) (int, string) {
 			switch r.Event {
 			case hooks.PreToolUse:
 				return http.StatusOK, `{"decision":"allow","updated_input":{"text":"rewritten"}}`
@@ -189,7 +136,7 @@ func TestHookPreToolUseRewritesInput(t *testing.T) {
 		require.JSONEq(t, `{"echoed":{"text":"rewritten"}}`, string(res.Result))
 		e := g.journal(id, "call_1")
 		require.JSONEq(t, `{"text":"rewritten"}`, string(e.Args), "the journal records the input that ran")
-		post := c.events()[1]
+		post := c.Events()[1]
 		require.Equal(t, hooks.PostToolUse, post.Event)
 		require.JSONEq(t, `{"text":"rewritten"}`, string(post.ToolInput))
 		require.JSONEq(t, `{"echoed":{"text":"rewritten"}}`, string(post.ToolResult))
@@ -229,7 +176,7 @@ func TestHookFailsClosed(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 				g, c, echo := hookRig(t, newStore)
-				c.setAnswer(tc.answer)
+				c.SetAnswer(tc.answer)
 				id := g.create("echo something")
 				require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 				g.provider.next(t)
@@ -247,7 +194,7 @@ func TestHookFailsClosed(t *testing.T) {
 
 				// The consumer recovers; the next prompt goes on.
 				eventually(t, func() bool { return !g.peek(id).WorkerID.Valid }, "the runner gives the chat up")
-				c.setAnswer(nil)
+				c.SetAnswer(nil)
 				g.do(func(t *chatstate.Tx) error {
 					_, err := t.SendMessage(id, chatstate.UserInput{Content: sdk.Text("try again")}, chatstate.BusyQueue)
 					return err
@@ -269,7 +216,7 @@ func TestHookFailsClosed(t *testing.T) {
 func TestHookStopFailsClosed(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		g, c, _ := hookRig(t, newStore)
-		c.setAnswer(func(hooks.Request) (int, string) { return http.StatusBadGateway, `` })
+		c.SetAnswer(func(hooks.Request) (int, string) { return http.StatusBadGateway, `` })
 		id := g.create("hello")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 		g.provider.next(t)
@@ -287,7 +234,7 @@ func TestHookStopContext(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		g, c, _ := hookRig(t, newStore)
 		var stops atomic.Int32
-		c.setAnswer(func(r hooks.Request) (int, string) {
+		c.SetAnswer(func(r hooks.Request) (int, string) {
 			if r.Event == hooks.Stop && stops.Add(1) == 1 {
 				return http.StatusOK, `{"user_context":"one more thing"}`
 			}
@@ -343,7 +290,7 @@ func TestHookCompaction(t *testing.T) {
 
 		t.Run("context", func(t *testing.T) {
 			g, c, _ := hookRig(t, newStore)
-			c.setAnswer(func(r hooks.Request) (int, string) {
+			c.SetAnswer(func(r hooks.Request) (int, string) {
 				switch r.Event {
 				case hooks.PreCompact:
 					return http.StatusOK, `{"model_context":"keep the numbers"}`
@@ -368,7 +315,7 @@ func TestHookCompaction(t *testing.T) {
 			}
 			require.Equal(t, "Summary of the conversation so far:\n\nThe user said first.\n\nthe policy still applies", anchor)
 			var sources []string
-			for _, r := range c.events() {
+			for _, r := range c.Events() {
 				if r.Event == hooks.PreCompact || r.Event == hooks.PostCompact {
 					sources = append(sources, string(r.Event)+":"+r.Source)
 				}
@@ -386,7 +333,7 @@ func TestHookCompaction(t *testing.T) {
 				c := g.peek(id)
 				return c.Status == store.ChatStatusWaiting && !c.WorkerID.Valid
 			}, "the first turn finishes")
-			c.setAnswer(func(hooks.Request) (int, string) { return http.StatusOK, `{"decision":"allow"}` })
+			c.SetAnswer(func(hooks.Request) (int, string) { return http.StatusOK, `{"decision":"allow"}` })
 			g.do(func(t *chatstate.Tx) error {
 				_, err := t.RequestCompaction(id)
 				return err

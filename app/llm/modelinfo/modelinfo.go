@@ -27,6 +27,11 @@ const (
 // xhigh < max.
 var EffortScale = []string{EffortNone, EffortMinimal, EffortLow, EffortMedium, EffortHigh, EffortXHigh, EffortMax}
 
+// RequestEfforts are the efforts a request may ask for (a message over the
+// API, a spawn_agent call): the scale without its ends, which only a model
+// config's bounds name.
+var RequestEfforts = EffortScale[1 : len(EffortScale)-1 : len(EffortScale)-1]
+
 // EffortRank is effort's position on EffortScale, -1 when it is not on it.
 func EffortRank(effort string) int {
 	for i, e := range EffortScale {
