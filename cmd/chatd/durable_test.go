@@ -93,10 +93,7 @@ func TestKilledDuringEffectfulToolCall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "chatd")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := chatdBinary(t)
 
 	var hits atomic.Int32
 	hit := make(chan struct{}, 1)

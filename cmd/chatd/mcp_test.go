@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -84,9 +83,7 @@ type mcpRig struct {
 func newMCPRig(t *testing.T, shop *shopServer) *mcpRig {
 	t.Helper()
 	dir := t.TempDir()
-	r := &mcpRig{bin: filepath.Join(dir, "chatd"), db: filepath.Join(dir, "chatd.db"), addr: freeAddr(t), llm: llmtest.NewOpenAI(t)}
-	out, err := exec.Command("go", "build", "-o", r.bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
+	r := &mcpRig{bin: chatdBinary(t), db: filepath.Join(dir, "chatd.db"), addr: freeAddr(t), llm: llmtest.NewOpenAI(t)}
 	config := filepath.Join(dir, "mcp.json")
 	body, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"shop": map[string]any{"url": shop.url}}})
 	require.NoError(t, err)

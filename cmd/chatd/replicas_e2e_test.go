@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -81,12 +79,7 @@ func TestReplicasKillTakeover(t *testing.T) {
 	defer cancel()
 	dsn, schema := dbtest.PostgresSchema(t)
 	db := dsn + " search_path=" + schema
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "chatd")
-	built := time.Now()
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
-	t.Logf("built chatd in %s", time.Since(built).Round(time.Millisecond))
+	bin := chatdBinary(t)
 
 	llm := newKeyedLLM(t, wait)
 	const token = "replicas-e2e-token"

@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
 	"path/filepath"
 	"sync/atomic"
 	"syscall"
@@ -87,10 +86,7 @@ func TestRetryAcrossKill(t *testing.T) {
 		t.Skip("builds and runs the chatd binary")
 	}
 	t.Parallel()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "chatd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := chatdBinary(t)
 
 	for _, effectful := range []bool{false, true} {
 		name := "no-effect-started"
