@@ -132,7 +132,9 @@ func TestModelConfigTestAPI(t *testing.T) {
 				}},
 			{name: "the demo model", token: adminToken, path: testPath(demoID), status: http.StatusOK, ok: true},
 			{name: "401: the provider's message without the key", token: adminToken, path: testPath(qwen.ID.String()),
-				setup:  func() { compat.Enqueue(llmtest.HTTPError(http.StatusUnauthorized, "Incorrect API key provided: "+secret)) },
+				setup: func() {
+					compat.Enqueue(llmtest.HTTPError(http.StatusUnauthorized, "Incorrect API key provided: "+secret))
+				},
 				status: http.StatusOK, ok: false, errText: "Incorrect API key provided", fake: compat},
 			{name: "500", token: adminToken, path: testPath(astra.ID.String()),
 				setup:  func() { responses.Enqueue(llmtest.HTTPError(http.StatusInternalServerError, "the model is on fire")) },
