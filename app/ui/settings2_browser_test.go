@@ -185,6 +185,16 @@ func TestBrowserSettingsMCPForm(t *testing.T) {
 		b.setValue(`.set-form .tool-setting[data-tool="note"] [name="tool_effect"]`, "idempotent")
 		b.setValue(`.set-form .tool-setting[data-tool="note"] [name="tool_approval"]`, "always")
 		b.shot("77-settings-mcp-form")
+		// Every new control has a name a screen reader reads; the form fits a phone.
+		unnamed := eval[[]string](b, `[...document.querySelectorAll('.set-form button, .set-form input, .set-form select, .set-form textarea')]
+			.filter(e => !(e.getAttribute('aria-label') || e.textContent.trim() || (e.id && document.querySelector('label[for="' + e.id + '"]')) || e.closest('label')))
+			.map(e => e.outerHTML.slice(0, 80))`)
+		require.Empty(t, unnamed)
+		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+		b.waitJS("the phone width", `innerWidth === 390`)
+		require.True(t, eval[bool](b, `document.documentElement.scrollWidth <= innerWidth && `+form+`.scrollWidth <= `+form+`.clientWidth + 1`), "the form fits the phone")
+		b.shot("78-settings-mcp-form-phone")
+		b.do(chromedp.EmulateViewport(1280, 860))
 		save()
 		b.waitJS("the form closed", `!`+form)
 		cfg := configs()["everything"]
