@@ -178,6 +178,7 @@ func (s *Server) routes() {
 	chat("DELETE", "/chats/mcp-servers/{id}", s.deleteMCPServer)
 	chat("POST", "/chats/mcp-servers/{id}/test", s.testMCPServer)
 	s.providerRoutes(chat)
+	chat("POST", "/chats/model-configs/{modelConfig}/test", s.testModelConfig)
 	chat("GET", "/chats/{chat}", s.getChat)
 	chat("PATCH", "/chats/{chat}", s.patchChat)
 	chat("DELETE", "/chats/{chat}", s.deleteChat)

@@ -56,6 +56,7 @@ var operations = []operation{
 	{method: "PATCH", path: "/chats/providers/{provider}", summary: "Update a provider (admin)", request: sdk.UpdateChatProviderConfigRequest{}, status: 200, response: sdk.ChatProviderConfig{}},
 	{method: "DELETE", path: "/chats/providers/{provider}", summary: "Delete a provider (admin)", status: 204},
 	{method: "POST", path: "/chats/providers/{provider}/test", summary: "Test a provider's connection and list its models (admin)", status: 200, response: sdk.ChatProviderTest{}},
+	{method: "POST", path: "/chats/model-configs/{modelConfig}/test", summary: "Test a model config with one tiny generation (admin)", status: 200, response: sdk.ChatModelConfigTest{}},
 	{method: "GET", path: "/chats/mcp-servers", summary: "List MCP servers", status: 200, response: []sdk.MCPServer{}},
 	{method: "POST", path: "/chats/mcp-servers", summary: "Create an MCP server (admin)", request: sdk.MCPServerConfig{}, status: 201, response: sdk.MCPServer{}},
 	{method: "PATCH", path: "/chats/mcp-servers/{id}", summary: "Update an MCP server (admin)", request: sdk.MCPServerConfig{}, status: 200, response: sdk.MCPServer{}},

@@ -264,6 +264,9 @@ func (a *Servers) Create(ctx context.Context, body []byte) (sdk.MCPServer, error
 	}
 	delete(fields, "name")
 	delete(fields, "enabled")
+	if err := keepSecrets(fields, nil, nil); err != nil {
+		return sdk.MCPServer{}, err
+	}
 	data, _ := json.Marshal(fields) // raw messages just decoded
 	s, err := parseServer(name, data)
 	if err != nil {
@@ -317,6 +320,9 @@ func (a *Servers) Update(ctx context.Context, id uuid.UUID, body []byte) (sdk.MC
 		if err != nil {
 			return err
 		}
+		if err := keepSecrets(fields, cur.Env, cur.Headers); err != nil {
+			return err
+		}
 		o := cur.object()
 		for _, k := range editable {
 			raw, ok := fields[k]
@@ -348,6 +354,39 @@ func (a *Servers) Update(ctx context.Context, id uuid.UUID, body []byte) (sdk.MC
 		return sdk.MCPServer{}, err
 	}
 	return a.answer(ctx, s, row)
+}
+
+// keepSecrets fills the null values of a body's env and headers objects
+// with the stored values of the same names (env, headers), so an admin
+// who cannot see a value can keep it while changing or removing others. A
+// null value without a stored one is invalid (always so on create, where
+// nothing is stored). Objects that are not of strings and nulls are left
+// for parseServer to refuse.
+func keepSecrets(fields map[string]json.RawMessage, env, headers map[string]string) error {
+	for key, stored := range map[string]map[string]string{"env": env, "headers": headers} {
+		raw, ok := fields[key]
+		if !ok || string(raw) == "null" {
+			continue
+		}
+		var values map[string]*string
+		if json.Unmarshal(raw, &values) != nil {
+			continue
+		}
+		out := make(map[string]string, len(values))
+		for name, v := range values {
+			if v != nil {
+				out[name] = *v
+				continue
+			}
+			kept, ok := stored[name]
+			if !ok {
+				return fmt.Errorf("%w: %s.%s: null keeps the stored value, and none is stored (give a value)", ErrInvalid, key, name)
+			}
+			out[name] = kept
+		}
+		fields[key], _ = json.Marshal(out) // a map of strings always encodes
+	}
+	return nil
 }
 
 // Delete removes a stored server and disconnects it.

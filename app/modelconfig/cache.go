@@ -176,8 +176,26 @@ func (s *Service) Resolve(ctx context.Context, id uuid.NullUUID) (Model, error) 
 	if i < 0 {
 		return Model{}, ErrNoDefault
 	}
-	m := snap.models[i]
-	p := snap.providers[m.AIProviderID]
+	return s.model(snap.models[i], snap.providers[snap.models[i].AIProviderID])
+}
+
+// ModelAccess resolves model config id itself, for an admin's test of it:
+// no fallback, and a disabled config (or one of a disabled provider) too.
+// ErrNotFound when no config has the id.
+func (s *Service) ModelAccess(ctx context.Context, id uuid.UUID) (Model, error) {
+	snap, err := s.cache.get(ctx)
+	if err != nil {
+		return Model{}, err
+	}
+	i := slices.IndexFunc(snap.models, func(m store.ModelConfig) bool { return m.ID == id })
+	if i < 0 {
+		return Model{}, fmt.Errorf("model config %s: %w", id, ErrNotFound)
+	}
+	return s.model(snap.models[i], snap.providers[snap.models[i].AIProviderID])
+}
+
+// model is m of provider p with its client and call settings.
+func (s *Service) model(m store.ModelConfig, p store.AIProvider) (Model, error) {
 	cl, err := s.cache.client(m, p)
 	if err != nil {
 		return Model{}, err

@@ -126,6 +126,7 @@ class ModelsSection extends Section {
       ? 'The star marks the default model of new chats. Reasoning effort: the default a message gets and the most it may ask for.'
       : 'The models you can choose in a chat.');
     if (view.admin) this.actions.append(btn('Add model', () => this.edit(null), { iconName: 'plus', cls: 'btn small add-model' }));
+    this.results = new Map(); // model config id -> node with the last test's outcome
   }
 
   async load() {
@@ -158,14 +159,39 @@ class ModelsSection extends Section {
       m.context_limit ? `${m.context_limit.toLocaleString()} tokens` : 'context unknown',
       effort ? (effort.default ? `effort ${effort.default} (max ${effort.max})` : `effort up to ${effort.max}`) : 'no reasoning effort',
     ];
+    const result = admin ? this.results.get(m.id) || h('div', { class: 'provider-result model-result', 'aria-live': 'polite' }) : null;
+    if (result) this.results.set(m.id, result);
     return h('li', { class: 'set-row model-row' + (m.enabled ? '' : ' off'), dataset: { id: m.id, model: m.model } },
       star,
       h('div', { class: 'set-main' }, h('div', { class: 'set-name', text: m.display_name }),
-        h('div', { class: 'muted small set-facts', text: facts.join(' · ') })),
+        h('div', { class: 'muted small set-facts', text: facts.join(' · ') }), result),
       admin ? h('div', { class: 'set-row-actions' },
         toggle(`Enable ${m.display_name}`, m.enabled, (on) => this.run(() => api('PATCH', `/chats/model-configs/${m.id}`, { enabled: on }))),
+        btn('Test', () => this.test(m, result), { cls: 'btn small test', aria: `Test ${m.display_name}` }),
         btn('Edit', () => this.edit(m), { cls: 'btn small ghost edit', iconName: 'edit', aria: `Edit ${m.display_name}` }),
         btn('', () => this.remove(m), { cls: 'icon-btn delete', iconName: 'trash', aria: `Delete ${m.display_name}` })) : null);
+  }
+
+  // test runs one tiny generation with m and shows how it went in the row:
+  // the latency and the start of the reply, or the provider's error.
+  async test(m, out) {
+    out.className = 'provider-result model-result muted small';
+    out.replaceChildren('Testing…');
+    let r;
+    try {
+      r = await api('POST', `/chats/model-configs/${m.id}/test`);
+    } catch (e) {
+      out.className = 'provider-result model-result set-bad small';
+      out.replaceChildren(errorText(e));
+      return;
+    }
+    if (!r.ok) {
+      out.className = 'provider-result model-result set-bad small';
+      out.replaceChildren(`Test failed: ${r.error || 'unknown error'}`);
+      return;
+    }
+    out.className = 'provider-result model-result set-good small';
+    out.replaceChildren(`Works · ${r.latency_ms} ms · `, r.sample ? h('q', { class: 'model-sample', text: r.sample }) : h('span', { class: 'muted', text: 'no text in the reply' }));
   }
 
   // edit opens the form for m (null: a new model; prefill: a discovered one).
@@ -312,6 +338,112 @@ class ProvidersSection extends Section {
 
 // ---- MCP servers ------------------------------------------------------
 
+// secretRows edits env or headers as name/value rows. A stored value is
+// never shown: its row says "set", an empty value keeps it (sent as null)
+// and a typed one replaces it; a removed row is left out of the object.
+function secretRows(kind, label, storedKeys) {
+  const list = h('div', { class: 'kv-rows' });
+  const rows = [];
+  const noun = kind === 'env' ? 'variable' : 'header';
+  const add = (key, stored) => {
+    const nameIn = input({ name: `${kind}_name`, value: key, placeholder: kind === 'env' ? 'NAME' : 'Header-Name', readonly: stored,
+      autocomplete: 'off', 'aria-label': stored ? `${label}: ${key}` : `New ${noun} name` });
+    const valueIn = input({ name: `${kind}_value`, type: 'password', autocomplete: 'new-password', placeholder: stored ? '•••• set' : 'value',
+      'aria-label': stored ? `New value of ${key} (empty keeps the stored one)` : `New ${noun} value` });
+    const entry = { nameIn, valueIn, stored };
+    const row = h('div', { class: 'kv-row', dataset: { name: key, stored: String(stored) } }, nameIn, valueIn,
+      btn('', () => { rows.splice(rows.indexOf(entry), 1); row.remove(); }, { cls: 'icon-btn kv-remove', iconName: 'trash', aria: stored ? `Remove ${key}` : `Remove this ${noun}` }));
+    rows.push(entry);
+    list.append(row);
+    return entry;
+  };
+  for (const k of storedKeys) add(k, true);
+  const addBtn = btn(`Add ${noun}`, () => add('', false).nameIn.focus(), { cls: `btn small ghost kv-add add-${kind}`, iconName: 'plus' });
+  return {
+    el: h('div', { class: 'set-field kv-field', dataset: { kind } }, h('div', { class: 'field-label', text: label }), list, addBtn,
+      storedKeys.length ? h('p', { class: 'muted small set-hint', text: 'Stored values are never shown: leave one empty to keep it.' }) : null),
+    value() {
+      const out = {};
+      for (const e of rows) {
+        const key = e.nameIn.value.trim();
+        if (!key) {
+          if (e.valueIn.value) throw new Error(`${label}: a ${noun} with a value needs a name.`);
+          continue;
+        }
+        out[key] = e.stored && e.valueIn.value === '' ? null : e.valueIn.value;
+      }
+      return out;
+    },
+  };
+}
+
+// nameList edits a list of tool names as removable chips, with an input
+// that offers the names known (a datalist) and adds one on Enter or Add.
+function nameList(kind, label, names, offered, hint) {
+  const id = fieldId(kind);
+  const values = [];
+  const chips = h('ul', { class: 'name-chips', 'aria-label': label });
+  const addName = (raw) => {
+    const n = raw.trim();
+    if (!n || values.includes(n)) return;
+    values.push(n);
+    const li = h('li', { class: 'name-chip', dataset: { name: n } }, h('span', { class: 'mono', text: n }),
+      btn('', () => { values.splice(values.indexOf(n), 1); li.remove(); }, { cls: 'icon-btn name-remove', iconName: 'x', aria: `Remove ${n} from ${label}` }));
+    chips.append(li);
+  };
+  names.forEach(addName);
+  const list = h('datalist', { id: `${id}-names` }, offered.map((n) => h('option', { value: n })));
+  const entry = input({ id, name: kind, list: list.id, placeholder: 'Tool name', autocomplete: 'off' });
+  const take = () => { addName(entry.value); entry.value = ''; };
+  entry.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); take(); } });
+  return {
+    el: h('div', { class: 'set-field name-field', dataset: { kind } },
+      h('label', { class: 'field-label', for: id, text: label }), chips,
+      h('div', { class: 'name-add' }, entry, btn('Add', take, { cls: `btn small ghost name-add-btn add-${kind}`, aria: `Add to ${label}` })), list,
+      hint ? h('p', { class: 'muted small set-hint', text: hint }) : null),
+    // values are the chips, and a name typed but not added yet.
+    values() { take(); return [...values]; },
+  };
+}
+
+const EFFECT_OPTIONS = [['pure', 'pure'], ['idempotent', 'idempotent'], ['effectful', 'effectful']];
+const TOOL_APPROVAL_OPTIONS = [['', 'Server policy'], ['never', 'Never'], ['effectful', 'If effectful'], ['always', 'Always']];
+
+// toolSettings sets each tool's effect class and approval: a row per tool
+// name offered, and an input to add one the server has not shown yet.
+function toolSettings(names, effects, approvals, tools) {
+  const rows = new Map();
+  const body = h('div', { class: 'tool-settings' });
+  const addRow = (raw) => {
+    const n = raw.trim();
+    if (!n || rows.has(n)) return;
+    const t = tools.find((x) => (x.mcp_name || x.name) === n);
+    const auto = t && t.effect_source !== 'config' ? `Automatic (${t.effect})` : 'Automatic';
+    const effect = select([['', auto], ...EFFECT_OPTIONS], effects[n] || '', { name: 'tool_effect', 'aria-label': `Effect class of ${n}` });
+    const approval = select(TOOL_APPROVAL_OPTIONS, approvals[n] || '', { name: 'tool_approval', 'aria-label': `Approval of ${n}` });
+    rows.set(n, { effect, approval });
+    body.append(h('div', { class: 'tool-setting', dataset: { tool: n } }, h('span', { class: 'mono tool-setting-name', text: n }), effect, approval));
+  };
+  names.forEach(addRow);
+  const id = fieldId('tool');
+  const entry = input({ id, name: 'tool_name', placeholder: 'Tool name', autocomplete: 'off' });
+  const take = () => { addRow(entry.value); entry.value = ''; };
+  entry.addEventListener('keydown', (e) => { if (e.key === 'Enter') { e.preventDefault(); take(); } });
+  const pick = (key) => {
+    const out = {};
+    for (const [n, r] of rows) if (r[key].value) out[n] = r[key].value;
+    return out;
+  };
+  return {
+    el: h('div', { class: 'set-field tool-settings-field' },
+      h('label', { class: 'field-label', for: id, text: 'Per tool: effect class and approval' }), body,
+      h('div', { class: 'name-add' }, entry, btn('Add tool', take, { cls: 'btn small ghost add-tool-setting' })),
+      h('p', { class: 'muted small set-hint', text: 'The effect class says what happens to a call a crash interrupted; approval overrides the server’s for that tool.' })),
+    effects: () => pick('effect'),
+    approvals: () => pick('approval'),
+  };
+}
+
 class MCPSection extends Section {
   constructor(view) {
     super(view, 'mcp', 'MCP servers', 'Tool servers every chat may use. The effect class says what happens to a call a crash interrupted.');
@@ -380,28 +512,45 @@ class MCPSection extends Section {
     const approval = select([['', 'Deployment default'], ['never', 'Never'], ['effectful', 'Effectful tools'], ['always', 'Always']], cfg.approval || '', { name: 'approval' });
     const timeout = input({ name: 'timeout', value: cfg.timeout || '', placeholder: '60s' });
     const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: s ? cfg.enabled !== false : true });
-    const cmdFields = h('div', { class: 'set-grid' }, field('Command', command), field('Arguments', args));
-    const urlFields = h('div', { class: 'set-grid' }, field('URL', url));
+    const env = secretRows('env', 'Environment variables', cfg.env_keys || []);
+    const headers = secretRows('headers', 'Headers', cfg.header_keys || []);
+    // The tool names to offer: the connected server's, and those the config names.
+    const tools = (s && s.tools) || [];
+    const found = s && s.state === 'connected' ? tools.map((t) => t.mcp_name || t.name) : [];
+    const named = [...((cfg.tools && cfg.tools.include) || []), ...((cfg.tools && cfg.tools.exclude) || []),
+      ...Object.keys(cfg.effects || {}), ...Object.keys(cfg.approvals || {})];
+    const offered = [...new Set([...found, ...named])].sort();
+    const include = nameList('include', 'Only these tools', (cfg.tools && cfg.tools.include) || [], offered, 'Empty: every tool the server offers.');
+    const exclude = nameList('exclude', 'Never these tools', (cfg.tools && cfg.tools.exclude) || [], offered);
+    const perTool = toolSettings(offered, cfg.effects || {}, cfg.approvals || {}, tools);
+    const cmdFields = h('div', { class: 'set-grid' }, field('Command', command), field('Arguments', args), env.el);
+    const urlFields = h('div', { class: 'set-grid' }, field('URL', url), headers.el);
     const sync = () => { cmdFields.hidden = kind.value !== 'stdio'; urlFields.hidden = kind.value === 'stdio'; };
     kind.addEventListener('change', sync);
     sync();
     const fields = h('div', {},
       h('div', { class: 'set-grid' }, field('Name', name), field('Kind', kind)), cmdFields, urlFields,
       h('div', { class: 'set-grid' }, field('Approval', approval, 'Which calls wait for a person.'), field('Timeout per call', timeout)),
-      h('label', { class: 'set-check' }, enabled, ' Enabled'),
-      s && ((cfg.env_keys || []).length || (cfg.header_keys || []).length)
-        ? h('p', { class: 'muted small', text: 'Environment variables and headers are kept as they are.' }) : null);
+      h('div', { class: 'set-grid' }, include.el, exclude.el), perTool.el,
+      h('label', { class: 'set-check' }, enabled, ' Enabled'));
     this.openForm(s ? `Edit ${s.name}` : 'Add an MCP server', fields, () => {
-      const body = { enabled: enabled.checked };
-      if (approval.value) body.approval = approval.value;
-      if (timeout.value.trim()) body.timeout = timeout.value.trim();
+      // Every field is sent, so what the form shows is what is stored; null
+      // resets a field, and a null env or header value keeps the stored one.
+      const body = { enabled: enabled.checked, approval: approval.value || null, timeout: timeout.value.trim() || null };
       if (kind.value === 'stdio') {
-        body.command = command.value.trim();
-        body.args = args.value.split('\n').map((a) => a.trim()).filter(Boolean);
+        Object.assign(body, { command: command.value.trim(), args: args.value.split('\n').map((a) => a.trim()).filter(Boolean), env: env.value(), url: null, headers: null });
       } else {
-        body.url = url.value.trim();
+        Object.assign(body, { url: url.value.trim(), headers: headers.value(), command: null, args: null, env: null });
       }
+      const inc = include.values();
+      const exc = exclude.values();
+      body.tools = inc.length || exc.length ? { include: inc, exclude: exc } : null;
+      const effects = perTool.effects();
+      const approvals = perTool.approvals();
+      body.effects = Object.keys(effects).length ? effects : null;
+      body.approvals = Object.keys(approvals).length ? approvals : null;
       if (s) return api('PATCH', `/chats/mcp-servers/${s.id}`, body);
+      for (const k of Object.keys(body)) if (body[k] === null) delete body[k];
       return api('POST', '/chats/mcp-servers', { name: name.value.trim(), ...body });
     });
   }
