@@ -42,6 +42,28 @@ type MCPServerConfig struct {
 	UpdatedAt time.Time `json:"updated_at"`
 }
 
+// MCPServerRequest is the body of POST /chats/mcp-servers and PATCH
+// /chats/mcp-servers/{id}: name and enabled, then the fields of an entry of
+// the MCP config file. On PATCH every field is optional and a field given
+// as null returns to its default; in env and headers a value given as null
+// keeps that name's stored value (the values are never shown), and a name
+// left out is removed.
+type MCPServerRequest struct {
+	Name      string             `json:"name,omitempty"`
+	Enabled   *bool              `json:"enabled,omitempty"`
+	Command   string             `json:"command,omitempty"`
+	Args      []string           `json:"args,omitempty"`
+	Env       map[string]*string `json:"env,omitempty"`
+	URL       string             `json:"url,omitempty"`
+	Headers   map[string]*string `json:"headers,omitempty"`
+	Tools     *MCPToolFilter     `json:"tools,omitempty"`
+	Effects   map[string]string  `json:"effects,omitempty"`
+	Approval  string             `json:"approval,omitempty"`
+	Approvals map[string]string  `json:"approvals,omitempty"`
+	// Timeout bounds one tools/call, a Go duration such as "60s".
+	Timeout string `json:"timeout,omitempty"`
+}
+
 // MCPToolFilter keeps only Include's tools (when not empty), then drops
 // Exclude's.
 type MCPToolFilter struct {
