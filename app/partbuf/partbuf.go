@@ -132,7 +132,7 @@ type Buffer struct {
 	onSlowDrop   func(Episode)
 }
 
-// episode is one episode's state. Every field but subscribers is guarded by
+// episode is one episode's state. Every field but subscribers and the atomics is guarded by
 // mu; subscribers is guarded by Buffer.mu.
 type episode struct {
 	mu sync.RWMutex
@@ -144,15 +144,20 @@ type episode struct {
 	closedAt  time.Time
 	invokedAt time.Time
 	size      int
-	// parts only grows: delivery goroutines read elements below the length
-	// they observed under mu without holding it.
+	// parts only grows: readers read elements below the length they
+	// observed without holding mu.
 	parts []Part
 	tools map[int]ToolTiming
 
-	// wake is closed and replaced when parts are added or the episode
-	// closes, if a reader took it (waiting is set). Readers take it under
-	// the read lock, so waiting is atomic.
-	wake    chan struct{}
+	// view is what readers see of parts and closed, published by every
+	// change of them, so that readers take no lock: the generating
+	// goroutine never waits for a reader.
+	view atomic.Pointer[partsView]
+	// wake is closed and replaced (under mu) when parts are added or the
+	// episode closes, if a reader took it (waiting is set). A reader
+	// loads wake, sets waiting, then loads view: a part published after
+	// that view finds waiting set and gets wake closed.
+	wake    atomic.Pointer[chan struct{}]
 	waiting atomic.Bool
 	// signal asks the episode's broadcaster to close wake: AddPart does
 	// not wake the readers itself, since closing a channel readies every
@@ -166,16 +171,39 @@ type episode struct {
 	quit        chan struct{}
 }
 
+// partsView is an episode's parts and closed flag as readers see them.
+type partsView struct {
+	parts  []Part
+	closed bool
+}
+
 func newEpisode() *episode {
-	return &episode{wake: make(chan struct{}), signal: make(chan struct{}, 1)}
+	e := &episode{signal: make(chan struct{}, 1)}
+	wake := make(chan struct{})
+	e.wake.Store(&wake)
+	e.view.Store(&partsView{})
+	return e
+}
+
+// publish makes parts and closed visible to readers. Call with e.mu held.
+func (e *episode) publish() {
+	e.view.Store(&partsView{parts: e.parts, closed: e.closed})
+}
+
+// read returns the parts from index next on, whether the episode is
+// closed, and the channel to wait on for more, without a lock.
+func (e *episode) read(next int) (parts []Part, closed bool, wake <-chan struct{}) {
+	w := e.wake.Load()
+	e.waiting.Store(true)
+	v := e.view.Load()
+	return v.parts[next:len(v.parts):len(v.parts)], v.closed, *w
 }
 
 // wakeAll wakes the readers waiting on e. Call with e.mu held.
 func (e *episode) wakeAll() {
-	if e.waiting.Load() {
-		close(e.wake)
-		e.wake = make(chan struct{})
-		e.waiting.Store(false)
+	if e.waiting.Swap(false) {
+		wake := make(chan struct{})
+		close(*e.wake.Swap(&wake))
 	}
 }
 
@@ -388,6 +416,7 @@ func (b *Buffer) CloseEpisode(ep Episode) {
 	e.created = true
 	e.closed = true
 	e.closedAt = now
+	e.publish()
 	e.wakeAll()
 }
 
@@ -424,6 +453,7 @@ func (b *Buffer) AddPart(ep Episode, part sdk.ChatMessagePart) error {
 	}
 	e.size += len(encoded)
 	e.parts = append(e.parts, Part{Seq: int64(len(e.parts)) + 1, Content: part, JSON: encoded})
+	e.publish()
 	e.signalReaders()
 	return nil
 }
@@ -624,15 +654,7 @@ func (s *subscription) run(ctx context.Context) {
 	}()
 	next := 0 // index of the next part to deliver
 	for {
-		s.e.mu.RLock()
-		pending := s.e.parts[next:]
-		closed := s.e.closed
-		var wake <-chan struct{}
-		if len(pending) == 0 && !closed {
-			wake = s.e.wake
-			s.e.waiting.Store(true)
-		}
-		s.e.mu.RUnlock()
+		pending, closed, wake := s.e.read(next)
 
 		for _, p := range pending {
 			if !s.send(ctx, p) {
@@ -758,18 +780,15 @@ func (f *Follower) Next() (parts []Part, wake <-chan struct{}, done bool) {
 		return nil, nil, true
 	default:
 	}
-	f.e.mu.RLock()
-	defer f.e.mu.RUnlock()
-	parts = f.e.parts[f.next:len(f.e.parts):len(f.e.parts)]
+	parts, closed, wake := f.e.read(f.next)
 	f.next += len(parts)
-	if f.e.closed {
+	if closed {
 		if len(parts) == 0 {
 			return nil, nil, true
 		}
 		return parts, closedChan, false // the next call reports done
 	}
-	f.e.waiting.Store(true)
-	return parts, f.e.wake, false
+	return parts, wake, false
 }
 
 // closedChan is a wake channel that never blocks.

@@ -242,11 +242,10 @@ func (s *Server) ServeWith(ctx context.Context, conn *websocket.Conn, chatID uui
 	src := StoreSource{Store: s.store, HistoryLimit: opts.HistoryLimit}
 	w := &writer{conn: conn, partPrefix: partEventPrefix(chatID)}
 
-	wg.Go(func() {
-		if s.ka.run(ctx, conn) != nil {
-			cancel()
-		}
-	})
+	// Keepalive runs in this loop: a goroutine exists only while a ping
+	// is out.
+	pings := s.ka.pinger()
+	defer pings.stop()
 
 	syncOnce := func(h Hints) error {
 		var err error
@@ -273,6 +272,14 @@ func (s *Server) ServeWith(ctx context.Context, conn *websocket.Conn, chatID uui
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-pings.C():
+			pings.ping(ctx, conn, &wg)
+		case err := <-pings.result():
+			pings.done()
+			if err != nil {
+				cancel() // as a failed keepalive always has: the stream ends
+				return ctx.Err()
+			}
 		case <-box.wake:
 			if h := box.take(); h != nil {
 				if err := syncOnce(*h); err != nil {
