@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -81,4 +83,25 @@ func TestStalledViewerBlocksNobody(t *testing.T) {
 			require.Equal(t, int64(i+1), s)
 		}
 	})
+}
+
+// A viewer that stops answering pings is dropped after the pong timeout:
+// the keepalive that runs in the stream's loop pings an idle viewer.
+func TestSilentViewerDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Now())
+	r := startApp(t, dbtest.NewSQLite(t), app.Config{NoWorker: true, Clock: clk, StreamPingInterval: time.Hour, StreamPongTimeout: 50 * time.Millisecond})
+	chat := createChat(t, r.client, "")
+	conn, _, err := websocket.Dial(ctx, streamURL(r.srv.URL, chat.ID), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Coder-Session-Token": {token}},
+	})
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	_, _, err = conn.Read(ctx) // the bootstrap; then the client reads nothing, so pongs never come
+	require.NoError(t, err)
+	require.Equal(t, 1.0, gauge(t, r.app.Metrics().Registry, "chatd_stream_viewers"))
+	clk.Advance(time.Hour)
+	require.Eventually(t, func() bool { return gauge(t, r.app.Metrics().Registry, "chatd_stream_viewers") == 0 },
+		waitTimeout, 10*time.Millisecond, "the silent viewer is dropped")
 }
