@@ -300,7 +300,7 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 			}
 		}
 		for _, f := range frames {
-			if !r.send(ctx, relayPart{f.HistoryVersion, f.GenerationAttempt, f.Seq, f.Part}) {
+			if !r.send(ctx, relayPart(f)) {
 				return ctx.Err()
 			}
 		}
