@@ -539,3 +539,17 @@ func AddPartCost(ctx context.Context, subscribers, parts int) (time.Duration, er
 	done.Wait()
 	return total / time.Duration(parts), nil
 }
+
+// ParseViewers reads a comma-separated list of positive viewer counts
+// (`chatd bench --delivery-viewers 1,100,1000`).
+func ParseViewers(s string) ([]int, error) {
+	var out []int
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("viewer counts must be positive integers, got %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
