@@ -65,6 +65,8 @@ type Config struct {
 	ListSamples int
 	// SeqTurns is how many sequential turns one chat takes.
 	SeqTurns int
+	// Delivery sizes the token delivery figures (delivery.go).
+	Delivery DeliveryConfig
 }
 
 func (c Config) withDefaults() Config {
@@ -120,6 +122,9 @@ type Report struct {
 
 	// ListP99 per filter name, at LargeChats chats.
 	ListP99 map[string]time.Duration
+
+	// Delivery: token delivery, idle viewers, AddPart (delivery.go).
+	Delivery DeliveryReport
 }
 
 // Write prints r as a table of figures and ratios.
@@ -153,6 +158,7 @@ func (r Report) Write(w io.Writer) error {
 	for _, n := range names {
 		row(fmt.Sprintf("list p99 (%d chats): %s", r.LargeChats, n), ms(r.ListP99[n]), "", "")
 	}
+	r.Delivery.write(row)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -234,6 +240,9 @@ func Run(ctx context.Context, s store.Store, storeName string, cfg Config) (r Re
 		return r, err
 	}
 	if err := env.lists(ctx, r.ListP99); err != nil {
+		return r, err
+	}
+	if r.Delivery, err = measureDelivery(ctx, s, client, cfg.Delivery); err != nil {
 		return r, err
 	}
 	return r, nil

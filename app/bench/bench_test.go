@@ -22,6 +22,7 @@ func TestRun(t *testing.T) {
 		cfg := bench.Config{
 			Duration: 50 * time.Millisecond, Concurrency: 2, SeedChats: 30, SeedMessages: 40,
 			History: 120, Samples: 2, ListSamples: 2, SeqTurns: 2,
+			Delivery: bench.DeliveryConfig{Tokens: 5, Viewers: []int{1, 3}, IdleViewers: 4},
 		}
 		r, err := bench.Run(context.Background(), s, s.Dialect(), cfg)
 		require.NoError(t, err)
@@ -37,9 +38,19 @@ func TestRun(t *testing.T) {
 		require.Positive(t, r.BootstrapLimitedP99)
 		require.Less(t, r.BootstrapLimitedBytes, r.BootstrapBytes, "history_limit=100 of 120 messages sends less")
 		require.Len(t, r.ListP99, 8)
+		require.Len(t, r.Delivery.Rows, 2)
+		for _, d := range r.Delivery.Rows {
+			require.Positive(t, d.P99, "%d viewers", d.Viewers)
+			require.Positive(t, d.BaseP99, "%d viewers", d.Viewers)
+		}
+		require.Positive(t, r.Delivery.IdleViewerBytes)
+		require.Positive(t, r.Delivery.IdleBareBytes)
+		require.Positive(t, r.Delivery.AddPart1000)
 		var out bytes.Buffer
 		require.NoError(t, r.Write(&out))
 		require.Contains(t, out.String(), "turns/s vs raw commits/s")
 		require.Contains(t, out.String(), "list p99")
+		require.Contains(t, out.String(), "token delivery p99, 3 viewers")
+		require.Contains(t, out.String(), "memory per idle viewer")
 	})
 }

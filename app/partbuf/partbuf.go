@@ -63,11 +63,14 @@ func (e Episode) String() string {
 	return fmt.Sprintf("%s/%d/%d", e.ChatID, e.HistoryVersion, e.GenerationAttempt)
 }
 
-// Part is a message part as delivered to subscribers: its content and its
-// position in the episode, starting at 1.
+// Part is a message part as delivered to subscribers: its content, its
+// JSON encoding and its position in the episode, starting at 1. JSON is
+// encoded once, by AddPart, and shared by every reader (the stream frames
+// of every viewer, the parts endpoint): readers must not modify it.
 type Part struct {
 	Seq     int64
 	Content sdk.ChatMessagePart
+	JSON    []byte
 }
 
 // ToolTiming is when one tool call occurrence of an episode started and
@@ -129,7 +132,7 @@ type Buffer struct {
 	onSlowDrop   func(Episode)
 }
 
-// episode is one episode's state. Every field but subscribers is guarded by
+// episode is one episode's state. Every field but subscribers and the atomics is guarded by
 // mu; subscribers is guarded by Buffer.mu.
 type episode struct {
 	mu sync.RWMutex
@@ -141,30 +144,108 @@ type episode struct {
 	closedAt  time.Time
 	invokedAt time.Time
 	size      int
-	// parts only grows: delivery goroutines read elements below the length
-	// they observed under mu without holding it.
+	// parts only grows: readers read elements below the length they
+	// observed without holding mu.
 	parts []Part
 	tools map[int]ToolTiming
 
-	// wake is closed and replaced when parts are added or the episode
-	// closes, if a delivery goroutine took it (waiting is set). Readers take
-	// it under the read lock, so waiting is atomic.
-	wake    chan struct{}
+	// view is what readers see of parts and closed, published by every
+	// change of them, so that readers take no lock: the generating
+	// goroutine never waits for a reader.
+	view atomic.Pointer[partsView]
+	// wake is closed and replaced (under mu) when parts are added or the
+	// episode closes, if a reader took it (waiting is set). A reader
+	// loads wake, sets waiting, then loads view: a part published after
+	// that view finds waiting set and gets wake closed.
+	wake    atomic.Pointer[chan struct{}]
 	waiting atomic.Bool
+	// signal asks the episode's broadcaster to close wake: AddPart does
+	// not wake the readers itself, since closing a channel readies every
+	// goroutine waiting on it, which would make the generating
+	// goroutine's cost grow with the viewers.
+	signal chan struct{}
 
+	// subscribers is guarded by Buffer.mu; quit ends the broadcaster,
+	// which runs while subscribers > 0.
 	subscribers int
+	quit        chan struct{}
+}
+
+// partsView is an episode's parts and closed flag as readers see them.
+type partsView struct {
+	parts  []Part
+	closed bool
 }
 
 func newEpisode() *episode {
-	return &episode{wake: make(chan struct{})}
+	e := &episode{signal: make(chan struct{}, 1)}
+	wake := make(chan struct{})
+	e.wake.Store(&wake)
+	e.view.Store(&partsView{})
+	return e
 }
 
-// broadcast wakes the delivery goroutines waiting on e. Call with e.mu held.
-func (e *episode) broadcast() {
+// publish makes parts and closed visible to readers. Call with e.mu held.
+func (e *episode) publish() {
+	e.view.Store(&partsView{parts: e.parts, closed: e.closed})
+}
+
+// read returns the parts from index next on, whether the episode is
+// closed, and the channel to wait on for more, without a lock.
+func (e *episode) read(next int) (parts []Part, closed bool, wake <-chan struct{}) {
+	w := e.wake.Load()
+	e.waiting.Store(true)
+	v := e.view.Load()
+	return v.parts[next:len(v.parts):len(v.parts)], v.closed, *w
+}
+
+// wakeAll wakes the readers waiting on e. Call with e.mu held.
+func (e *episode) wakeAll() {
+	if e.waiting.Swap(false) {
+		wake := make(chan struct{})
+		close(*e.wake.Swap(&wake))
+	}
+}
+
+// signalReaders asks the broadcaster to wake the waiting readers: O(1)
+// for the caller whatever their number. Call with e.mu held.
+func (e *episode) signalReaders() {
 	if e.waiting.Load() {
-		close(e.wake)
-		e.wake = make(chan struct{})
-		e.waiting.Store(false)
+		select {
+		case e.signal <- struct{}{}:
+		default: // a wake-up is already pending
+		}
+	}
+}
+
+// broadcast is the episode's broadcaster: it does the fan-out of AddPart's
+// signals, so the generating goroutine never does per-reader work. It runs
+// while the episode has subscribers (subscribe starts it, the last
+// unsubscribe ends it) or until the Buffer stops.
+func (b *Buffer) broadcast(e *episode, quit <-chan struct{}) {
+	defer b.wg.Done()
+	for {
+		select {
+		case <-e.signal:
+			e.mu.Lock()
+			e.wakeAll()
+			e.mu.Unlock()
+		case <-quit:
+			return
+		case <-b.done:
+			return
+		}
+	}
+}
+
+// addSubscriber counts one reader of e, starting its broadcaster with the
+// first. Call with b.mu held.
+func (b *Buffer) addSubscriber(e *episode) {
+	e.subscribers++
+	if e.subscribers == 1 {
+		e.quit = make(chan struct{})
+		b.wg.Add(1)
+		go b.broadcast(e, e.quit)
 	}
 }
 
@@ -233,6 +314,12 @@ func (b *Buffer) Stop() {
 	if !b.stopped {
 		b.stopped = true
 		close(b.done)
+		// Readers without a goroutine (Follow) learn it from their wake.
+		for _, e := range b.episodes {
+			e.mu.Lock()
+			e.wakeAll()
+			e.mu.Unlock()
+		}
 	}
 	b.mu.Unlock()
 	b.wg.Wait()
@@ -329,7 +416,8 @@ func (b *Buffer) CloseEpisode(ep Episode) {
 	e.created = true
 	e.closed = true
 	e.closedAt = now
-	e.broadcast()
+	e.publish()
+	e.wakeAll()
 }
 
 // AddPart appends a part to an open episode. It fails with
@@ -364,8 +452,9 @@ func (b *Buffer) AddPart(ep Episode, part sdk.ChatMessagePart) error {
 		return fmt.Errorf("add part to episode %s: %w", ep, ErrEpisodeFull)
 	}
 	e.size += len(encoded)
-	e.parts = append(e.parts, Part{Seq: int64(len(e.parts)) + 1, Content: part})
-	e.broadcast()
+	e.parts = append(e.parts, Part{Seq: int64(len(e.parts)) + 1, Content: part, JSON: encoded})
+	e.publish()
+	e.signalReaders()
 	return nil
 }
 
@@ -503,7 +592,7 @@ func (b *Buffer) SubscribeToEpisode(ctx context.Context, ep Episode) (<-chan Par
 		e = newEpisode()
 		b.episodes[ep] = e
 	}
-	e.subscribers++
+	b.addSubscriber(e)
 	b.wg.Add(1)
 	b.mu.Unlock()
 
@@ -533,6 +622,7 @@ func (b *Buffer) unsubscribe(key Episode, e *episode) {
 	if e.subscribers > 0 {
 		return
 	}
+	close(e.quit)
 	e.mu.RLock()
 	placeholder := !e.created
 	e.mu.RUnlock()
@@ -564,15 +654,7 @@ func (s *subscription) run(ctx context.Context) {
 	}()
 	next := 0 // index of the next part to deliver
 	for {
-		s.e.mu.RLock()
-		pending := s.e.parts[next:]
-		closed := s.e.closed
-		var wake <-chan struct{}
-		if len(pending) == 0 && !closed {
-			wake = s.e.wake
-			s.e.waiting.Store(true)
-		}
-		s.e.mu.RUnlock()
+		pending, closed, wake := s.e.read(next)
 
 		for _, p := range pending {
 			if !s.send(ctx, p) {
@@ -647,4 +729,82 @@ func clonePart(p sdk.ChatMessagePart) sdk.ChatMessagePart {
 		p.CompletedAt = &t
 	}
 	return p
+}
+
+// Follower reads an episode's parts without a goroutine or a channel of
+// its own: a cursor into the episode's shared parts, for a reader that
+// already has a loop (the stream endpoint's). Parts wait in the episode,
+// so a follower that reads slowly holds up no one, the generating
+// goroutine included. A Follower is used by one goroutine.
+type Follower struct {
+	b      *Buffer
+	key    Episode
+	e      *episode
+	next   int
+	closed bool
+}
+
+// Follow returns a follower of the episode, from its first part. If the
+// episode does not exist yet, the follower waits for it. Close releases
+// it; until then the episode is not collected.
+func (b *Buffer) Follow(ep Episode) *Follower {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.stopped {
+		return &Follower{b: b, key: ep, closed: true}
+	}
+	e := b.episodes[ep]
+	if e == nil {
+		e = newEpisode()
+		b.episodes[ep] = e
+	}
+	b.addSubscriber(e)
+	return &Follower{b: b, key: ep, e: e}
+}
+
+// Episode is the episode followed.
+func (f *Follower) Episode() Episode { return f.key }
+
+// Next returns the parts added since the last call, in order, and a
+// channel closed once more may be there (a part added, the episode
+// closed, the Buffer stopped). done reports that no part will come: the
+// episode is closed and every part was returned, the Buffer stopped, or
+// the follower was closed; wake is nil then. The parts are shared with
+// every other reader: they must not be modified.
+func (f *Follower) Next() (parts []Part, wake <-chan struct{}, done bool) {
+	if f.closed {
+		return nil, nil, true
+	}
+	select {
+	case <-f.b.done:
+		return nil, nil, true
+	default:
+	}
+	parts, closed, wake := f.e.read(f.next)
+	f.next += len(parts)
+	if closed {
+		if len(parts) == 0 {
+			return nil, nil, true
+		}
+		return parts, closedChan, false // the next call reports done
+	}
+	return parts, wake, false
+}
+
+// closedChan is a wake channel that never blocks.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// Close releases the follower; it is idempotent.
+func (f *Follower) Close() {
+	if f.closed {
+		return
+	}
+	f.closed = true
+	if f.e != nil {
+		f.b.unsubscribe(f.key, f.e)
+	}
 }

@@ -71,3 +71,45 @@ func BenchmarkAddPartFanout(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAddPartPaced measures the generating goroutine's cost of one
+// AddPart when its subscribers keep up: each part is added once every
+// subscriber received the previous one, so all of them wait for it, as
+// the viewers of a paced provider stream do. add-ns/op should not grow
+// with the subscribers: fan-out is not the producer's work.
+func BenchmarkAddPartPaced(b *testing.B) {
+	part := sdk.ChatMessagePart{Type: sdk.PartText, Text: "The quick brown fox jumps "}
+	for _, n := range []int{1, 1000} {
+		b.Run(fmt.Sprintf("subscribers=%d", n), func(b *testing.B) {
+			buf := New(Config{MaxBytes: math.MaxInt})
+			defer buf.Stop()
+			ep := newKey()
+			if err := buf.CreateEpisode(ep); err != nil {
+				b.Fatal(err)
+			}
+			var got, done sync.WaitGroup
+			for range n {
+				ch, cancel := buf.SubscribeToEpisode(b.Context(), ep)
+				defer cancel()
+				done.Go(func() {
+					for range ch {
+						got.Done()
+					}
+				})
+			}
+			var added time.Duration
+			for b.Loop() {
+				got.Add(n)
+				t0 := time.Now()
+				if err := buf.AddPart(ep, part); err != nil {
+					b.Fatal(err)
+				}
+				added += time.Since(t0)
+				got.Wait()
+			}
+			buf.CloseEpisode(ep)
+			done.Wait()
+			b.ReportMetric(float64(added.Nanoseconds())/float64(b.N), "add-ns/op")
+		})
+	}
+}

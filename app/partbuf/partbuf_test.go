@@ -72,6 +72,14 @@ func drain(t *testing.T, ch <-chan Part) []Part {
 }
 
 // receive reads one part from ch, which must stay open.
+// encodedPart is the Part a subscriber receives: with the content's JSON.
+func encodedPart(t *testing.T, seq int64, c sdk.ChatMessagePart) Part {
+	t.Helper()
+	b, err := json.Marshal(c)
+	require.NoError(t, err)
+	return Part{Seq: seq, Content: c, JSON: b}
+}
+
 func receive(t *testing.T, ch <-chan Part) Part {
 	t.Helper()
 	select {
@@ -414,16 +422,16 @@ func TestSubscribeLive(t *testing.T) {
 
 	ch, cancel := b.SubscribeToEpisode(t.Context(), s.ep)
 	defer cancel()
-	require.Equal(t, Part{Seq: 1, Content: text("a")}, receive(t, ch))
-	require.Equal(t, Part{Seq: 2, Content: text("b")}, receive(t, ch))
+	require.Equal(t, encodedPart(t, 1, text("a")), receive(t, ch))
+	require.Equal(t, encodedPart(t, 2, text("b")), receive(t, ch))
 
 	// Live parts follow the buffered ones.
 	addTexts(t, b, s.ep, "c")
-	require.Equal(t, Part{Seq: 3, Content: text("c")}, receive(t, ch))
+	require.Equal(t, encodedPart(t, 3, text("c")), receive(t, ch))
 	addTexts(t, b, s.ep, "d", "e")
 	b.CloseEpisode(s.ep)
 	rest := drain(t, ch)
-	require.Equal(t, []Part{{Seq: 4, Content: text("d")}, {Seq: 5, Content: text("e")}}, rest)
+	require.Equal(t, []Part{encodedPart(t, 4, text("d")), encodedPart(t, 5, text("e"))}, rest)
 }
 
 func TestSubscribeBeforeCreate(t *testing.T) {
@@ -691,7 +699,7 @@ func TestCollect(t *testing.T) {
 
 		// Once the subscription has delivered everything, it no longer holds
 		// the episode.
-		require.Equal(t, []Part{{Seq: 2, Content: text("b")}}, drain(t, ch))
+		require.Equal(t, []Part{encodedPart(t, 2, text("b"))}, drain(t, ch))
 		require.Equal(t, 1, b.Collect(s.clock.Now()))
 	})
 

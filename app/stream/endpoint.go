@@ -240,13 +240,12 @@ func (s *Server) ServeWith(ctx context.Context, conn *websocket.Conn, chatID uui
 	defer rel.stop()
 	loop := NewLoop(chatID, rel.configure)
 	src := StoreSource{Store: s.store, HistoryLimit: opts.HistoryLimit}
-	w := &writer{conn: conn}
+	w := &writer{conn: conn, partPrefix: partEventPrefix(chatID)}
 
-	wg.Go(func() {
-		if s.ka.run(ctx, conn) != nil {
-			cancel()
-		}
-	})
+	// Keepalive runs in this loop: a goroutine exists only while a ping
+	// is out.
+	pings := s.ka.pinger()
+	defer pings.stop()
 
 	syncOnce := func(h Hints) error {
 		var err error
@@ -273,79 +272,135 @@ func (s *Server) ServeWith(ctx context.Context, conn *websocket.Conn, chatID uui
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-pings.C():
+			pings.ping(ctx, conn, &wg)
+		case err := <-pings.result():
+			pings.done()
+			if err != nil {
+				cancel() // as a failed keepalive always has: the stream ends
+				return ctx.Err()
+			}
 		case <-box.wake:
 			if h := box.take(); h != nil {
 				if err := syncOnce(*h); err != nil {
 					return err
 				}
 			}
+		case <-rel.localWake():
+			// The local episode's parts, as many as are there: a burst
+			// of tokens goes out in one frame.
+			if err := w.writeParts(ctx, loop, rel.takeLocal()); err != nil {
+				return err
+			}
 		case p := <-rel.out:
-			events, err := s.parts(loop, p, rel.out)
-			if err != nil {
+			parts := []relayPart{p}
+			for more := true; more && len(parts) < MaxEventsPerFrame; {
+				select {
+				case p = <-rel.out:
+					parts = append(parts, p)
+				default:
+					more = false
+				}
+			}
+			if err := w.writeParts(ctx, loop, parts); err != nil {
 				return err
 			}
-			if err := w.write(ctx, events); err != nil {
-				return err
-			}
-		}
-	}
-}
-
-// parts applies a part and any already waiting behind it, so a burst of
-// tokens goes out in one frame.
-func (s *Server) parts(loop *Loop, first relayPart, more <-chan relayPart) ([]sdk.ChatStreamEvent, error) {
-	var events []sdk.ChatStreamEvent
-	p := first
-	for {
-		e, err := loop.Part(p.HistoryVersion, p.GenerationAttempt, p.Seq, p.Part)
-		if err != nil {
-			return nil, err
-		}
-		if e != nil {
-			events = append(events, *e)
-		}
-		if len(events) >= MaxEventsPerFrame {
-			return events, nil
-		}
-		select {
-		case p = <-more:
-		default:
-			return events, nil
 		}
 	}
 }
 
 // writer sends events as JSON-array frames of at most MaxEventsPerFrame
-// events and about MaxFrameBytes, each with a write deadline.
+// events and about MaxFrameBytes, each with a write deadline. Every
+// event is encoded once: into the writer's batch, from which the frames
+// are cut.
 type writer struct {
 	conn *websocket.Conn
+	// partPrefix starts the chat's message_part events (partEventPrefix).
+	partPrefix []byte
+	// batch holds the encoded events of one write back to back, event i
+	// at batch[ends[i-1]:ends[i]]; frame is the frame being sent. Both are
+	// reused while small, so an idle viewer keeps no large buffer.
+	batch []byte
+	ends  []int
+	frame []byte
 }
 
+// maxKeptBuffer is the largest buffer a writer keeps between writes.
+const maxKeptBuffer = 16 << 10
+
+// write sends events, each marshalled once.
 func (w *writer) write(ctx context.Context, events []sdk.ChatStreamEvent) error {
-	for len(events) > 0 {
-		n, size := 0, 2
-		for n < len(events) && n < MaxEventsPerFrame {
-			b, err := json.Marshal(events[n])
-			if err != nil {
-				return err
-			}
-			if n > 0 && size+len(b)+1 > MaxFrameBytes {
-				break
-			}
-			size += len(b) + 1
-			n++
+	w.reset()
+	for i := range events {
+		b, err := json.Marshal(&events[i])
+		if err != nil {
+			return fmt.Errorf("encode %s event: %w", events[i].Type, err)
 		}
-		frame, err := json.Marshal(events[:n])
+		w.batch = append(w.batch, b...)
+		w.ends = append(w.ends, len(w.batch))
+	}
+	return w.flush(ctx)
+}
+
+// writeParts applies parts to the loop and sends the message_part
+// events it emits, built from the parts' shared JSON.
+func (w *writer) writeParts(ctx context.Context, loop *Loop, parts []relayPart) error {
+	w.reset()
+	for _, p := range parts {
+		ok, err := loop.accept(p.HistoryVersion, p.GenerationAttempt, p.Seq)
 		if err != nil {
 			return err
 		}
+		if ok {
+			w.batch = appendPartEvent(w.batch, w.partPrefix, p)
+			w.ends = append(w.ends, len(w.batch))
+		}
+	}
+	return w.flush(ctx)
+}
+
+func (w *writer) reset() {
+	w.batch, w.ends = w.batch[:0], w.ends[:0]
+}
+
+// flush sends the batch in frames.
+func (w *writer) flush(ctx context.Context) error {
+	defer func() {
+		if cap(w.batch) > maxKeptBuffer {
+			w.batch = nil
+		}
+		if cap(w.frame) > maxKeptBuffer {
+			w.frame = nil
+		}
+	}()
+	start := 0 // the first event not sent yet
+	for start < len(w.ends) {
+		w.frame = append(w.frame[:0], '[')
+		from := 0
+		if start > 0 {
+			from = w.ends[start-1]
+		}
+		n := 0
+		for start+n < len(w.ends) && n < MaxEventsPerFrame {
+			to := w.ends[start+n]
+			if n > 0 && len(w.frame)+(to-from)+2 > MaxFrameBytes {
+				break
+			}
+			if n > 0 {
+				w.frame = append(w.frame, ',')
+			}
+			w.frame = append(w.frame, w.batch[from:to]...)
+			from = to
+			n++
+		}
+		w.frame = append(w.frame, ']')
 		wctx, cancel := context.WithTimeout(ctx, WriteTimeout)
-		err = w.conn.Write(wctx, websocket.MessageText, frame)
+		err := w.conn.Write(wctx, websocket.MessageText, w.frame)
 		cancel()
 		if err != nil {
 			return err
 		}
-		events = events[n:]
+		start += n
 	}
 	return nil
 }

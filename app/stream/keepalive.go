@@ -3,6 +3,7 @@ package stream
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/coder/websocket"
@@ -48,3 +49,52 @@ func (k keepalive) run(ctx context.Context, conn *websocket.Conn) error {
 		}
 	}
 }
+
+// pinger is keepalive for a connection whose owner already runs a loop:
+// the loop selects on C and calls ping at each tick, and on result for
+// the outcome. A ping runs in a goroutine of its own only while it is out
+// (its pong is seen by the connection's reader, and the loop must not
+// wait for it), so an idle connection holds no pinging goroutine. A
+// pinger is used by one goroutine.
+type pinger struct {
+	k      keepalive
+	ticker clock.Ticker
+	out    bool       // a ping is out
+	res    chan error // its outcome
+}
+
+// pinger starts the ticker; stop ends it.
+func (k keepalive) pinger() *pinger {
+	return &pinger{k: k, ticker: k.clock.NewTicker(k.interval), res: make(chan error, 1)}
+}
+
+// C ticks every interval.
+func (p *pinger) C() <-chan time.Time { return p.ticker.C() }
+
+// result delivers the outcome of the ping out: nil, or why the peer is
+// given up on.
+func (p *pinger) result() <-chan error { return p.res }
+
+// ping sends a ping in a goroutine wg waits for, unless one is out.
+func (p *pinger) ping(ctx context.Context, conn *websocket.Conn, wg *sync.WaitGroup) {
+	if p.out {
+		return
+	}
+	p.out = true
+	wg.Go(func() {
+		pctx, cancel := context.WithTimeout(ctx, p.k.timeout)
+		err := conn.Ping(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			err = fmt.Errorf("websocket peer did not answer a ping within %s: %w", p.k.timeout, err)
+		} else {
+			err = nil
+		}
+		p.res <- err
+	})
+}
+
+// done records that result was received.
+func (p *pinger) done() { p.out = false }
+
+func (p *pinger) stop() { p.ticker.Stop() }

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/google/uuid"
 
@@ -306,19 +307,59 @@ var ErrSeqGap = fmt.Errorf("stream: part sequence gap")
 // another episode or a retired attempt is dropped (nil, nil); a gap within
 // the current episode is an invariant violation.
 func (l *Loop) Part(historyVersion, attempt, seq int64, part sdk.ChatMessagePart) (*sdk.ChatStreamEvent, error) {
-	if historyVersion != l.history || attempt != l.attempt || l.retired {
-		return nil, nil
+	if ok, err := l.accept(historyVersion, attempt, seq); !ok {
+		return nil, err
 	}
-	if seq <= l.lastSeq {
-		return nil, nil // a duplicate (e.g. after a relay reconnect)
-	}
-	if seq != l.lastSeq+1 {
-		return nil, fmt.Errorf("%w: got seq %d after %d in episode (%d, %d)", ErrSeqGap, seq, l.lastSeq, historyVersion, attempt)
-	}
-	l.lastSeq = seq
 	e := l.event(sdk.StreamMessagePart)
 	e.MessagePart = &sdk.ChatStreamMessagePart{
 		Role: store.RoleAssistant, Part: part, HistoryVersion: historyVersion, GenerationAttempt: attempt, Seq: seq,
 	}
 	return &e, nil
+}
+
+// accept is Part's rule: whether the part is emitted, or the gap error.
+// The endpoint applies it to parts it encodes itself (appendPartEvent).
+func (l *Loop) accept(historyVersion, attempt, seq int64) (bool, error) {
+	if historyVersion != l.history || attempt != l.attempt || l.retired {
+		return false, nil
+	}
+	if seq <= l.lastSeq {
+		return false, nil // a duplicate (e.g. after a relay reconnect)
+	}
+	if seq != l.lastSeq+1 {
+		return false, fmt.Errorf("%w: got seq %d after %d in episode (%d, %d)", ErrSeqGap, seq, l.lastSeq, historyVersion, attempt)
+	}
+	l.lastSeq = seq
+	return true, nil
+}
+
+// emptyPart is the JSON of a zero sdk.ChatMessagePart, for a relayed
+// frame without a part.
+const emptyPart = `{"type":""}`
+
+// partEventPrefix is what every message_part event of the chat starts
+// with, up to its part.
+func partEventPrefix(chatID uuid.UUID) []byte {
+	return []byte(`{"type":"` + sdk.StreamMessagePart + `","chat_id":"` + chatID.String() +
+		`","message_part":{"role":"` + store.RoleAssistant + `","part":`)
+}
+
+// appendPartEvent appends the message_part event of p (prefix from
+// partEventPrefix), byte for byte what json.Marshal makes of the
+// sdk.ChatStreamEvent Part returns, with the part's JSON as encoded once
+// by the part buffer: no viewer encodes a part.
+func appendPartEvent(b, prefix []byte, p relayPart) []byte {
+	b = append(b, prefix...)
+	if len(p.Part) == 0 {
+		b = append(b, emptyPart...)
+	} else {
+		b = append(b, p.Part...)
+	}
+	b = append(b, `,"history_version":`...)
+	b = strconv.AppendInt(b, p.HistoryVersion, 10)
+	b = append(b, `,"generation_attempt":`...)
+	b = strconv.AppendInt(b, p.GenerationAttempt, 10)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, p.Seq, 10)
+	return append(b, "}}"...)
 }

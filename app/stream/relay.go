@@ -2,10 +2,12 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -29,11 +31,27 @@ const (
 	ReplicaTokenHeader  = "Chatd-Replica-Token"
 )
 
-// relayPart is one part on its way from the forwarder to the loop.
+// relayPart is one part on its way from the forwarder to the loop: its
+// place and its JSON, encoded once where the part was made (AddPart) and
+// carried as is into every viewer's frame.
 type relayPart struct {
 	HistoryVersion, GenerationAttempt, Seq int64
-	Part                                   sdk.ChatMessagePart
+	Part                                   json.RawMessage
 }
+
+// rawPartFrame is sdk.PartFrame with the part kept as JSON: the parts
+// endpoint writes it from the buffer's encoding and the relay reads it
+// without decoding the part.
+type rawPartFrame struct {
+	HistoryVersion    int64           `json:"history_version"`
+	GenerationAttempt int64           `json:"generation_attempt"`
+	Seq               int64           `json:"seq"`
+	Part              json.RawMessage `json:"part"`
+}
+
+// remotePartsBuffer is the capacity of the channel between a parts
+// connection's reader and the loop.
+const remotePartsBuffer = 256
 
 // Locator finds where a worker's parts endpoint is.
 type Locator interface {
@@ -46,10 +64,13 @@ type Locator interface {
 }
 
 // relay is the forwarder (spec: "Relay behavior"). The worker on this
-// replica is read from the part buffer over channels; another replica's
-// through its parts endpoint, one WebSocket per worker, re-selecting the
-// episode with a control message when only the episode changes. Its
-// goroutines end with ctx or stop, which waits for them.
+// replica is read from the part buffer with a partbuf.Follower, in the
+// loop's own goroutine (localWake, takeLocal); another replica's through
+// its parts endpoint, one WebSocket per worker, re-selecting the episode
+// with a control message when only the episode changes, its parts on out.
+// Nothing is allocated for a viewer that never sees a remote worker: out
+// is made by the first remote connection. Its goroutines end with ctx or
+// stop, which waits for them.
 type relay struct {
 	chatID  uuid.UUID
 	buffer  *partbuf.Buffer
@@ -57,15 +78,22 @@ type relay struct {
 	clock   clock.Clock
 	ka      keepalive // pings the parts connections
 	log     *slog.Logger
-	out     chan relayPart
+	out     chan relayPart // nil until the first remote connection
 	ctx     context.Context
 	wg      sync.WaitGroup
 
 	conns prometheus.Gauge // open connections to other replicas (nil: not counted)
 
 	target Target
-	cancel context.CancelFunc // the current local subscription or remote connection
+	cancel context.CancelFunc // the current remote connection
 	remote *remoteConn
+
+	// The local episode: its follower, the channel that says it has more
+	// (closed at first, so the buffered parts are taken at once), and the
+	// slice takeLocal reuses.
+	local     *partbuf.Follower
+	localWait <-chan struct{}
+	localBuf  []relayPart
 }
 
 func newRelay(ctx context.Context, chatID uuid.UUID, buffer *partbuf.Buffer, locator Locator, clk clock.Clock, log *slog.Logger) *relay {
@@ -73,8 +101,7 @@ func newRelay(ctx context.Context, chatID uuid.UUID, buffer *partbuf.Buffer, loc
 		ctx: ctx, chatID: chatID, buffer: buffer, locator: locator, clock: clk, log: log,
 		// The server sets its own keepalive (on the same clock); alone, a
 		// relay pings on real time so that clk paces only its reconnects.
-		ka:  defaultKeepalive(clock.Real{}),
-		out: make(chan relayPart, 256),
+		ka: defaultKeepalive(clock.Real{}),
 	}
 }
 
@@ -108,6 +135,10 @@ func (r *relay) close() {
 		r.cancel = nil
 	}
 	r.remote = nil
+	if r.local != nil {
+		r.local.Close()
+		r.local, r.localWait = nil, nil
+	}
 }
 
 // stop closes the relay and waits for every goroutine it started; configure
@@ -127,18 +158,40 @@ func (r *relay) send(ctx context.Context, p relayPart) bool {
 }
 
 func (r *relay) subscribeLocal(t Target) {
-	ctx, cancel := context.WithCancel(r.ctx)
-	r.cancel = cancel
 	ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}
-	parts, unsubscribe := r.buffer.SubscribeToEpisode(ctx, ep)
-	r.wg.Go(func() {
-		defer unsubscribe()
-		for p := range parts {
-			if !r.send(ctx, relayPart{t.HistoryVersion, t.GenerationAttempt, p.Seq, p.Content}) {
-				return
-			}
-		}
-	})
+	r.local = r.buffer.Follow(ep)
+	r.localWait = ready
+}
+
+// ready is a channel that is always ready.
+var ready = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// localWake is closed when the local episode may have parts for
+// takeLocal; nil without a local episode.
+func (r *relay) localWake() <-chan struct{} { return r.localWait }
+
+// takeLocal returns the local episode's parts not taken yet, in a slice
+// the next call reuses. Once the episode is over it drops the follower.
+func (r *relay) takeLocal() []relayPart {
+	if r.local == nil {
+		return nil
+	}
+	parts, wake, done := r.local.Next()
+	ep := r.local.Episode()
+	r.localWait = wake
+	if done {
+		r.local.Close()
+		r.local = nil
+	}
+	r.localBuf = r.localBuf[:0]
+	for _, p := range parts {
+		r.localBuf = append(r.localBuf, relayPart{ep.HistoryVersion, ep.GenerationAttempt, p.Seq, p.JSON})
+	}
+	return r.localBuf
 }
 
 // remoteConn is a parts-endpoint connection to another replica. It
@@ -182,6 +235,9 @@ func (c *remoteConn) detach() {
 // loop never waits on the network; it reconnects with backoff until the
 // target changes.
 func (r *relay) dialRemote(t Target) {
+	if r.out == nil {
+		r.out = make(chan relayPart, remotePartsBuffer)
+	}
 	ctx, cancel := context.WithCancel(r.ctx)
 	rc := &remoteConn{current: sdk.EpisodeSelect{HistoryVersion: t.HistoryVersion, GenerationAttempt: t.GenerationAttempt}}
 	r.cancel, r.remote = cancel, rc
@@ -234,7 +290,7 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 		}
 	})
 	for {
-		var frames []sdk.PartFrame
+		var frames []rawPartFrame
 		if err := wsjson.Read(ctx, conn, &frames); err != nil {
 			select {
 			case perr := <-pingErr:
@@ -244,7 +300,7 @@ func (r *relay) runRemote(ctx context.Context, worker uuid.UUID, rc *remoteConn)
 			}
 		}
 		for _, f := range frames {
-			if !r.send(ctx, relayPart{f.HistoryVersion, f.GenerationAttempt, f.Seq, f.Part}) {
+			if !r.send(ctx, relayPart(f)) {
 				return ctx.Err()
 			}
 		}
@@ -286,6 +342,7 @@ func serveParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffe
 		parts  <-chan partbuf.Part
 		cancel = func() {}
 		ep     partbuf.Episode
+		frame  []byte
 	)
 	defer func() { cancel() }()
 	for {
@@ -305,27 +362,42 @@ func serveParts(ctx context.Context, conn *websocket.Conn, buffer *partbuf.Buffe
 				parts = nil // episode done (or subscriber dropped): wait for the next selection
 				continue
 			}
-			batch := []sdk.PartFrame{{HistoryVersion: ep.HistoryVersion, GenerationAttempt: ep.GenerationAttempt, Seq: p.Seq, Part: p.Content}}
-			for more := true; more && len(batch) < MaxEventsPerFrame; {
+			frame = appendPartFrame(append(frame[:0], '['), ep, p)
+			for n, more := 1, true; more && n < MaxEventsPerFrame; n++ {
 				select {
 				case q, ok := <-parts:
 					if !ok {
 						parts, more = nil, false
 						continue
 					}
-					batch = append(batch, sdk.PartFrame{HistoryVersion: ep.HistoryVersion, GenerationAttempt: ep.GenerationAttempt, Seq: q.Seq, Part: q.Content})
+					frame = appendPartFrame(append(frame, ','), ep, q)
 				default:
 					more = false
 				}
 			}
+			frame = append(frame, ']')
 			wctx, wcancel := context.WithTimeout(ctx, WriteTimeout)
-			err := wsjson.Write(wctx, conn, batch)
+			err := conn.Write(wctx, websocket.MessageText, frame)
 			wcancel()
 			if err != nil {
 				return err
 			}
 		}
 	}
+}
+
+// appendPartFrame appends p as the JSON of an sdk.PartFrame, its part
+// the buffer's encoding.
+func appendPartFrame(b []byte, ep partbuf.Episode, p partbuf.Part) []byte {
+	b = append(b, `{"history_version":`...)
+	b = strconv.AppendInt(b, ep.HistoryVersion, 10)
+	b = append(b, `,"generation_attempt":`...)
+	b = strconv.AppendInt(b, ep.GenerationAttempt, 10)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, p.Seq, 10)
+	b = append(b, `,"part":`...)
+	b = append(b, p.JSON...)
+	return append(b, '}')
 }
 
 // errClosed reports a normal close.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -131,6 +132,8 @@ func receive(t *testing.T, r *relay, n int) []relayPart {
 		select {
 		case p := <-r.out:
 			out = append(out, p)
+		case <-r.localWake():
+			out = append(out, r.takeLocal()...)
 		case <-time.After(relayWait):
 			t.Fatalf("timed out after %d of %d parts: %+v", len(out), n, out)
 		}
@@ -143,7 +146,11 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 func partTexts(ps []relayPart) string {
 	var b strings.Builder
 	for _, p := range ps {
-		fmt.Fprintf(&b, "%d/%d/%d:%s ", p.HistoryVersion, p.GenerationAttempt, p.Seq, p.Part.Text)
+		var part sdk.ChatMessagePart
+		if err := json.Unmarshal(p.Part, &part); err != nil {
+			part.Text = "<" + err.Error() + ">"
+		}
+		fmt.Fprintf(&b, "%d/%d/%d:%s ", p.HistoryVersion, p.GenerationAttempt, p.Seq, part.Text)
 	}
 	return strings.TrimSpace(b.String())
 }
@@ -294,9 +301,10 @@ func TestRelayLocal(t *testing.T) {
 	// parts; the loop drops it (wrong episode), so viewers never see it.
 	var current []relayPart
 	for len(current) < 2 {
-		p := receive(t, r, 1)[0]
-		if p.GenerationAttempt == 2 {
-			current = append(current, p)
+		for _, p := range receive(t, r, 1) {
+			if p.GenerationAttempt == 2 {
+				current = append(current, p)
+			}
 		}
 	}
 	require.Equal(t, "2/2/1:m1 2/2/2:m2", partTexts(current))
@@ -322,7 +330,9 @@ func TestServeParts(t *testing.T) {
 			require.NoError(t, wsjson.Read(ctx, conn, &frame))
 			require.NotEmpty(t, frame)
 			for _, f := range frame {
-				got = append(got, relayPart{f.HistoryVersion, f.GenerationAttempt, f.Seq, f.Part})
+				part, err := json.Marshal(f.Part)
+				require.NoError(t, err)
+				got = append(got, relayPart{f.HistoryVersion, f.GenerationAttempt, f.Seq, part})
 			}
 		}
 		require.Len(t, got, n)

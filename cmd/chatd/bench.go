@@ -30,6 +30,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.Samples, "samples", bench.DefaultSamples, "timed bootstraps and acquisition counts")
 	fs.IntVar(&cfg.ListSamples, "list-samples", bench.DefaultListSamples, "timed chat list requests per filter")
 	fs.IntVar(&cfg.SeqTurns, "turns", bench.DefaultSeqTurns, "sequential turns of one chat")
+	fs.IntVar(&cfg.Delivery.Tokens, "delivery-tokens", bench.DefaultDeliveryTokens, "parts streamed at each viewer count of the token delivery figures")
+	fs.IntVar(&cfg.Delivery.IdleViewers, "idle-viewers", bench.DefaultIdleViewers, "idle viewers (and bare connections) held for the memory figure")
+	fs.Func("delivery-viewers", "comma-separated viewer counts of the token delivery figures (default 1,100,1000)", func(v string) (err error) {
+		cfg.Delivery.Viewers, err = bench.ParseViewers(v)
+		return err
+	})
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,6 +47,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if v <= 0 {
 			return fmt.Errorf("bench: --%s must be positive", name)
 		}
+	}
+	if cfg.Delivery.Tokens <= 0 || cfg.Delivery.IdleViewers <= 0 {
+		return fmt.Errorf("bench: --delivery-tokens and --idle-viewers must be positive")
 	}
 	if cfg.SeedChats < 0 || cfg.SeedMessages < 0 || cfg.Duration <= 0 {
 		return fmt.Errorf("bench: --seed-chats and --seed-messages must not be negative, --duration must be positive")

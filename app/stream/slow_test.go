@@ -1,0 +1,107 @@
+package stream_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/partbuf"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/dbtest"
+)
+
+// A viewer that stops reading its socket holds up neither the generating
+// goroutine nor the other viewers: every part reaches the reading viewer,
+// once and in order, while the stalled one has not read a frame. The
+// parts wait in the episode, not in a per-viewer queue the producer
+// fills.
+func TestStalledViewerBlocksNobody(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		ctx := context.Background()
+		r := startApp(t, newStore(t), app.Config{NoWorker: true})
+		chat := createChat(t, r.client, "go")
+		require.NoError(t, r.app.Machine().Do(ctx, func(tx *chatstate.Tx) error {
+			if _, err := tx.Acquire(chat.ID, r.app.Worker().ID(), uuid.New()); err != nil {
+				return err
+			}
+			_, err := tx.RecordGenerationAttempt(chat.ID)
+			return err
+		}))
+		row := chatRow(t, r.app.Store(), chat.ID)
+		ep := partbuf.Episode{ChatID: chat.ID, HistoryVersion: row.HistoryVersion, GenerationAttempt: row.GenerationAttempt}
+		require.NoError(t, r.app.Buffer().CreateEpisode(ep))
+
+		// The stalled viewer reads its bootstrap, up to preview_reset,
+		// then nothing.
+		stalled, _, err := websocket.Dial(ctx, streamURL(r.srv.URL, chat.ID), &websocket.DialOptions{
+			HTTPHeader: http.Header{"Coder-Session-Token": {token}},
+		})
+		require.NoError(t, err)
+		defer stalled.CloseNow()
+		for booted := false; !booted; {
+			_, data, err := stalled.Read(ctx)
+			require.NoError(t, err)
+			var frame []sdk.ChatStreamEvent
+			require.NoError(t, json.Unmarshal(data, &frame))
+			for _, e := range frame {
+				booted = booted || e.Type == sdk.StreamPreviewReset
+			}
+		}
+		reader := dial(t, r.srv.URL, chat.ID)
+		reader.untilType(sdk.StreamPreviewReset)
+
+		// About 900 KiB of parts: more than the socket buffers of the
+		// stalled connection take.
+		const n = 900
+		filler := strings.Repeat("x", 1000)
+		for i := 1; i <= n; i++ {
+			require.NoError(t, r.app.Buffer().AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: fmt.Sprintf("%d %s", i, filler)}))
+		}
+		events := reader.untilPart(n)
+		var seqs []int64
+		for _, e := range events {
+			if e.Type == sdk.StreamMessagePart {
+				seqs = append(seqs, e.MessagePart.Seq)
+				require.True(t, strings.HasPrefix(e.MessagePart.Part.Text, fmt.Sprint(e.MessagePart.Seq, " ")))
+			}
+		}
+		require.Len(t, seqs, n)
+		for i, s := range seqs {
+			require.Equal(t, int64(i+1), s)
+		}
+	})
+}
+
+// A viewer that stops answering pings is dropped after the pong timeout:
+// the keepalive that runs in the stream's loop pings an idle viewer.
+func TestSilentViewerDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	clk := clock.NewFake(time.Now())
+	r := startApp(t, dbtest.NewSQLite(t), app.Config{NoWorker: true, Clock: clk, StreamPingInterval: time.Hour, StreamPongTimeout: 50 * time.Millisecond})
+	chat := createChat(t, r.client, "")
+	conn, _, err := websocket.Dial(ctx, streamURL(r.srv.URL, chat.ID), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Coder-Session-Token": {token}},
+	})
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	_, _, err = conn.Read(ctx) // the bootstrap; then the client reads nothing, so pongs never come
+	require.NoError(t, err)
+	require.Equal(t, 1.0, gauge(t, r.app.Metrics().Registry, "chatd_stream_viewers"))
+	clk.Advance(time.Hour)
+	require.Eventually(t, func() bool { return gauge(t, r.app.Metrics().Registry, "chatd_stream_viewers") == 0 },
+		waitTimeout, 10*time.Millisecond, "the silent viewer is dropped")
+}
