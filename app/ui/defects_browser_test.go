@@ -328,7 +328,7 @@ func TestBrowserLiveSidebar(t *testing.T) {
 	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{Title: "From another client", Content: sdk.Text("hello")})
 	require.NoError(t, err)
 	b.waitJS("the new chat in the list", titles+`.includes('From another client')`)
-	for _, v := range bothSizes {
+	for _, v := range everyView {
 		b.at(v)
 		if v.phone() {
 			b.do(chromedp.Click(chromedp.CSS(".sidebar-toggle")))

@@ -3,7 +3,7 @@ package ui_test
 import (
 	"context"
 	"fmt"
-		"testing"
+	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
@@ -95,8 +95,11 @@ func TestBrowserHistoryPages(t *testing.T) {
 	}
 	require.Contains(t, held.Request.URL, fmt.Sprintf("before_id=%d&", ids[150]), "the page ends right before the window")
 	b.waitJS("the loading indicator", `document.querySelector('.thread .older-bar[role="status"]')?.textContent === 'Loading older messages…'`)
+	// The indicator at every size and theme (the held page cannot land
+	// meanwhile); the view is back at the top of the desktop layout after.
+	b.checkViews(everyView, "80-history-loading", ".thread .older-bar span:not(.spinner)")
+	require.Zero(t, eval[float64](b, `document.querySelector('.scroller').scrollTop`))
 	before := eval[float64](b, anchorTop)
-	b.shot("80-history-loading")
 
 	// A turn meanwhile streams in at the bottom as usual.
 	_, err = b.api.SendMessage(b.ctx, chatID, sdk.CreateChatMessageRequest{Content: sdk.Text("A question while paging")})
@@ -150,5 +153,16 @@ func TestBrowserHistoryPages(t *testing.T) {
 	b.waitJS("the older page", jsRenderedIDs+`.length === 200`)
 	require.Equal(t, ids[52:], shown())
 	require.Equal(t, "Load older messages", eval[string](b, `document.activeElement.textContent`), "the focus stays on the button")
+
+	// The button at every size and theme, each on a freshly opened chat
+	// (the check scrolls it into view, which then loads the page).
+	for _, v := range everyView {
+		b.at(v)
+		b.do(chromedp.Navigate(b.base + chatPath))
+		b.waitJS("the newest 100 messages", jsRenderedIDs+`.length === 100 && `+jsIdle)
+		b.checkLayout(v, ".thread .older-bar button")
+		b.shot("83-history-button-" + v.name)
+	}
+	b.desktop()
 	b.checkNoProblems()
 }
