@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -164,5 +165,55 @@ func TestBrowserHistoryPages(t *testing.T) {
 		b.shot("83-history-button-" + v.name)
 	}
 	b.desktop()
+
+	// Every page in, then a reconnect whose window moved up (two turns
+	// while the page was offline): the messages between the old window
+	// and the new one are fetched again, nothing is lost or doubled.
+	b.do(chromedp.Navigate(b.base + chatPath))
+	b.waitJS("the newest 100 messages", jsRenderedIDs+`.length === 100 && `+jsIdle)
+	eval[chromedp.Void](b, `document.querySelector('.scroller').scrollTop = 0`)
+	b.waitJS("the second page", jsRenderedIDs+`.length === 200 && !document.querySelector('.older-bar[role="status"]')`)
+	eval[chromedp.Void](b, `document.querySelector('.scroller').scrollTop = 0`)
+	b.waitJS("the whole chat", jsRenderedIDs+`.length === 252 && !document.querySelector('.thread .older-bar')`)
+	b.conns.outage(true)
+	b.waitJS("the offline status", `!document.querySelector('.conn-pill').hidden`)
+	for _, text := range []string{"First while offline", "Second while offline"} {
+		_, err := b.api.SendMessage(b.ctx, chatID, sdk.CreateChatMessageRequest{Content: sdk.Text(text)})
+		require.NoError(t, err)
+		require.Eventually(t, func() bool {
+			c, err := b.api.Chat(b.ctx, chatID)
+			return err == nil && c.Status == sdk.ChatStatusWaiting
+		}, 10*time.Second, 2*time.Millisecond)
+	}
+	b.conns.outage(false)
+	// The network is back, as the browser would say, instead of waiting out the back-off.
+	eval[chromedp.Void](b, `window.dispatchEvent(new Event('online'))`)
+	all := func() []int64 {
+		msgs, err := b.api.ChatMessages(b.ctx, chatID, sdk.MessagesOptions{Limit: 500})
+		require.NoError(t, err)
+		out := make([]int64, 0, len(msgs.Messages))
+		for _, m := range msgs.Messages {
+			out = append(out, m.ID)
+		}
+		return out
+	}
+	ids = all()
+	require.Len(t, ids, 256)
+	b.waitJS("the reconnected chat, whole", `document.querySelector('.conn-pill').hidden && `+jsIdle+` && `+jsRenderedIDs+`.length === 256`)
+	require.Equal(t, ids, shown(), "every message once, in order, after the reconnect")
+
+	// An edit of an old message resets the history: what is shown is the
+	// server's history again.
+	_, err = b.api.EditMessage(b.ctx, chatID, ids[20], sdk.EditChatMessageRequest{Content: sdk.Text("An edited old question")})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		c, err := b.api.Chat(b.ctx, chatID)
+		return err == nil && c.Status == sdk.ChatStatusWaiting
+	}, 10*time.Second, 2*time.Millisecond)
+	ids = all()
+	require.Len(t, ids, 22)
+	want, _ := json.Marshal(ids)
+	b.waitJS("the history after the edit", `JSON.stringify(`+jsRenderedIDs+`) === '`+string(want)+`' && `+jsIdle)
+	require.False(t, eval[bool](b, `!!document.querySelector('.thread .older-bar')`), "nothing older to load")
 	b.checkNoProblems()
 }
