@@ -215,7 +215,12 @@ func TestBrowserTurnNotes(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
 	b.waitJS("the stopped note with Continue", jsIdle+` && `+lastReply+`?.querySelector('.msg-note.stopped button')?.textContent === 'Continue'`)
 	require.Equal(t, 1, eval[int](b, replies+`.length`))
-	b.checkViews(everyView, "65-stopped", ".msg-note.stopped span", ".msg-note.stopped button")
+	b.checkViews(everyView, "65-stopped", ".msg-note.stopped span", ".msg-note.stopped button",
+		// and the chat screen around it
+		".chat-header .chat-title-h", `.chat-header [aria-label="Chat options"]`, ".composer .attach-btn", ".composer .picker", ".send-btn", "#composer-input")
+	b.at(phoneLight)
+	b.checkLayout(phoneLight, ".chat-header .sidebar-toggle")
+	b.desktop()
 
 	b.do(chromedp.Reload())
 	b.waitJS("the stopped note after a reload", lastReply+`?.querySelector('.msg-note.stopped button')`)
