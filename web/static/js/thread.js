@@ -313,7 +313,7 @@ export class Thread {
       const hit = this.nodes.get('u' + id) || this.nodes.get('a' + id);
       // A hit older than the pages shown: load pages until it is in.
       if (!hit && o && id < msgs[0].id && (o.more || o.loading) && !o.error) {
-        this.loadOlder();
+        queueMicrotask(() => this.loadOlder()); // after this render, not inside it
         this.announce(s, msgs);
         this.rendered = true;
         return;
