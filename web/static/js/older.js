@@ -52,8 +52,10 @@ export class OlderPages {
     // The stream is the truth from its floor on.
     for (const id of [...this.msgs.keys()]) if (id >= floor) this.msgs.delete(id);
     if (!this.msgs.size) {
-      // Nothing paged in (any more): older messages exist when the window is full.
-      this.drop();
+      // Nothing paged in (any more): older messages exist when the window
+      // is full. A first page on its way still fits a window that starts
+      // where it did.
+      if (floor !== prevFloor) this.drop();
       this.more = s.messages.size >= HISTORY_LIMIT;
       return;
     }
