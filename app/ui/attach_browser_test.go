@@ -1,7 +1,6 @@
 package ui_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -64,16 +63,15 @@ func TestBrowserAttachments(t *testing.T) {
 	eval[chromedp.Void](b, `document.querySelector('.attach-item.error .attach-remove').click()`)
 	b.waitJS("the refused file removed", `!document.querySelector('.attach-item.error')`)
 
-	for _, size := range [][2]int64{{1280, 860}, {390, 844}} {
-		for _, scheme := range []string{"light", "dark"} {
-			b.do(chromedp.EmulateViewport(size[0], size[1]))
-			b.scheme(scheme)
-			fits := eval[bool](b, `(() => { const t = document.querySelector('.attach-tray'); return t.scrollWidth <= t.clientWidth + 1 && t.getBoundingClientRect().right <= innerWidth; })()`)
-			require.True(t, fits, "the tray fits at %dx%d", size[0], size[1])
-			b.shot(fmt.Sprintf("70-attach-composer-%d-%s", size[0], scheme))
-		}
+	for _, v := range everyView {
+		b.at(v)
+		fits := eval[bool](b, `(() => { const t = document.querySelector('.attach-tray'); return t.scrollWidth <= t.clientWidth + 1 && t.getBoundingClientRect().right <= innerWidth; })()`)
+		require.True(t, fits, "the tray fits at %s", v.name)
+		b.checkLayout(v, ".attach-btn", ".attach-tray .attach-item.done .thumb", ".attach-tray .attach-item.done .attach-name",
+			".attach-tray .attach-item.done .attach-size", ".attach-tray .attach-item.done .attach-remove", "#composer-input", ".send-btn")
+		b.shot("70-attach-composer-" + v.name)
 	}
-	b.do(chromedp.EmulateViewport(1280, 860))
+	b.desktop()
 
 	b.typeAndSend("What is in these?")
 	b.waitJS("the chat with the reply", `location.pathname.startsWith('/chats/') && `+jsIdle+` && document.querySelector('.thread .msg-assistant')`)
@@ -82,6 +80,7 @@ func TestBrowserAttachments(t *testing.T) {
 		return imgs.length === 2 && imgs.every(i => i.complete && i.naturalWidth === 1);
 	})()`)
 	require.True(t, eval[bool](b, `[...document.querySelectorAll('.thread .msg-user .chip.file')].some(e => e.textContent === 'notes.txt')`))
+	b.checkViews(everyView, "", ".thread .msg-user .chip.file.image img.thumb", ".thread .msg-user .chip.file:not(.image)")
 	require.True(t, eval[bool](b, `document.querySelector('.attach-tray').hidden`), "the composer's tray is empty after the send")
 
 	// In the chat view too: attach and send again.
@@ -107,12 +106,11 @@ func TestBrowserAttachments(t *testing.T) {
 		const last = [...document.querySelectorAll('.thread .msg-user')].pop();
 		return last.textContent.includes('And this dog?') && last.querySelector('.chip.file.image img.thumb')?.naturalWidth === 1;
 	})()`)
-	for _, size := range [][2]int64{{1280, 860}, {390, 844}} {
-		for _, scheme := range []string{"light", "dark"} {
-			b.do(chromedp.EmulateViewport(size[0], size[1]))
-			b.scheme(scheme)
-			b.shot(fmt.Sprintf("71-attach-thread-%d-%s", size[0], scheme))
-		}
+	for _, v := range everyView {
+		b.at(v)
+		b.checkLayout(v, ".thread .msg-user .chip.file.image img.thumb", ".thread .msg-user .bubble")
+		b.shot("71-attach-thread-" + v.name)
 	}
+	b.desktop()
 	b.checkNoProblems()
 }

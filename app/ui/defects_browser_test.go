@@ -35,6 +35,7 @@ func TestBrowserArchiveToastsAndComposer(t *testing.T) {
 	require.True(t, eval[bool](b, composer+`.disabled`), "the composer of an archived chat is disabled")
 	require.Contains(t, eval[string](b, composer+`.placeholder`), "Unarchive")
 	require.True(t, eval[bool](b, `document.querySelector('.send-btn').disabled`))
+	b.checkViews(everyView, "", ".toast", ".info-banner span", ".info-banner button", "#composer-input")
 	b.shot("60-archived-composer")
 
 	eval[chromedp.Void](b, `document.querySelectorAll('.toast').forEach(e => e.remove())`)
@@ -92,6 +93,24 @@ func TestBrowserThemeSwitch(t *testing.T) {
 	require.Equal(t, "Theme: System", eval[string](b, btn+`.getAttribute('aria-label')`))
 	require.False(t, eval[bool](b, `'theme' in document.documentElement.dataset`))
 	require.Equal(t, light, bg(), "System follows the light preference")
+
+	// At each size and system theme: the switch is reachable (on a phone,
+	// in the drawer), readable and large enough, and the page follows.
+	for _, v := range everyView {
+		b.at(v)
+		if v.phone() {
+			b.do(chromedp.Click(chromedp.CSS(".sidebar-toggle")))
+			b.waitJS("the open drawer", `document.body.classList.contains('drawer-open')`)
+		}
+		b.checkLayout(v, ".theme-btn", ".sidebar .search-input")
+		require.Equal(t, map[string]string{"light": light, "dark": dark}[v.scheme], bg(), "the page follows the system at %s", v.name)
+		b.shot("61-theme-switch-" + v.name)
+		if v.phone() {
+			b.do(chromedp.KeyEvent("\x1b"))
+			b.waitJS("the closed drawer", `!document.body.classList.contains('drawer-open')`)
+		}
+	}
+	b.desktop()
 	b.checkNoProblems()
 }
 
@@ -102,8 +121,10 @@ func TestBrowserNewChatOptionsLayout(t *testing.T) {
 	b := startBrowser(t)
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
-	for _, size := range [][2]int64{{1280, 800}, {1280, 680}, {390, 844}} {
-		b.do(chromedp.EmulateViewport(size[0], size[1]))
+	short := view{"desktop-short-dark", 1280, 680, "dark"}
+	for _, v := range []view{desktopLight, short, phoneLight, phoneDark} {
+		size := [2]int64{v.width, v.height}
+		b.at(v)
 		for _, open := range []bool{false, true} {
 			if open {
 				eval[chromedp.Void](b, `document.querySelector('.new-options').open = true`)
@@ -118,9 +139,11 @@ func TestBrowserNewChatOptionsLayout(t *testing.T) {
 				return h.top >= s.top && h.bottom <= s.bottom && h.bottom <= d.top;
 			})()`)
 			require.True(t, visible, "the heading is fully visible at %dx%d with Options open=%v", size[0], size[1], open)
+			b.checkLayout(v, ".hero h2", ".new-options summary", "#composer-input", ".composer .picker")
 		}
-		b.shot("62-new-chat-options-" + map[bool]string{true: "phone", false: "desktop"}[size[0] < 800])
+		b.shot("62-new-chat-options-" + v.name)
 	}
+	b.desktop()
 	b.checkNoProblems()
 }
 
@@ -144,16 +167,17 @@ func TestBrowserCosmetics(t *testing.T) {
 		b.typeAndSend(text)
 		b.waitJS("the chip", fmt.Sprintf(`document.querySelectorAll('.queue-chip').length === %d && !document.querySelector('.thread .ghost')`, i+1))
 	}
-	for _, width := range []int64{1280, 390} {
-		b.do(chromedp.EmulateViewport(width, 800))
+	for _, v := range everyView {
+		b.at(v)
 		under := eval[bool](b, `(() => {
 			const label = document.querySelector('.queue-label').getBoundingClientRect();
 			return [...document.querySelectorAll('.queue-chip')].every(c => c.getBoundingClientRect().left >= label.right);
 		})()`)
-		require.True(t, under, "every chip right of the label at width %d", width)
+		require.True(t, under, "every chip right of the label at %s", v.name)
+		b.checkLayout(v, ".queue-label", ".queue-chip", ".queue-chip:last-child", ".action-card")
+		b.shot("63-queue-chips-" + v.name)
 	}
-	b.shot("63-queue-chips-phone")
-	b.do(chromedp.EmulateViewport(1280, 860))
+	b.desktop()
 
 	// A toast stays left of the column's right edge, where code blocks
 	// have their Copy button.
@@ -165,13 +189,14 @@ func TestBrowserCosmetics(t *testing.T) {
 		return t.right < col.right - 80;
 	})()`)
 	require.True(t, clear, "the toast keeps clear of the top-right of the column")
+	b.checkViews(everyView, "", ".toast", ".toast button")
 	b.checkNoProblems() // the not-found page's stream attempt logs its 404
 
 	b.do(chromedp.Navigate(b.base + "/chats/00000000-0000-4000-8000-0000000000ff"))
 	b.waitJS("the not-found page", `document.querySelector('.empty-state a.btn')`)
 	require.Equal(t, "none", eval[string](b, `getComputedStyle(document.querySelector('.empty-state a.btn')).textDecorationLine`))
 	require.True(t, eval[bool](b, `document.querySelector('.chat-header [aria-label="Chat options"]').hidden`), "no chat menu on the not-found page")
-	b.shot("64-not-found")
+	b.checkViews(everyView, "64-not-found", ".empty-state h2", ".empty-state p", ".empty-state a.btn")
 }
 
 // A stopped reply says "Stopped" with Continue (also after a reload); the
@@ -190,7 +215,12 @@ func TestBrowserTurnNotes(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
 	b.waitJS("the stopped note with Continue", jsIdle+` && `+lastReply+`?.querySelector('.msg-note.stopped button')?.textContent === 'Continue'`)
 	require.Equal(t, 1, eval[int](b, replies+`.length`))
-	b.shot("65-stopped")
+	b.checkViews(everyView, "65-stopped", ".msg-note.stopped span", ".msg-note.stopped button",
+		// and the chat screen around it
+		".chat-header .chat-title-h", `.chat-header [aria-label="Chat options"]`, ".composer .attach-btn", ".composer .picker", ".send-btn", "#composer-input")
+	b.at(phoneLight)
+	b.checkLayout(phoneLight, ".chat-header .sidebar-toggle")
+	b.desktop()
 
 	b.do(chromedp.Reload())
 	b.waitJS("the stopped note after a reload", lastReply+`?.querySelector('.msg-note.stopped button')`)
@@ -210,6 +240,13 @@ func TestBrowserTurnNotes(t *testing.T) {
 	// Regenerate re-runs the latest reply: a new message in its place.
 	require.False(t, eval[bool](b, replies+`[0].querySelector('[aria-label="Regenerate"]') !== null`), "only the latest reply")
 	before := eval[string](b, lastReply+`.dataset.id`)
+	for _, v := range everyView {
+		b.at(v)
+		// Actions show on hover or focus (always on touch screens).
+		eval[chromedp.Void](b, `document.querySelector('.msg-assistant [aria-label="Regenerate"]').focus()`)
+		b.checkLayout(v, `.msg-assistant [aria-label="Regenerate"]`, `.msg-assistant [aria-label="Copy message"]`)
+	}
+	b.desktop()
 	b.do(chromedp.Click(chromedp.CSS(`.msg-assistant [aria-label="Regenerate"]`)))
 	b.waitJS("the regenerated reply", jsIdle+` && `+replies+`.length === 2 && `+lastReply+`.dataset.id !== '`+before+`'`)
 	require.Len(t, eval[[]string](b, jsUserTexts), 2)
@@ -223,7 +260,7 @@ func TestBrowserTurnNotes(t *testing.T) {
 	b.waitJS("the next reply", jsIdle+` && `+replies+`.length === 3`)
 	b.waitJS("the failed turn's note", failed+`?.querySelector('.msg-note.failed')`)
 	require.Contains(t, eval[string](b, failed+`.querySelector('.msg-note.failed').textContent`), "This turn failed")
-	b.shot("66-failed-turn-note")
+	b.checkViews(everyView, "66-failed-turn-note", ".msg-note.failed span")
 	b.checkNoProblems()
 }
 
@@ -245,11 +282,12 @@ func TestBrowserOffline(t *testing.T) {
 	b.conns.outage(true)
 	b.waitJS("the offline status line", status+`.startsWith('Offline')`)
 	require.NotContains(t, eval[string](b, status), "Streaming")
-	b.shot("67-offline")
+	b.checkViews(everyView, "67-offline", ".status-line span", ".conn-pill", ".stop-btn")
 
 	// Stop while offline waits for the connection.
 	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
 	b.waitJS("the queued stop", status+`.includes('Stop will be sent')`)
+	b.checkViews(bothSizes, "", ".status-line span")
 	chat, err := b.api.Chat(b.ctx, id)
 	require.NoError(t, err)
 	require.Equal(t, sdk.ChatStatusRunning, chat.Status, "nothing reached the server")
@@ -272,6 +310,7 @@ func TestBrowserOffline(t *testing.T) {
 	b.waitJS("the unconfirmed send", `document.querySelector('.thread .ghost.unconfirmed')`)
 	b.conns.outage(false)
 	b.waitJS("Retry same request offered", `[...document.querySelectorAll('.thread .ghost button')].some(e => e.textContent === 'Retry same request')`)
+	b.checkViews(everyView, "68-retry-offered", ".thread .ghost .bubble", ".thread .ghost button")
 	msgs, err = b.api.ChatMessages(b.ctx, id, sdk.MessagesOptions{})
 	require.NoError(t, err)
 	require.Len(t, msgs.Messages, 2, "never resent by itself")
@@ -294,6 +333,20 @@ func TestBrowserLiveSidebar(t *testing.T) {
 	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{Title: "From another client", Content: sdk.Text("hello")})
 	require.NoError(t, err)
 	b.waitJS("the new chat in the list", titles+`.includes('From another client')`)
+	for _, v := range everyView {
+		b.at(v)
+		if v.phone() {
+			b.do(chromedp.Click(chromedp.CSS(".sidebar-toggle")))
+			b.waitJS("the open drawer", `document.body.classList.contains('drawer-open')`)
+		}
+		b.checkLayout(v, ".chat-list .chat-item .chat-title", ".chat-list .chat-item .chat-link")
+		b.shot("69-live-sidebar-" + v.name)
+		if v.phone() {
+			b.do(chromedp.KeyEvent("\x1b"))
+			b.waitJS("the closed drawer", `!document.body.classList.contains('drawer-open')`)
+		}
+	}
+	b.desktop()
 	title := "Renamed elsewhere"
 	require.NoError(t, b.api.UpdateChat(b.ctx, chat.ID, sdk.UpdateChatRequest{Title: &title}))
 	b.waitJS("the new title", titles+`.includes('Renamed elsewhere') && !`+titles+`.includes('From another client')`)

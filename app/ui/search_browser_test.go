@@ -39,17 +39,9 @@ func TestBrowserSearchJumps(t *testing.T) {
 		}
 	}
 
-	for _, tc := range []struct {
-		name          string
-		width, height int64
-		scheme        string
-	}{
-		{"desktop-light", 1280, 800, "light"},
-		{"phone-dark", 390, 844, "dark"},
-	} {
+	for _, tc := range everyView {
 		{ // the browser helpers fail the whole test
-			b.do(chromedp.EmulateViewport(tc.width, tc.height))
-			b.scheme(tc.scheme)
+			b.at(tc)
 			b.do(chromedp.Navigate(b.base + "/"))
 			b.waitJS("the new-chat page", `document.querySelector('.hero')`)
 			if tc.width < 600 {
@@ -61,6 +53,8 @@ func TestBrowserSearchJumps(t *testing.T) {
 			b.waitJS("the result with its snippet", hit+`?.querySelector('.chat-snippet')?.textContent === '…e did I put the marmalade recipe?'`)
 			require.Equal(t, "marmalade", eval[string](b, hit+`.querySelector('.chat-snippet mark').textContent`))
 			require.Equal(t, "Kitchen notes", eval[string](b, hit+`.querySelector('.chat-title').textContent`))
+			b.checkLayout(tc, ".search-input", `.chat-list a[href*="?message="]`, `.chat-list a[href*="?message="] .chat-title`,
+				`.chat-list a[href*="?message="] .chat-snippet`, `.chat-list a[href*="?message="] .chat-snippet mark`)
 			b.shot("70-search-" + tc.name)
 			b.do(chromedp.Click(chromedp.CSS(`.chat-list a[href*="?message="]`)))
 			b.waitJS("the highlighted message", `document.querySelector('.msg-user.search-hit')?.dataset.id === '`+fmt.Sprint(target)+`'`)
@@ -69,8 +63,10 @@ func TestBrowserSearchJumps(t *testing.T) {
 				const s = document.querySelector('.scroller'), r = document.querySelector('.search-hit .search-mark').getBoundingClientRect(), v = s.getBoundingClientRect();
 				return r.bottom > v.top && r.top < v.bottom && s.scrollHeight - s.scrollTop - s.clientHeight > 200; })()`)
 			require.Equal(t, "/chats/"+chat.ID.String(), eval[string](b, `location.pathname + location.search`), "the jump parameter is dropped (%s)", tc.name)
+			b.checkLayout(tc, ".search-hit .search-mark", ".chat-header .chat-title-h")
 			b.shot("71-search-jump-" + tc.name)
 		}
 	}
+	b.desktop()
 	b.checkNoProblems()
 }

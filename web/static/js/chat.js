@@ -82,6 +82,7 @@ export class ChatView {
       this.app.sidebarButton(), this.titleEl, this.parentEl, this.pill, h('span', { class: 'spacer' }), this.menuBtn);
 
     this.thread = new Thread({
+      chatId: this.id,
       onJump: () => this.composer.focus(),
       onEdit: (m) => this.startEdit(m.id),
       onSaveEdit: (m, text) => this.saveEdit(m, text),

@@ -290,3 +290,18 @@ function caretHost(root) {
     node = last;
   }
 }
+
+// olderBar is the top of a thread with older messages than those shown
+// (older.js): "Load older messages" (the fallback of scrolling up, and
+// the way in for keyboards), the loading indicator, or the load's error
+// with a retry.
+export function olderBar(o, onLoad) {
+  if (o.loading) {
+    return h('div', { class: 'older-bar', role: 'status' }, h('span', { class: 'spinner small' }), h('span', { text: 'Loading older messages…' }));
+  }
+  if (o.error) {
+    return h('div', { class: 'older-bar failed', role: 'alert' }, h('span', { text: `Could not load older messages: ${o.error}` }),
+      h('button', { type: 'button', class: 'btn small', onclick: onLoad }, 'Retry'));
+  }
+  return h('div', { class: 'older-bar' }, h('button', { type: 'button', class: 'btn small', onclick: onLoad }, 'Load older messages'));
+}

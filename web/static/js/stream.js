@@ -3,9 +3,10 @@
 // tab becomes visible or the network comes back. It knows nothing of chat
 // state: it hands each frame's events to its owner, and says when a
 // connection begins (a fresh bootstrap follows), when one is lost, and
-// when the chat is gone.
+// when the chat is gone. The bootstrap is bounded (?history_limit).
 
 import { api, ApiError, streamURL } from './api.js';
+import { HISTORY_LIMIT } from './older.js';
 
 const MAX_DELAY_MS = 10000;
 
@@ -30,7 +31,9 @@ export class ChatStream {
 
   connect() {
     if (this.closed) return;
-    const ws = new WebSocket(streamURL(this.chatId));
+    // The newest HISTORY_LIMIT messages only; the thread pages in older
+    // ones (older.js).
+    const ws = new WebSocket(`${streamURL(this.chatId)}?history_limit=${HISTORY_LIMIT}`);
     this.ws = ws;
     this.handlers.onOpen();
     let received = false;

@@ -9,6 +9,7 @@ import { h, icon, copyText, flashCopied } from './dom.js';
 import { messageText } from './api.js';
 import * as render from './messages.js';
 import { mcpVersion } from './mcp.js';
+import { OlderPages } from './older.js';
 
 // toolsSig is part of a message's signature: tool cards show MCP details
 // (server, effect) from a list that arrives or changes after the message.
@@ -18,6 +19,8 @@ function toolsSig(m) {
 
 // AT_BOTTOM_PX: closer than this to the end counts as at the bottom.
 const AT_BOTTOM_PX = 48;
+// NEAR_TOP_PX: scrolled closer than this to the top loads the older page.
+const NEAR_TOP_PX = 400;
 
 // markMatch marks the first case-insensitive occurrence of query within one
 // text node of node and returns the mark (null when there is none).
@@ -39,7 +42,8 @@ function markMatch(node, query) {
 }
 
 export class Thread {
-  // handlers: {onJump(): after "Jump to latest",
+  // handlers: {chatId: the chat whose older pages it loads (older.js),
+  //            onJump(): after "Jump to latest",
   //            onEdit(m), onSaveEdit(m, text), onCancelEdit(): the inline editor}
   constructor(handlers) {
     this.handlers = handlers;
@@ -51,9 +55,13 @@ export class Thread {
     this.live = h('div', { class: 'sr-only', 'aria-live': 'polite', 'aria-atomic': 'false' });
     this.scroller = h('div', { class: 'scroller', tabindex: '-1' }, this.list);
     this.pinned = true; // the user is at the bottom: follow new content
+    // Older messages than the stream's window load a page at a time when
+    // the user scrolls near the top (or presses "Load older messages").
+    this.older = handlers.chatId ? new OlderPages(handlers.chatId, () => this.rerender()) : null;
     this.scroller.addEventListener('scroll', () => {
       this.pinned = this.isAtBottom();
       if (this.pinned) this.jumpBtn.hidden = true;
+      if (this.rendered && this.scroller.scrollTop < NEAR_TOP_PX) this.loadOlder();
     }, { passive: true });
     if (window.ResizeObserver) {
       this.resizer = new ResizeObserver(() => {
@@ -74,7 +82,38 @@ export class Thread {
   }
 
   destroy() {
+    this.destroyed = true;
     if (this.resizer) this.resizer.disconnect();
+  }
+
+  // loadOlder loads the page before the oldest message shown, if any.
+  loadOlder() {
+    const o = this.older;
+    if (o && o.more && !o.loading && !o.error && !this.destroyed) o.loadOlder();
+  }
+
+  // rerender shows a change of the older pages at once, with the last
+  // render's state: the message at the top of the view stays where it
+  // is (the page goes above it), the bottom stays the bottom.
+  rerender() {
+    if (!this.last || this.destroyed) return;
+    const stick = this.pinned && this.isAtBottom();
+    const top = this.scroller.getBoundingClientRect().top;
+    const anchor = [...this.list.children].find((n) => n.dataset.id && n.getBoundingClientRect().bottom > top);
+    const before = anchor ? anchor.getBoundingClientRect().top : 0;
+    // The keyboard's place: on the bar's button, kept through the load.
+    const focused = !!(document.activeElement && document.activeElement.closest('.older-bar')) ||
+      (this.olderFocus && document.activeElement === this.scroller);
+    this.render(...this.last, true);
+    if (this.jump) this.follow(false);
+    else if (stick) this.scrollToBottom();
+    else if (anchor && anchor.isConnected) this.scroller.scrollTop += anchor.getBoundingClientRect().top - before;
+    this.olderFocus = false;
+    if (focused) {
+      const btn = this.list.querySelector('.older-bar button');
+      (btn || this.scroller).focus({ preventScroll: true });
+      this.olderFocus = !btn;
+    }
   }
 
   skeleton() {
@@ -136,8 +175,16 @@ export class Thread {
   // idle says the chat takes a new turn now (Continue, Regenerate);
   // outcome(requestId) is a finished turn's durable outcome, or null.
   // It also sets requestIds: the request ids of the user messages, in order.
-  render(s, { editingId, saved, ghost, ghostSig, idle = false, outcome = () => null }) {
-    const msgs = [...s.messages.values()].sort((a, b) => a.id - b.id);
+  // again: a rerender of the last state (it may already be replaced: the
+  // pages follow the state of the chat's own renders only).
+  render(s, opts, again = false) {
+    this.last = [s, opts];
+    const { editingId, saved, ghost, ghostSig, idle = false, outcome = () => null } = opts;
+    const o = this.older;
+    if (o && !again) o.sync(s);
+    const byId = new Map(o ? o.msgs : []);
+    for (const [id, m] of s.messages) byId.set(id, m);
+    const msgs = [...byId.values()].sort((a, b) => a.id - b.id);
     // Each turn: its user message and the last assistant message it has.
     const lastReply = new Map();
     let turn = null, lastTurn = null, lastAssistant = null;
@@ -189,6 +236,10 @@ export class Thread {
     }
 
     const items = [];
+    if (o && (o.more || o.loading || o.error)) {
+      items.push({ key: 'older', sig: JSON.stringify([o.more, o.loading, o.error]),
+        make: () => render.olderBar(o, () => { o.error = ''; this.loadOlder(); }) });
+    }
     this.lastUserId = null;
     for (const m of msgs) {
       const kind = render.boundaryOf(m);
@@ -259,8 +310,15 @@ export class Thread {
     this.reconcile(items);
     if (this.jumpTo && msgs.length) {
       const id = this.jumpTo;
-      this.jumpTo = 0;
       const hit = this.nodes.get('u' + id) || this.nodes.get('a' + id);
+      // A hit older than the pages shown: load pages until it is in.
+      if (!hit && o && id < msgs[0].id && (o.more || o.loading) && !o.error) {
+        queueMicrotask(() => this.loadOlder()); // after this render, not inside it
+        this.announce(s, msgs);
+        this.rendered = true;
+        return;
+      }
+      this.jumpTo = 0;
       this.jump = { node: hit ? hit.node : null };
       const url = new URL(location.href);
       url.searchParams.delete('message');
