@@ -101,6 +101,9 @@ type Report struct {
 	TurnP50, TurnP99 time.Duration
 	// CommitP50 is one baseline commit's median time.
 	CommitP50 time.Duration
+	// TurnBreakdown is where a sequential turn's time goes, per turn,
+	// from chatd's own stage, store and HTTP histograms.
+	TurnBreakdown []Cost
 
 	// AcquireSmall / AcquireLarge: ChatCountOwned's median in a write
 	// transaction at SmallChats and LargeChats chats.
@@ -153,6 +156,7 @@ func (r Report) Write(w io.Writer) error {
 	for _, n := range names {
 		row(fmt.Sprintf("list p99 (%d chats): %s", r.LargeChats, n), ms(r.ListP99[n]), "", "")
 	}
+	writeBreakdown(&b, r.TurnBreakdown)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -202,7 +206,7 @@ func Run(ctx context.Context, s store.Store, storeName string, cfg Config) (r Re
 	if r.TurnsPerSec, err = env.concurrentTurns(ctx); err != nil {
 		return r, err
 	}
-	if r.TurnP50, r.TurnP99, err = env.sequentialTurns(ctx); err != nil {
+	if r.TurnP50, r.TurnP99, r.TurnBreakdown, err = env.sequentialTurns(ctx); err != nil {
 		return r, err
 	}
 	// Acquisition at a small table, then at the seeded one.
@@ -410,22 +414,31 @@ func (e *runEnv) concurrentTurns(ctx context.Context) (float64, error) {
 	return float64(turns) / elapsed.Seconds(), nil
 }
 
-// sequentialTurns times SeqTurns turns of one chat, one after another.
-func (e *runEnv) sequentialTurns(ctx context.Context) (p50, p99 time.Duration, err error) {
+// sequentialTurns times SeqTurns turns of one chat, one after another,
+// and breaks them down by chatd's histograms scraped around them.
+func (e *runEnv) sequentialTurns(ctx context.Context) (p50, p99 time.Duration, breakdown []Cost, err error) {
 	t, err := e.newTurner(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer t.conn.CloseNow()
+	before, err := e.scrape(ctx)
+	if err != nil {
+		return 0, 0, nil, err
+	}
 	lat := make([]time.Duration, 0, e.cfg.SeqTurns)
 	for range e.cfg.SeqTurns {
 		t0 := time.Now()
 		if err := t.turn(ctx); err != nil {
-			return 0, 0, fmt.Errorf("sequential turns: %w", err)
+			return 0, 0, nil, fmt.Errorf("sequential turns: %w", err)
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	return percentile(lat, 50), percentile(lat, 99), nil
+	after, err := e.scrape(ctx)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	return percentile(lat, 50), percentile(lat, 99), costs(before, after, e.cfg.SeqTurns), nil
 }
 
 func (e *runEnv) chatCount(ctx context.Context) (int, error) {
