@@ -42,7 +42,7 @@ type Store struct {
 	reader *sql.DB
 	// writes and reads cache the prepared statements of each pool.
 	writes, reads *stmtCache
-	unlock func()
+	unlock        func()
 }
 
 var _ store.Store = (*Store)(nil)
