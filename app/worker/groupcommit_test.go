@@ -1,0 +1,90 @@
+package worker
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/llm"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/dbtest"
+)
+
+// waitTask waits for the runner's active goroutine to return.
+func waitTask(t *testing.T, r *runner) {
+	t.Helper()
+	require.NotNil(t, r.active)
+	select {
+	case <-r.active.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the generation goroutine did not return")
+	}
+}
+
+// A reply that calls no tool ends its turn in the transaction that stores
+// it; a reply with a tool call keeps its next step, and a queued prompt
+// is promoted as by FinishTurn.
+func TestReplyFinishesTurnInItsStep(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		setup := func(t *testing.T) *fixture {
+			t.Parallel()
+			return setupOn(t, newStore(t), Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond})
+		}
+		start := func(t *testing.T, g *fixture) (store.Chat, *runner) {
+			id := g.create("hello")
+			rid, c := g.acquire(id)
+			r, ctx := g.runner(id, rid)
+			r.process(ctx, eventFromChat(c))
+			g.provider.next(t)
+			return c, r
+		}
+
+		t.Run("plain reply", func(t *testing.T) {
+			g := setup(t)
+			c, r := start(t, g)
+			g.provider.answer("hi")
+			waitTask(t, r)
+			after := g.chat(c.ID)
+			require.Equal(t, store.ChatStatusWaiting, after.Status, "the step's commit finished the turn")
+			ms := g.messages(c.ID)
+			require.Equal(t, store.RoleAssistant, ms[len(ms)-1].Role)
+			require.Equal(t, "hi", partsOf(t, ms[len(ms)-1])[0].Text)
+		})
+
+		t.Run("tool call", func(t *testing.T) {
+			g := setup(t)
+			c, r := start(t, g)
+			g.provider.answers <- providerResult{resp: llm.Response{Parts: []sdk.ChatMessagePart{{
+				Type: sdk.PartToolCall, ToolCallID: "call-1", ToolName: "nope", Args: []byte(`{}`),
+			}}, FinishReason: "tool_calls"}}
+			waitTask(t, r)
+			require.Equal(t, store.ChatStatusRunning, g.chat(c.ID).Status, "the call is answered in a step of its own")
+		})
+
+		t.Run("queued prompt", func(t *testing.T) {
+			g := setup(t)
+			c, r := start(t, g)
+			g.do(func(t *chatstate.Tx) error {
+				_, err := t.SendMessage(c.ID, chatstate.UserInput{Content: sdk.Text("next")}, chatstate.BusyQueue)
+				return err
+			})
+			g.provider.answer("hi")
+			waitTask(t, r)
+			after := g.chat(c.ID)
+			require.Equal(t, store.ChatStatusRunning, after.Status, "the queue head starts the next turn")
+			ms := g.messages(c.ID)
+			require.Equal(t, "next", partsOf(t, ms[len(ms)-1])[0].Text, "promoted after the reply")
+			var queued []store.QueuedMessage
+			require.NoError(t, g.store.ReadTx(context.Background(), func(tx store.Reader) error {
+				var err error
+				queued, err = tx.QueueList(context.Background(), c.ID)
+				return err
+			}))
+			require.Empty(t, queued)
+		})
+	})
+}
