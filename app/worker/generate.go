@@ -363,7 +363,7 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 		if c.CompactionRequestedAt != nil {
 			return nil // a compaction asked for meanwhile runs first
 		}
-		res, err := t.FinishTurn(r.chatID)
+		res, err := r.finishTurnTx(t)
 		finished, queuedAt = err == nil, res.PromotedQueuedAt
 		return err
 	})
@@ -372,6 +372,25 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 		r.recordQueueWait(ctx, queuedAt)
 	}
 	return err
+}
+
+// finishTurnTx finishes the turn and, when the chat lands in waiting
+// (nothing was queued), gives it up in the same transaction: the runner
+// would abandon a waiting chat in a transaction of its own right after
+// (process: a waiting chat spawns abandon), so the outcome is the same
+// with one commit fewer. The committed row, no longer this runner's,
+// stops the runner.
+func (r *runner) finishTurnTx(t *chatstate.Tx) (chatstate.Result, error) {
+	res, err := t.FinishTurn(r.chatID)
+	if err != nil || res.Chat.Status != store.ChatStatusWaiting {
+		return res, err
+	}
+	abandoned, err := t.Abandon(r.chatID)
+	if err != nil {
+		return res, err
+	}
+	res.Chat = abandoned.Chat
+	return res, nil
 }
 
 // finishesTurn reports whether a reply of these parts ends the turn in
@@ -396,7 +415,7 @@ func toUsage(u llm.Usage, limit int64) *store.Usage {
 func (r *runner) finishTurn(ctx context.Context, f fence) error {
 	var queuedAt *time.Time
 	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
-		res, err := t.FinishTurn(r.chatID)
+		res, err := r.finishTurnTx(t)
 		queuedAt = res.PromotedQueuedAt
 		return err
 	})

@@ -26,8 +26,8 @@ func waitTask(t *testing.T, r *runner) {
 }
 
 // A reply that calls no tool ends its turn in the transaction that stores
-// it; a reply with a tool call keeps its next step, and a queued prompt
-// is promoted as by FinishTurn.
+// it, and gives the waiting chat up there too; a reply with a tool call
+// keeps its next step, and a queued prompt is promoted on the same runner.
 func TestReplyFinishesTurnInItsStep(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		setup := func(t *testing.T) *fixture {
@@ -50,6 +50,8 @@ func TestReplyFinishesTurnInItsStep(t *testing.T) {
 			waitTask(t, r)
 			after := g.chat(c.ID)
 			require.Equal(t, store.ChatStatusWaiting, after.Status, "the step's commit finished the turn")
+			require.False(t, after.WorkerID.Valid, "and gave the waiting chat up")
+			require.False(t, after.RunnerID.Valid)
 			ms := g.messages(c.ID)
 			require.Equal(t, store.RoleAssistant, ms[len(ms)-1].Role)
 			require.Equal(t, "hi", partsOf(t, ms[len(ms)-1])[0].Text)
@@ -76,6 +78,7 @@ func TestReplyFinishesTurnInItsStep(t *testing.T) {
 			waitTask(t, r)
 			after := g.chat(c.ID)
 			require.Equal(t, store.ChatStatusRunning, after.Status, "the queue head starts the next turn")
+			require.Equal(t, c.WorkerID, after.WorkerID, "on the same runner")
 			ms := g.messages(c.ID)
 			require.Equal(t, "next", partsOf(t, ms[len(ms)-1])[0].Text, "promoted after the reply")
 			var queued []store.QueuedMessage
