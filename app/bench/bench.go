@@ -331,6 +331,14 @@ func (e *runEnv) dial(ctx context.Context, chat uuid.UUID, query string) (*webso
 
 // readUntil reads frames until done says so, returning the bytes read.
 func (t *turner) readUntil(ctx context.Context, done func(sdk.ChatStreamEvent) bool) (int, error) {
+	return t.readFrames(ctx, func(frame []sdk.ChatStreamEvent) bool {
+		return slices.ContainsFunc(frame, done)
+	})
+}
+
+// readFrames reads frames until done says so after a whole frame,
+// returning the bytes read.
+func (t *turner) readFrames(ctx context.Context, done func([]sdk.ChatStreamEvent) bool) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, maxTurnWait)
 	defer cancel()
 	n := 0
@@ -348,25 +356,34 @@ func (t *turner) readUntil(ctx context.Context, done func(sdk.ChatStreamEvent) b
 			if ev.Type == sdk.StreamError && ev.Error != nil {
 				return n, fmt.Errorf("stream error: %s", ev.Error.Message)
 			}
-			if done(ev) {
-				return n, nil
-			}
+		}
+		if done(frame) {
+			return n, nil
 		}
 	}
 }
 
-// turn sends a message and waits for the assistant's reply followed by
-// the chat's return to waiting.
+// turn sends a message and waits for the assistant's reply with the chat
+// back in waiting. The stream sends a status only when it changed since
+// its last sync, and a turn can start and finish between two syncs: then
+// the reply comes with no status at all, and the chat is still waiting.
+// So the status is the last one seen (waiting before the send), judged
+// after each whole frame (a frame lists messages before the status).
 func (t *turner) turn(ctx context.Context) error {
 	if _, err := t.e.client.SendMessage(ctx, t.chat, sdk.CreateChatMessageRequest{Content: sdk.Text("Tell me something.")}); err != nil {
 		return fmt.Errorf("send to chat %s: %w", t.chat, err)
 	}
-	replied := false
-	_, err := t.readUntil(ctx, func(ev sdk.ChatStreamEvent) bool {
-		if ev.Type == sdk.StreamMessage && ev.Message != nil && ev.Message.Role == store.RoleAssistant {
-			replied = true
+	replied, status := false, sdk.ChatStatusWaiting
+	_, err := t.readFrames(ctx, func(frame []sdk.ChatStreamEvent) bool {
+		for _, ev := range frame {
+			switch {
+			case ev.Type == sdk.StreamMessage && ev.Message != nil && ev.Message.Role == store.RoleAssistant:
+				replied = true
+			case ev.Type == sdk.StreamStatus && ev.Status != nil:
+				status = ev.Status.Status
+			}
 		}
-		return replied && ev.Type == sdk.StreamStatus && ev.Status != nil && ev.Status.Status == sdk.ChatStatusWaiting
+		return replied && status == sdk.ChatStatusWaiting
 	})
 	return err
 }

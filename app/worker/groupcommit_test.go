@@ -91,3 +91,37 @@ func TestReplyFinishesTurnInItsStep(t *testing.T) {
 		})
 	})
 }
+
+// A turn that gives its chat up frees a slot of the concurrent agent
+// limit, which nothing publishes: the runner wakes the acquisition loop
+// itself, so a chat waiting for the slot is not left for the next timed
+// pass (AcquireInterval).
+func TestFinishedTurnWakesAcquisition(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := setupLimiter(t, newStore(t), Config{RootLimit: 1})
+		a, b := g.create("chat a"), g.create("chat b")
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		owned, unowned := g.owned(a, b)
+		require.Len(t, unowned, 1)
+		g.provider.next(t)
+		// Drop the wakes so far (the creates' ownership hints).
+		select {
+		case <-g.w.wake:
+		default:
+		}
+		g.provider.answer("done")
+		eventually(t, func() bool {
+			c := g.peek(owned[0])
+			return c.Status == store.ChatStatusWaiting && !c.WorkerID.Valid
+		}, "the first chat finishes and releases its slot")
+		select {
+		case <-g.w.wake:
+		default:
+			t.Fatal("the released slot did not wake the acquisition loop")
+		}
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx), "the freed slot admits the waiting chat")
+		g.provider.next(t)
+		g.provider.answer("done too")
+		eventually(t, func() bool { return g.peek(unowned[0]).Status == store.ChatStatusWaiting }, "the second chat finishes")
+	})
+}
