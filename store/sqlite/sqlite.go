@@ -42,7 +42,9 @@ type Store struct {
 	reader *sql.DB
 	// writes and reads cache the prepared statements of each pool.
 	writes, reads *stmtCache
-	unlock        func()
+	// batch queues write transactions for group commit (batch.go).
+	batch  batcher
+	unlock func()
 }
 
 var _ store.Store = (*Store)(nil)
@@ -157,8 +159,11 @@ func (s *Store) Close() error {
 // InTx runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
 // Holding the database write lock for the whole transaction serialises it
 // with every other writer, which is the SQLite form of the chat row lock.
+// Concurrent calls share one transaction and one commit (group commit,
+// batch.go), each fn in its own savepoint; InTx returns once the commit
+// that holds fn's writes is durable.
 func (s *Store) InTx(ctx context.Context, fn func(store.Tx) error) error {
-	return s.run(ctx, s.writer, s.writes, fn)
+	return s.inBatch(ctx, fn)
 }
 
 // ReadTx runs fn in a deferred transaction on the read pool; WAL gives it a

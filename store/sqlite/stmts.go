@@ -94,6 +94,17 @@ type sqlTx struct {
 	cache *stmtCache
 	// missed lists the queries it ran unprepared that the cache wants.
 	missed []string
+	// detached: a batched transaction (batch.go), whose statements do not
+	// end with their caller's context.
+	detached bool
+}
+
+// use is the context a statement runs with.
+func (t *sqlTx) use(ctx context.Context) context.Context {
+	if t.detached {
+		return context.WithoutCancel(ctx)
+	}
+	return ctx
 }
 
 // stmt is query's cached statement bound to this transaction (nil: run
@@ -111,6 +122,7 @@ func (t *sqlTx) stmt(ctx context.Context, query string) *sql.Stmt {
 
 // ExecContext is sql.Tx.ExecContext through the cache.
 func (t *sqlTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	ctx = t.use(ctx)
 	if s := t.stmt(ctx, query); s != nil {
 		return s.ExecContext(ctx, args...)
 	}
@@ -119,6 +131,7 @@ func (t *sqlTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 
 // QueryContext is sql.Tx.QueryContext through the cache.
 func (t *sqlTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	ctx = t.use(ctx)
 	if s := t.stmt(ctx, query); s != nil {
 		return s.QueryContext(ctx, args...)
 	}
@@ -127,6 +140,7 @@ func (t *sqlTx) QueryContext(ctx context.Context, query string, args ...any) (*s
 
 // QueryRowContext is sql.Tx.QueryRowContext through the cache.
 func (t *sqlTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	ctx = t.use(ctx)
 	if s := t.stmt(ctx, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}
