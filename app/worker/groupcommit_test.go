@@ -114,9 +114,10 @@ func TestFinishedTurnWakesAcquisition(t *testing.T) {
 			c := g.peek(owned[0])
 			return c.Status == store.ChatStatusWaiting && !c.WorkerID.Valid
 		}, "the first chat finishes and releases its slot")
+		// The runner wakes the loop right after its commit returns.
 		select {
 		case <-g.w.wake:
-		default:
+		case <-time.After(10 * time.Second):
 			t.Fatal("the released slot did not wake the acquisition loop")
 		}
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx), "the freed slot admits the waiting chat")
