@@ -103,6 +103,9 @@ type Report struct {
 	TurnP50, TurnP99 time.Duration
 	// CommitP50 is one baseline commit's median time.
 	CommitP50 time.Duration
+	// TurnBreakdown is where a sequential turn's time goes, per turn,
+	// from chatd's own stage, store and HTTP histograms.
+	TurnBreakdown []Cost
 
 	// AcquireSmall / AcquireLarge: ChatCountOwned's median in a write
 	// transaction at SmallChats and LargeChats chats.
@@ -159,6 +162,7 @@ func (r Report) Write(w io.Writer) error {
 		row(fmt.Sprintf("list p99 (%d chats): %s", r.LargeChats, n), ms(r.ListP99[n]), "", "")
 	}
 	r.Delivery.write(row)
+	writeBreakdown(&b, r.TurnBreakdown)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
@@ -208,7 +212,7 @@ func Run(ctx context.Context, s store.Store, storeName string, cfg Config) (r Re
 	if r.TurnsPerSec, err = env.concurrentTurns(ctx); err != nil {
 		return r, err
 	}
-	if r.TurnP50, r.TurnP99, err = env.sequentialTurns(ctx); err != nil {
+	if r.TurnP50, r.TurnP99, r.TurnBreakdown, err = env.sequentialTurns(ctx); err != nil {
 		return r, err
 	}
 	// Acquisition at a small table, then at the seeded one.
@@ -302,11 +306,6 @@ type turner struct {
 	e    *runEnv
 	chat uuid.UUID
 	conn *websocket.Conn
-	// status is the chat's status as the stream last said it. The stream
-	// sends a status only when it changed since the viewer's last sync,
-	// so a turn that runs and finishes between two syncs shows no status
-	// event at all: waiting, then waiting again.
-	status sdk.ChatStatus
 }
 
 func (e *runEnv) newTurner(ctx context.Context) (*turner, error) {
@@ -341,6 +340,14 @@ func (e *runEnv) dial(ctx context.Context, chat uuid.UUID, query string) (*webso
 
 // readUntil reads frames until done says so, returning the bytes read.
 func (t *turner) readUntil(ctx context.Context, done func(sdk.ChatStreamEvent) bool) (int, error) {
+	return t.readFrames(ctx, func(frame []sdk.ChatStreamEvent) bool {
+		return slices.ContainsFunc(frame, done)
+	})
+}
+
+// readFrames reads frames until done says so after a whole frame,
+// returning the bytes read.
+func (t *turner) readFrames(ctx context.Context, done func([]sdk.ChatStreamEvent) bool) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, maxTurnWait)
 	defer cancel()
 	n := 0
@@ -358,29 +365,34 @@ func (t *turner) readUntil(ctx context.Context, done func(sdk.ChatStreamEvent) b
 			if ev.Type == sdk.StreamError && ev.Error != nil {
 				return n, fmt.Errorf("stream error: %s", ev.Error.Message)
 			}
-			if ev.Type == sdk.StreamStatus && ev.Status != nil {
-				t.status = ev.Status.Status
-			}
-			if done(ev) {
-				return n, nil
-			}
+		}
+		if done(frame) {
+			return n, nil
 		}
 	}
 }
 
 // turn sends a message and waits for the assistant's reply with the chat
-// back in waiting (the reply's own sync may carry no status event: see
-// turner.status).
+// back in waiting. The stream sends a status only when it changed since
+// its last sync, and a turn can start and finish between two syncs: then
+// the reply comes with no status at all, and the chat is still waiting.
+// So the status is the last one seen (waiting before the send), judged
+// after each whole frame (a frame lists messages before the status).
 func (t *turner) turn(ctx context.Context) error {
 	if _, err := t.e.client.SendMessage(ctx, t.chat, sdk.CreateChatMessageRequest{Content: sdk.Text("Tell me something.")}); err != nil {
 		return fmt.Errorf("send to chat %s: %w", t.chat, err)
 	}
-	replied := false
-	_, err := t.readUntil(ctx, func(ev sdk.ChatStreamEvent) bool {
-		if ev.Type == sdk.StreamMessage && ev.Message != nil && ev.Message.Role == store.RoleAssistant {
-			replied = true
+	replied, status := false, sdk.ChatStatusWaiting
+	_, err := t.readFrames(ctx, func(frame []sdk.ChatStreamEvent) bool {
+		for _, ev := range frame {
+			switch {
+			case ev.Type == sdk.StreamMessage && ev.Message != nil && ev.Message.Role == store.RoleAssistant:
+				replied = true
+			case ev.Type == sdk.StreamStatus && ev.Status != nil:
+				status = ev.Status.Status
+			}
 		}
-		return replied && t.status == sdk.ChatStatusWaiting
+		return replied && status == sdk.ChatStatusWaiting
 	})
 	return err
 }
@@ -428,22 +440,31 @@ func (e *runEnv) concurrentTurns(ctx context.Context) (float64, error) {
 	return float64(turns) / elapsed.Seconds(), nil
 }
 
-// sequentialTurns times SeqTurns turns of one chat, one after another.
-func (e *runEnv) sequentialTurns(ctx context.Context) (p50, p99 time.Duration, err error) {
+// sequentialTurns times SeqTurns turns of one chat, one after another,
+// and breaks them down by chatd's histograms scraped around them.
+func (e *runEnv) sequentialTurns(ctx context.Context) (p50, p99 time.Duration, breakdown []Cost, err error) {
 	t, err := e.newTurner(ctx)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, nil, err
 	}
 	defer t.conn.CloseNow()
+	before, err := e.scrape(ctx)
+	if err != nil {
+		return 0, 0, nil, err
+	}
 	lat := make([]time.Duration, 0, e.cfg.SeqTurns)
 	for range e.cfg.SeqTurns {
 		t0 := time.Now()
 		if err := t.turn(ctx); err != nil {
-			return 0, 0, fmt.Errorf("sequential turns: %w", err)
+			return 0, 0, nil, fmt.Errorf("sequential turns: %w", err)
 		}
 		lat = append(lat, time.Since(t0))
 	}
-	return percentile(lat, 50), percentile(lat, 99), nil
+	after, err := e.scrape(ctx)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	return percentile(lat, 50), percentile(lat, 99), costs(before, after, e.cfg.SeqTurns), nil
 }
 
 func (e *runEnv) chatCount(ctx context.Context) (int, error) {

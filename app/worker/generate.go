@@ -337,13 +337,71 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 		return err
 	}
 	usage := toUsage(resp.Usage, model.ContextLimit)
-	return r.commit(ctx, f, func(t *chatstate.Tx) error {
-		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{
+	// A reply that calls no tool ends the turn: the next step would find
+	// the history complete and finish it. Finishing in the step's own
+	// transaction spares that step (a read and a commit) with the same
+	// outcome, unless something still has to run first (see finishesTurn).
+	finishes := r.finishesTurn(resp.Parts)
+	var (
+		finished bool
+		queuedAt *time.Time
+	)
+	err = r.commit(ctx, f, func(t *chatstate.Tx) error {
+		if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{
 			Role: store.RoleAssistant, Content: content, ModelConfigID: uuid.NullUUID{UUID: model.ID, Valid: model.ID != uuid.Nil},
 			ReasoningEffort: req.ReasoningEffort, Usage: usage,
-		}}})
+		}}}); err != nil {
+			return err
+		}
+		if !finishes {
+			return nil
+		}
+		c, err := t.Reader().ChatGet(ctx, r.chatID)
+		if err != nil {
+			return err
+		}
+		if c.CompactionRequestedAt != nil {
+			return nil // a compaction asked for meanwhile runs first
+		}
+		res, err := r.finishTurnTx(t)
+		finished, queuedAt = err == nil, res.PromotedQueuedAt
 		return err
 	})
+	if err == nil && finished {
+		r.turns.finish(ctx, OutcomeCompleted)
+		r.recordQueueWait(ctx, queuedAt)
+	}
+	return err
+}
+
+// finishTurnTx finishes the turn and, when the chat lands in waiting
+// (nothing was queued), gives it up in the same transaction: the runner
+// would abandon a waiting chat in a transaction of its own right after
+// (process: a waiting chat spawns abandon), so the outcome is the same
+// with one commit fewer. The committed row, no longer this runner's,
+// stops the runner.
+func (r *runner) finishTurnTx(t *chatstate.Tx) (chatstate.Result, error) {
+	res, err := t.FinishTurn(r.chatID)
+	if err != nil || res.Chat.Status != store.ChatStatusWaiting {
+		return res, err
+	}
+	abandoned, err := t.Abandon(r.chatID)
+	if err != nil {
+		return res, err
+	}
+	res.Chat = abandoned.Chat
+	return res, nil
+}
+
+// finishesTurn reports whether a reply of these parts ends the turn in
+// the step that commits it: it calls no tool (so nothing is outstanding
+// and the history is complete) and no stop hook has to run before the
+// turn may finish (stopTurn dispatches it).
+func (r *runner) finishesTurn(parts []sdk.ChatMessagePart) bool {
+	if r.w.deps.Hooks.Enabled() {
+		return false
+	}
+	return !slices.ContainsFunc(parts, func(p sdk.ChatMessagePart) bool { return p.Type == sdk.PartToolCall })
 }
 
 func toUsage(u llm.Usage, limit int64) *store.Usage {
@@ -357,7 +415,7 @@ func toUsage(u llm.Usage, limit int64) *store.Usage {
 func (r *runner) finishTurn(ctx context.Context, f fence) error {
 	var queuedAt *time.Time
 	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
-		res, err := t.FinishTurn(r.chatID)
+		res, err := r.finishTurnTx(t)
 		queuedAt = res.PromotedQueuedAt
 		return err
 	})

@@ -186,7 +186,7 @@ func (r *runner) stopTurn(ctx context.Context, f fence, v view) error {
 				return nil
 			}
 		}
-		res, err := t.FinishTurn(r.chatID)
+		res, err := r.finishTurnTx(t)
 		finished, queuedAt = err == nil, res.PromotedQueuedAt
 		return err
 	})

@@ -345,6 +345,12 @@ func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) e
 	st.end(stepFailure(ctx, err))
 	if err == nil {
 		r.turnCommitted(ctx, f, after)
+		if !after.WorkerID.Valid {
+			// The commit gave the chat up (a finished turn; see
+			// finishTurnTx): its slot is free for a chat waiting for one,
+			// and no notification says so.
+			r.w.wakeAcquire()
+		}
 		r.notify(eventFromChat(after))
 	}
 	return err

@@ -179,7 +179,7 @@ func TestRunnerEventProcessing(t *testing.T) {
 			require.Empty(t, g.provider.calls, "no generation ran")
 		})
 
-		t.Run("7 running generates and commits the reply", func(t *testing.T) {
+		t.Run("7 running generates and commits the reply, which ends the turn", func(t *testing.T) {
 			g := setup(t)
 			id, _, _, _, _ := start(t, g, "hello")
 			g.provider.answer("hi there")
@@ -187,7 +187,9 @@ func TestRunnerEventProcessing(t *testing.T) {
 			ms := g.messages(id)
 			require.Equal(t, store.RoleAssistant, ms[1].Role)
 			require.Equal(t, "hi there", partsOf(t, ms[1])[0].Text)
-			require.Equal(t, store.ChatStatusRunning, g.chat(id).Status, "CommitStep keeps running; the next goroutine finishes the turn")
+			// A reply without tool calls finishes the turn in its own
+			// commit (one transaction: CommitStep, FinishTurn).
+			require.Equal(t, store.ChatStatusWaiting, g.chat(id).Status, "the reply's commit finishes the turn")
 		})
 
 		t.Run("9 requires_action cancels the action after the deadline", func(t *testing.T) {

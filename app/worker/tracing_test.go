@@ -132,20 +132,10 @@ func TestTracingOneStepTurn(t *testing.T) {
 
 		ttft, attempt, stream := got.one(t, "time_to_first_token"), got.one(t, "provider_attempt"), got.one(t, "stream")
 		acq, prep := got.one(t, "acquisition"), got.one(t, "prepare")
-		// Two steps: the model call's, then the one that finishes the turn.
-		steps := got.named("generation_step")
-		require.Len(t, steps, 2)
-		step, last := steps[0], steps[1]
-		if action, _ := attr(step, "generation_action"); action != "generate" {
-			step, last = last, step // exported in the order they ended
-		}
+		// One step: the model call's, whose commit also finishes the turn.
+		step := got.one(t, "generation_step")
 		action, _ := attr(step, "generation_action")
 		require.Equal(t, "generate", action)
-		action, _ = attr(last, "generation_action")
-		require.Equal(t, "finish", action)
-		require.Equal(t, "chat_turn", got.parent(last))
-		// The next step may start while the previous task unwinds.
-		require.True(t, last.StartTime.After(step.StartTime), "the steps in order")
 		require.Equal(t, "chat_turn", got.parent(acq))
 		require.Equal(t, "chat_turn", got.parent(step))
 		require.Equal(t, "generation_step", got.parent(prep))
@@ -165,7 +155,7 @@ func TestTracingOneStepTurn(t *testing.T) {
 				commits = append(commits, s)
 			}
 		}
-		require.GreaterOrEqual(t, len(commits), 3, "attempt, step, finish")
+		require.GreaterOrEqual(t, len(commits), 2, "attempt, step with finish")
 
 		// A plausible order, not timing: each stage inside its parent,
 		// the pickup before the step, the first token within the stream.
@@ -176,7 +166,6 @@ func TestTracingOneStepTurn(t *testing.T) {
 		}
 		inside(acq, turn)
 		inside(step, turn)
-		inside(last, turn)
 		inside(prep, step)
 		inside(stream, step)
 		inside(ttft, stream)

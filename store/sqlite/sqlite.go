@@ -40,6 +40,10 @@ type Store struct {
 	path   string
 	writer *sql.DB
 	reader *sql.DB
+	// writes and reads cache the prepared statements of each pool.
+	writes, reads *stmtCache
+	// batch queues write transactions for group commit (batch.go).
+	batch  batcher
 	unlock func()
 }
 
@@ -101,6 +105,7 @@ func (s *Store) open(ctx context.Context, opts Options) error {
 	if err := s.writer.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite %s: %w", s.path, translate(err))
 	}
+	s.writes = newStmtCache(s.writer)
 
 	readers := opts.ReadConns
 	if readers == 0 {
@@ -115,6 +120,7 @@ func (s *Store) open(ctx context.Context, opts Options) error {
 	if err := s.reader.PingContext(ctx); err != nil {
 		return fmt.Errorf("open sqlite %s: %w", s.path, translate(err))
 	}
+	s.reads = newStmtCache(s.reader)
 	return nil
 }
 
@@ -132,6 +138,11 @@ func (s *Store) Migrations() (*goose.Provider, error) {
 // Close closes both pools and releases the process lock.
 func (s *Store) Close() error {
 	var errs []error
+	for _, c := range []*stmtCache{s.reads, s.writes} {
+		if c != nil {
+			errs = append(errs, c.close())
+		}
+	}
 	if s.reader != nil {
 		errs = append(errs, s.reader.Close())
 	}
@@ -148,34 +159,42 @@ func (s *Store) Close() error {
 // InTx runs fn in a BEGIN IMMEDIATE transaction on the writer connection.
 // Holding the database write lock for the whole transaction serialises it
 // with every other writer, which is the SQLite form of the chat row lock.
+// Concurrent calls share one transaction and one commit (group commit,
+// batch.go), each fn in its own savepoint; InTx returns once the commit
+// that holds fn's writes is durable.
 func (s *Store) InTx(ctx context.Context, fn func(store.Tx) error) error {
-	return s.run(ctx, s.writer, fn)
+	return s.inBatch(ctx, fn)
 }
 
 // ReadTx runs fn in a deferred transaction on the read pool; WAL gives it a
 // stable snapshot from its first read, and query_only refuses writes.
 func (s *Store) ReadTx(ctx context.Context, fn func(store.Reader) error) error {
-	return s.run(ctx, s.reader, func(tx store.Tx) error { return fn(tx) })
+	return s.run(ctx, s.reader, s.reads, func(tx store.Tx) error { return fn(tx) })
 }
 
-func (s *Store) run(ctx context.Context, db *sql.DB, fn func(store.Tx) error) (err error) {
-	sqlTx, err := db.BeginTx(ctx, nil)
+func (s *Store) run(ctx context.Context, db *sql.DB, cache *stmtCache, fn func(store.Tx) error) (err error) {
+	raw, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", translate(err))
 	}
+	t := &sqlTx{tx: raw, cache: cache}
 	defer func() {
 		if p := recover(); p != nil {
-			_ = sqlTx.Rollback()
+			_ = raw.Rollback()
 			panic(p)
 		}
 		if err != nil {
-			_ = sqlTx.Rollback()
+			_ = raw.Rollback()
+		}
+		// The connection is free again: cache what ran unprepared.
+		if len(t.missed) > 0 && ctx.Err() == nil {
+			cache.prepare(ctx, t.missed)
 		}
 	}()
-	if err := fn(&tx{tx: sqlTx}); err != nil {
+	if err := fn(&tx{tx: t}); err != nil {
 		return err
 	}
-	if err := sqlTx.Commit(); err != nil {
+	if err := raw.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", translate(err))
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 
 // tx implements store.Tx over one database/sql transaction.
 type tx struct {
-	tx *sql.Tx
+	tx *sqlTx
 }
 
 var _ store.Tx = (*tx)(nil)

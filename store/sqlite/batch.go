@@ -1,0 +1,215 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/chatd/chatd/store"
+)
+
+// Group commit. SQLite has one writer, so write transactions run one
+// after another anyway; each commit of synchronous=FULL is an fsync, and
+// the fsyncs, not the statements, bound how many transactions a second the
+// store takes. InTx therefore queues its function, and whoever finds no
+// transaction in progress leads: it runs every function queued so far in
+// one BEGIN IMMEDIATE transaction, each inside its own savepoint, and
+// commits once. The others wait for that commit. Each caller still gets
+// its own result: a function that fails is rolled back to its savepoint,
+// alone, and nobody is answered before the commit that makes their writes
+// durable has returned (a failed commit fails every member).
+//
+// Inside a batch the statements ignore the callers' cancellation (their
+// context's values stay): an interrupted statement can roll back the whole
+// SQLite transaction, and so the other members' work, so a caller's
+// cancellation is honoured before its function starts and by the function
+// itself, never in the middle of a statement.
+
+// txReq is one InTx call waiting in the queue.
+type txReq struct {
+	ctx  context.Context
+	fn   func(store.Tx) error
+	wake chan wake // buffered to one
+	// res is the outcome; set before wake is sent, or by the leader for
+	// its own request.
+	res txResult
+}
+
+// wake tells a waiting caller that its transaction is over, or that it
+// leads the next batch.
+type wake struct{ lead bool }
+
+// txResult is what a caller's InTx returns: an error, or a panic of its
+// function to re-raise on the caller's goroutine.
+type txResult struct {
+	err      error
+	panicked bool
+	panicVal any
+}
+
+func (r txResult) finish() error {
+	if r.panicked {
+		panic(r.panicVal)
+	}
+	return r.err
+}
+
+// batcher is the queue of write transactions and who leads it.
+type batcher struct {
+	mu      sync.Mutex
+	queue   []*txReq
+	leading bool
+	// txs counts the transactions begun (tests).
+	txs int
+}
+
+// inBatch runs fn as part of a batched write transaction (see above).
+func (s *Store) inBatch(ctx context.Context, fn func(store.Tx) error) error {
+	req := &txReq{ctx: ctx, fn: fn, wake: make(chan wake, 1)}
+	b := &s.batch
+	b.mu.Lock()
+	b.queue = append(b.queue, req)
+	lead := !b.leading
+	b.leading = true
+	b.mu.Unlock()
+	if !lead {
+		if w := <-req.wake; !w.lead {
+			return req.res.finish()
+		}
+	}
+	// Leading: run what is queued (this request included) as one batch,
+	// then hand the lead to the first caller that queued meanwhile.
+	b.mu.Lock()
+	batch := b.queue
+	b.queue = nil
+	b.mu.Unlock()
+	s.runBatch(batch, req)
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		b.queue[0].wake <- wake{lead: true}
+	} else {
+		b.leading = false
+	}
+	b.mu.Unlock()
+	return req.res.finish()
+}
+
+// runBatch runs the batch's functions in transactions until each has its
+// result: normally one transaction; a member whose failure rolls back the
+// whole SQLite transaction (a full disk, an I/O error) ends it, and the
+// members after it run in the next one. self is the leader's own request,
+// which is answered by its return rather than a wake.
+func (s *Store) runBatch(batch []*txReq, self *txReq) {
+	answer := func(r *txReq, res txResult) {
+		r.res = res
+		if r != self {
+			r.wake <- wake{}
+		}
+	}
+	for len(batch) > 0 {
+		batch = s.runTx(batch, answer)
+	}
+}
+
+// runTx runs members of batch in one transaction and answers them; it
+// returns the members it did not get to.
+func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
+	// The transaction is the batch's, not one caller's: no caller's
+	// cancellation may roll it back.
+	raw, err := s.writer.BeginTx(context.Background(), nil)
+	if err != nil {
+		for _, r := range batch {
+			answer(r, txResult{err: fmt.Errorf("begin: %w", translate(err))})
+		}
+		return nil
+	}
+	s.batch.mu.Lock()
+	s.batch.txs++
+	s.batch.mu.Unlock()
+	t := &sqlTx{tx: raw, cache: s.writes, detached: true}
+	exec := func(q string) error {
+		_, err := t.ExecContext(context.Background(), q)
+		return err
+	}
+	// A lone member needs no savepoint: its failure rolls back the whole
+	// transaction, as without batching.
+	alone := len(batch) == 1
+	var done []*txReq // ran without error, answered at commit
+	rest := []*txReq(nil)
+	for i, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			answer(r, txResult{err: fmt.Errorf("begin: %w", err)})
+			continue
+		}
+		if !alone {
+			if err := exec("SAVEPOINT batch_member"); err != nil {
+				rest = batch[i:]
+				break
+			}
+		}
+		res := call(r.fn, &tx{tx: t})
+		if res.err == nil && !res.panicked {
+			if alone {
+				done = append(done, r)
+				continue
+			}
+			if err := exec("RELEASE batch_member"); err == nil {
+				done = append(done, r)
+				continue
+			}
+			// The release failed: the transaction cannot be trusted.
+			res = txResult{err: fmt.Errorf("release savepoint: %w", translate(err))}
+		}
+		if alone {
+			_ = raw.Rollback()
+			answer(r, res)
+			s.writes.prepare(context.Background(), t.missed)
+			return nil
+		}
+		answer(r, res)
+		if err := rollbackMember(exec); err != nil {
+			// SQLite rolled the whole transaction back (SQLITE_FULL,
+			// an I/O error): the members that ran lost their work with
+			// it, and the rest run in a new transaction.
+			_ = raw.Rollback()
+			for _, d := range done {
+				answer(d, txResult{err: fmt.Errorf("batched write rolled back with another: %w", res.err)})
+			}
+			s.writes.prepare(context.Background(), t.missed)
+			return batch[i+1:]
+		}
+	}
+	if len(done) == 0 {
+		_ = raw.Rollback()
+	} else if err := raw.Commit(); err != nil {
+		err = fmt.Errorf("commit: %w", translate(err))
+		for _, d := range done {
+			answer(d, txResult{err: err})
+		}
+		done = nil
+	}
+	for _, d := range done {
+		answer(d, txResult{})
+	}
+	// The connection is free again: cache what ran unprepared.
+	s.writes.prepare(context.Background(), t.missed)
+	return rest
+}
+
+// rollbackMember undoes one member's writes and leaves its savepoint.
+func rollbackMember(exec func(string) error) error {
+	if err := exec("ROLLBACK TO batch_member"); err != nil {
+		return err
+	}
+	return exec("RELEASE batch_member")
+}
+
+// call runs fn, turning a panic into a result for its caller.
+func call(fn func(store.Tx) error, t *tx) (res txResult) {
+	defer func() {
+		if p := recover(); p != nil {
+			res = txResult{panicked: true, panicVal: p}
+		}
+	}()
+	return txResult{err: fn(t)}
+}
