@@ -22,9 +22,11 @@ import (
 
 // Defaults for Config's zero values.
 const (
-	DefaultAddr              = "127.0.0.1:8080"
-	DefaultDB                = "./chatd.db"
-	DefaultShutdownTimeout   = 10 * time.Second
+	DefaultAddr = "127.0.0.1:8080"
+	DefaultDB   = "./chatd.db"
+	// DefaultShutdownTimeout bounds a graceful shutdown (SIGTERM): the
+	// in-flight requests and, on SQLite, the turns still running.
+	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds reading one request, body included.
 	DefaultReadTimeout = 60 * time.Second
@@ -45,7 +47,10 @@ type Config struct {
 	Addr string
 	// DB is a SQLite file path, or a postgres:// (postgresql://) URL.
 	DB string
-	// ShutdownTimeout bounds graceful HTTP shutdown.
+	// ShutdownTimeout bounds a graceful shutdown (Run after its context
+	// ends; App.Shutdown): in-flight HTTP requests finish, and on SQLite
+	// running turns may finish, within it (default DefaultShutdownTimeout;
+	// CHATD_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 	// ReadTimeout, WriteTimeout and IdleTimeout are the HTTP server's
 	// (defaults DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout;
@@ -247,6 +252,11 @@ func FromEnv() Config {
 	c.ReadTimeout = envTimeout("CHATD_READ_TIMEOUT")
 	c.WriteTimeout = envTimeout("CHATD_WRITE_TIMEOUT")
 	c.IdleTimeout = envTimeout("CHATD_IDLE_TIMEOUT")
+	// Graceful shutdown (drain): unset, unparsable or not positive keeps
+	// the default.
+	if d, err := time.ParseDuration(os.Getenv("CHATD_SHUTDOWN_TIMEOUT")); err == nil && d > 0 {
+		c.ShutdownTimeout = d
+	}
 	c.StreamPingInterval, _ = time.ParseDuration(os.Getenv("CHATD_STREAM_PING_INTERVAL"))
 	c.StreamPongTimeout, _ = time.ParseDuration(os.Getenv("CHATD_STREAM_PONG_TIMEOUT"))
 	if v := os.Getenv("CHATD_MAX_UNAUTH_CONNS_PER_IP"); v != "" {

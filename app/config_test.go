@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -19,6 +20,15 @@ func TestAutoArchiveDaysFromEnv(t *testing.T) {
 	for env, want := range map[string]int{"30": 30, "": 0, "0": 0, "-1": 0, "soon": 0} {
 		t.Setenv("CHATD_AUTO_ARCHIVE_DAYS", env)
 		require.Equal(t, want, app.FromEnv().Worker.AutoArchiveDays, "%q", env)
+	}
+}
+
+// TestShutdownTimeoutFromEnv: CHATD_SHUTDOWN_TIMEOUT bounds the drain;
+// unset, unparsable or not positive keeps the default (0 in Config).
+func TestShutdownTimeoutFromEnv(t *testing.T) {
+	for env, want := range map[string]time.Duration{"45s": 45 * time.Second, "2m": 2 * time.Minute, "": 0, "0": 0, "-5s": 0, "soon": 0} {
+		t.Setenv("CHATD_SHUTDOWN_TIMEOUT", env)
+		require.Equal(t, want, app.FromEnv().ShutdownTimeout, "%q", env)
 	}
 }
 

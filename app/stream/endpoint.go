@@ -129,8 +129,43 @@ func (s *Server) untrack(cancel *context.CancelFunc) {
 	s.wg.Done()
 }
 
+// RestartReason is the close reason of the chat streams and watches that
+// Close ends, with status 1012 (Service Restart): the server is shutting
+// down, and the client should reconnect (behind a load balancer, to
+// another replica).
+const RestartReason = "server shutting down; reconnect"
+
+// closing reports whether Close has begun.
+func (s *Server) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// closeEnded closes a viewer's connection whose stream ended without a
+// failure: 1012 with RestartReason when the server is closing, else 1001
+// (Going Away: the request or the peer ended it).
+func (s *Server) closeEnded(conn *websocket.Conn) {
+	if s.closing() {
+		conn.Close(websocket.StatusServiceRestart, RestartReason)
+		return
+	}
+	conn.Close(websocket.StatusGoingAway, "")
+}
+
+// untilGone is ctx, also ended when the peer goes away (peer: the
+// connection's CloseRead context). CloseRead must not get ctx itself: when
+// ctx ends it drops the connection at once, and Close could not send the
+// close status (1012 on shutdown) any more.
+func untilGone(ctx, peer context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(peer, cancel)
+	return ctx, func() { stop(); cancel() }
+}
+
 // Close ends every stream and parts connection and waits for them: HTTP
-// shutdown does not wait for hijacked WebSocket connections.
+// shutdown does not wait for hijacked WebSocket connections. The chat
+// streams and watches end with status 1012 (closeEnded).
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
@@ -371,14 +406,16 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 	}
 	defer conn.CloseNow()
 	defer track(s.gauges.viewers)()
+	peer := conn.CloseRead(r.Context())
 	s.serveTracked(r.Context(), func(ctx context.Context) {
-		ctx = conn.CloseRead(ctx)
+		ctx, done := untilGone(ctx, peer)
+		defer done()
 		err := s.ServeWith(ctx, conn, chatID, opts)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			conn.Close(websocket.StatusNormalClosure, "chat deleted")
 		case err == nil || errClosed(err) || ctx.Err() != nil:
-			conn.Close(websocket.StatusGoingAway, "")
+			s.closeEnded(conn)
 		default:
 			s.log.Info("stream ended", "chat_id", chatID, "err", err)
 			conn.Close(websocket.StatusInternalError, "stream error")

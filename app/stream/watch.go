@@ -50,11 +50,13 @@ func (s *Server) HandleWatch(w http.ResponseWriter, r *http.Request, userID uuid
 		return
 	}
 	defer conn.CloseNow()
+	peer := conn.CloseRead(ctx)
 	s.serveTracked(ctx, func(ctx context.Context) {
-		ctx = conn.CloseRead(ctx)
+		ctx, done := untilGone(ctx, peer)
+		defer done()
 		err := s.watch(ctx, conn, userID, box, opened)
 		if err == nil || errClosed(err) || ctx.Err() != nil {
-			conn.Close(websocket.StatusGoingAway, "")
+			s.closeEnded(conn)
 			return
 		}
 		s.log.Info("watch ended", "user_id", userID, "err", err)
