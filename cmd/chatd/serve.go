@@ -20,6 +20,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&cfg.MCPConfig, "mcp-config", cfg.MCPConfig, "mcpServers JSON file of MCP servers whose tools chats may use; none when empty (CHATD_MCP_CONFIG)")
 	fs.StringVar(&cfg.LogFormat, "log-format", envDefault("CHATD_LOG_FORMAT", app.LogFormatText), "log line format: text or json (CHATD_LOG_FORMAT)")
 	fs.BoolVar(&cfg.Pprof, "pprof", cfg.Pprof, "serve /debug/pprof/ to admins on the main address (CHATD_PPROF)")
+	if cfg.ShutdownTimeout == 0 {
+		cfg.ShutdownTimeout = app.DefaultShutdownTimeout
+	}
+	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", cfg.ShutdownTimeout, "bound of the graceful drain on SIGTERM (CHATD_SHUTDOWN_TIMEOUT)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
