@@ -340,17 +340,14 @@ func (w *Worker) Drain(ctx context.Context) error {
 	if acquired != nil {
 		<-acquired // no acquisition is in flight, and none starts
 	}
-	defer w.Stop()
 	if !w.cfg.Leases {
 		if busy := w.manager.drain(ctx); busy > 0 {
 			w.log.Info("shutdown: turns still running are left for the next start", "chats", busy)
 		}
+		w.Stop()
 		return nil
 	}
-	for _, r := range w.manager.all() {
-		r.stop()
-	}
-	w.manager.wait()
+	w.Stop() // every runner cancelled and returned: none commits after the release
 	released, err := w.deps.Machine.ReleaseWorker(ctx, w.id)
 	if len(released) > 0 {
 		w.log.Info("shutdown: handed chats over to the other replicas", "chats", len(released))
