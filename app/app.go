@@ -520,12 +520,14 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	if a.cfg.AdvertiseURL == "" {
 		a.cfg.AdvertiseURL = "http://" + ln.Addr().String()
 	}
-	if err := a.Start(ctx); err != nil {
+	// The background parts outlive ctx: its end starts the drain below,
+	// which stops them in order (Shutdown).
+	if err := a.Start(context.WithoutCancel(ctx)); err != nil {
 		a.Stop()
 		ln.Close()
 		return fmt.Errorf("start worker: %w", err)
 	}
-	defer a.Stop()
+	defer a.Stop() // after Shutdown, a no-op
 	sock := a.startAdmin("http://" + ln.Addr().String())
 	defer sock.stop(a.cfg.ShutdownTimeout)
 	// Timeouts bound every request; the stream handlers lift them from
@@ -575,10 +577,16 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		return err
 	case <-ctx.Done():
 	}
-	a.log.Info("shutting down: finishing requests and stopping the worker (its chats resume on the next start)")
+	a.log.Info("shutting down: draining", "timeout", a.cfg.ShutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 	defer cancel()
-	shutdownErr := srv.Shutdown(shutdownCtx)
+	// The listener closes at once and the requests in flight finish while
+	// the worker drains; the streams (hijacked connections, which
+	// http.Server.Shutdown does not wait for) close after it.
+	httpDone := make(chan error, 1)
+	go func() { httpDone <- srv.Shutdown(shutdownCtx) }()
+	drainErr := a.Shutdown(shutdownCtx)
+	shutdownErr := <-httpDone
 	// Serve returns as soon as Shutdown starts: wait for it either way.
 	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
 		return err
@@ -586,7 +594,30 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	if shutdownErr != nil {
 		return fmt.Errorf("shutdown: %w", shutdownErr)
 	}
+	if drainErr != nil {
+		// The chats not handed over are taken over at lease expiry.
+		a.log.Warn("shutdown: drain", "err", drainErr)
+	}
+	a.log.Info("shut down")
 	return nil
+}
+
+// Shutdown is the graceful stop (Run calls it when its context ends, as
+// on SIGTERM): this replica stops acquiring chats at once; with several
+// replicas (Postgres) it hands the chats it runs to the others, and on
+// SQLite it lets the running turns finish until ctx ends, leaving the rest
+// for the next start (worker.Worker.Drain). Then everything stops as in
+// Stop, and the streams end with WebSocket status 1012 (Service Restart)
+// so clients reconnect, to another replica if there is one. Stop alone is
+// what a crash does to the chats: they stay owned until their leases go
+// stale (or, on SQLite, until the next start).
+func (a *App) Shutdown(ctx context.Context) error {
+	var err error
+	if !a.cfg.NoWorker {
+		err = a.worker.Drain(ctx)
+	}
+	a.Stop()
+	return err
 }
 
 // backup snapshots a SQLite database for GET /admin/backup (nil with

@@ -19,9 +19,11 @@ import (
 
 // Defaults for Config's zero values.
 const (
-	DefaultAddr              = "127.0.0.1:8080"
-	DefaultDB                = "./chatd.db"
-	DefaultShutdownTimeout   = 30 * time.Second // CHATD_SHUTDOWN_TIMEOUT
+	DefaultAddr = "127.0.0.1:8080"
+	DefaultDB   = "./chatd.db"
+	// DefaultShutdownTimeout bounds a graceful shutdown (SIGTERM): the
+	// in-flight requests and, on SQLite, the turns still running.
+	DefaultShutdownTimeout   = 30 * time.Second
 	DefaultReadHeaderTimeout = 10 * time.Second
 	// DefaultReadTimeout bounds reading one request, body included.
 	DefaultReadTimeout = 60 * time.Second
@@ -43,7 +45,10 @@ type Config struct {
 	Addr string
 	// DB is a SQLite file path, or a postgres:// (postgresql://) URL.
 	DB string
-	// ShutdownTimeout bounds graceful HTTP shutdown.
+	// ShutdownTimeout bounds a graceful shutdown (Run after its context
+	// ends; App.Shutdown): in-flight HTTP requests finish, and on SQLite
+	// running turns may finish, within it (default DefaultShutdownTimeout;
+	// CHATD_SHUTDOWN_TIMEOUT).
 	ShutdownTimeout time.Duration
 	// ReadTimeout, WriteTimeout and IdleTimeout are the HTTP server's
 	// (defaults DefaultReadTimeout, DefaultWriteTimeout, DefaultIdleTimeout;

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -40,6 +41,18 @@ func TestAutoArchiveDaysFromEnv(t *testing.T) {
 	}
 	for _, env := range []string{"-1", "soon"} {
 		requireEnvError(t, "CHATD_AUTO_ARCHIVE_DAYS", env)
+	}
+}
+
+// TestShutdownTimeoutFromEnv: CHATD_SHUTDOWN_TIMEOUT bounds the drain;
+// unset keeps the default (0 in Config); a bad value stops startup.
+func TestShutdownTimeoutFromEnv(t *testing.T) {
+	for env, want := range map[string]time.Duration{"45s": 45 * time.Second, "2m": 2 * time.Minute, "": 0} {
+		t.Setenv("CHATD_SHUTDOWN_TIMEOUT", env)
+		require.Equal(t, want, fromEnv(t).ShutdownTimeout, "%q", env)
+	}
+	for _, env := range []string{"-5s", "soon"} {
+		requireEnvError(t, "CHATD_SHUTDOWN_TIMEOUT", env)
 	}
 }
 

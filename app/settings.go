@@ -230,7 +230,7 @@ var settings = []Setting{
 
 	// Shutdown and the worker's leases.
 	{Flag: "shutdown-timeout", Env: "CHATD_SHUTDOWN_TIMEOUT", Field: "ShutdownTimeout", Default: dur(DefaultShutdownTimeout),
-		Usage: "how long a stopping server (SIGTERM, SIGINT) waits for requests and chats to finish before it closes them"},
+		Usage: "bound of the graceful drain on SIGTERM (or Ctrl-C): requests in flight finish, and on SQLite running turns may finish, within it; a second signal stops at once"},
 	{Flag: "heartbeat-interval", Env: "CHATD_HEARTBEAT_INTERVAL", Field: "Worker.HeartbeatInterval", Default: dur(worker.DefaultHeartbeatInterval),
 		Usage: "how often a replica renews the leases of the chats it runs and its replica record (Postgres)"},
 	{Flag: "lease-timeout", Env: "CHATD_LEASE_TIMEOUT", Field: "Worker.LeaseTimeout", Default: dur(worker.DefaultLeaseTimeout),

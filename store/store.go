@@ -131,6 +131,11 @@ type Reader interface {
 	// then the oldest (updated_at, id).
 	ChatListAcquirable(ctx context.Context, p AcquirableParams) ([]Chat, error)
 
+	// ChatListByWorker lists the ids of the chats whose worker_id is
+	// workerID, whatever their state, oldest first (created_at, id): what
+	// a worker holds when it hands its chats over on shutdown.
+	ChatListByWorker(ctx context.Context, workerID uuid.UUID) ([]uuid.UUID, error)
+
 	// ChatListArchivable lists the root chats the auto-archive loop may
 	// archive (spec: "Auto-archive loop"), oldest first (created_at, id):
 	// unarchived, unpinned, not running, interrupting or requires_action,

@@ -2,6 +2,7 @@ package chatstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -42,6 +43,55 @@ func (t *Tx) Abandon(chatID uuid.UUID) (Result, error) {
 	}
 	return s.end()
 }
+
+// ReleaseWorker hands over every chat workerID owns: each one is
+// abandoned (O -> U) in a bundle of its own, so another worker may acquire
+// it at once instead of waiting for its lease to go stale, and the
+// chat:ownership notification of those left runnable tells the other
+// replicas' acquisition loops (spec: "Runner exit", a replica handing its
+// chats off during shutdown). Only the ownership changes: a step the
+// worker had in flight was not committed, and the next owner runs it
+// again (the tool journal decides for tool calls). Call it once the
+// worker's runners have stopped, so none commits afterwards (their fences
+// would refuse it anyway). A chat another worker took meanwhile is left
+// alone. It returns the ids of the chats it released.
+func (m *Machine) ReleaseWorker(ctx context.Context, workerID uuid.UUID) ([]uuid.UUID, error) {
+	var ids []uuid.UUID
+	err := m.store.ReadTx(ctx, func(tx store.Reader) error {
+		var err error
+		ids, err = tx.ChatListByWorker(ctx, workerID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("release worker %s: %w", workerID, err)
+	}
+	released := make([]uuid.UUID, 0, len(ids))
+	var errs []error
+	for _, id := range ids {
+		err := m.Do(ctx, func(t *Tx) error {
+			c, st, err := t.LockState(id)
+			if err != nil {
+				return err
+			}
+			if st == StateN || c.WorkerID != (uuid.NullUUID{UUID: workerID, Valid: true}) {
+				return errNotHeld
+			}
+			_, err = t.Abandon(id)
+			return err
+		})
+		switch {
+		case err == nil:
+			released = append(released, id)
+		case errors.Is(err, errNotHeld):
+		default:
+			errs = append(errs, fmt.Errorf("release chat %s: %w", id, err))
+		}
+	}
+	return released, errors.Join(errs...)
+}
+
+// errNotHeld rolls back the release of a chat its worker no longer owns.
+var errNotHeld = errors.New("the chat is not the worker's")
 
 // RunnableWithoutOwner reports whether a chat needs a worker to acquire it:
 // it is unarchived, in a runnable status (running, interrupting,

@@ -129,8 +129,34 @@ func (s *Server) untrack(cancel *context.CancelFunc) {
 	s.wg.Done()
 }
 
+// RestartReason is the close reason of the chat streams and watches that
+// Close ends, with status 1012 (Service Restart): the server is shutting
+// down, and the client should reconnect (behind a load balancer, to
+// another replica).
+const RestartReason = "server shutting down; reconnect"
+
+// closing reports whether Close has begun.
+func (s *Server) closing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// closeEnded closes a viewer's connection whose stream ended without a
+// failure: 1012 with RestartReason when the server is closing, else the
+// status its context's cause chooses (CloseStatuser, e.g. 1008 for revoked
+// credentials), else 1001 (Going Away: the request or the peer ended it).
+func (s *Server) closeEnded(ctx context.Context, conn *websocket.Conn) {
+	if s.closing() {
+		conn.Close(websocket.StatusServiceRestart, RestartReason)
+		return
+	}
+	conn.Close(closeStatus(ctx))
+}
+
 // Close ends every stream and parts connection and waits for them: HTTP
-// shutdown does not wait for hijacked WebSocket connections.
+// shutdown does not wait for hijacked WebSocket connections. The chat
+// streams and watches end with status 1012 (closeEnded).
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
@@ -434,7 +460,7 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 		case errors.Is(err, store.ErrNotFound):
 			conn.Close(websocket.StatusNormalClosure, "chat deleted")
 		case err == nil || errClosed(err) || ctx.Err() != nil:
-			conn.Close(closeStatus(ctx))
+			s.closeEnded(ctx, conn)
 		default:
 			s.log.Info("stream ended", "chat_id", chatID, "err", err)
 			conn.Close(websocket.StatusInternalError, "stream error")

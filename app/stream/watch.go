@@ -55,7 +55,7 @@ func (s *Server) HandleWatch(w http.ResponseWriter, r *http.Request, userID uuid
 		defer stop()
 		err := s.watch(ctx, conn, userID, box, opened)
 		if err == nil || errClosed(err) || ctx.Err() != nil {
-			conn.Close(closeStatus(ctx))
+			s.closeEnded(ctx, conn)
 			return
 		}
 		s.log.Info("watch ended", "user_id", userID, "err", err)

@@ -21,10 +21,12 @@ var errSkip = errors.New("skip")
 // a crashed replica's chats are taken over at lease expiry rather than up
 // to an AcquireInterval later.
 func (w *Worker) acquireLoop(ctx context.Context, wake <-chan struct{}) {
-	for {
+	for w.acquiring() {
 		w.AcquirePass(ctx)
 		select {
 		case <-ctx.Done():
+			return
+		case <-w.noAcquire:
 			return
 		case <-wake:
 		case <-w.clock.After(w.nextPassIn(ctx)):
@@ -94,7 +96,7 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 	}
 	n := 0
 	order := admissionOrder{chats: chats, byOwner: byOwner}
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && w.acquiring() {
 		// A pool that was full when the counts were read is skipped without
 		// a write transaction; tryAcquire's check under the lock decides.
 		c, ok := order.next(func(c store.Chat) bool {

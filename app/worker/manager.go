@@ -15,11 +15,58 @@ type manager struct {
 	w       *Worker
 	mu      sync.Mutex
 	runners map[uuid.UUID]map[uuid.UUID]*runner
+	// changed is closed (and replaced) when a runner comes or goes or
+	// starts or stops waiting on a person: Drain waits on it.
+	changed chan struct{}
 	wg      sync.WaitGroup
 }
 
 func newManager(w *Worker) *manager {
-	return &manager{w: w, runners: map[uuid.UUID]map[uuid.UUID]*runner{}}
+	return &manager{w: w, runners: map[uuid.UUID]map[uuid.UUID]*runner{}, changed: make(chan struct{})}
+}
+
+// signalLocked wakes the waiters of changes; m.mu is held.
+func (m *manager) signalLocked() {
+	close(m.changed)
+	m.changed = make(chan struct{})
+}
+
+// signal wakes the waiters of changes.
+func (m *manager) signal() {
+	m.mu.Lock()
+	m.signalLocked()
+	m.mu.Unlock()
+}
+
+// changes returns a channel closed at the next change of the runners.
+func (m *manager) changes() <-chan struct{} {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.changed
+}
+
+// drain waits until every runner has finished or waits on a person
+// (requires_action: its chat can wait for the next start as well as for
+// this process), or ctx ends, and returns how many runners were still busy.
+// Acquisition has stopped, so no runner is added meanwhile.
+func (m *manager) drain(ctx context.Context) int {
+	for {
+		changed := m.changes()
+		busy := 0
+		for _, r := range m.all() {
+			if !r.parked.Load() {
+				busy++
+			}
+		}
+		if busy == 0 {
+			return 0
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return busy
+		}
+	}
 }
 
 // spawn starts a runner for an acquired chat. Its first event is the row
@@ -47,6 +94,7 @@ func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID, t
 		if len(m.runners[c.ID]) == 0 {
 			delete(m.runners, c.ID)
 		}
+		m.signalLocked()
 		m.mu.Unlock()
 	}()
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
@@ -88,7 +89,10 @@ type runner struct {
 	// slot: the chat was admitted against the concurrent agent limit and
 	// has not waited on a person since (requires_action holds no slot).
 	slot bool
-	wg   sync.WaitGroup
+	// parked: the last event the loop processed left the chat, still this
+	// runner's, waiting on a person (requires_action); Drain lets it be.
+	parked atomic.Bool
+	wg     sync.WaitGroup
 }
 
 func newRunner(w *Worker, c store.Chat, runnerID uuid.UUID) *runner {
@@ -188,6 +192,7 @@ func (r *runner) process(ctx context.Context, ev event) {
 	}
 	prev, seen := r.last, r.seen
 	r.last, r.seen = ev, true
+	r.park(ev)
 	// 2. Not ours any more.
 	if ev.WorkerID != (uuid.NullUUID{UUID: r.w.id, Valid: true}) || ev.RunnerID != (uuid.NullUUID{UUID: r.runnerID, Valid: true}) {
 		if chatstate.RunnableWithoutOwner(ev.Status, ev.Archived, ev.WorkerID, ev.RunnerID) {
@@ -232,6 +237,16 @@ func (r *runner) process(ctx context.Context, ev event) {
 		r.spawn(ctx, ev, r.actionTimeout)
 	default:
 		r.spawn(ctx, ev, r.abandon)
+	}
+}
+
+// park records whether ev leaves this runner's chat waiting on a person,
+// and tells the manager when that changes.
+func (r *runner) park(ev event) {
+	mine := ev.WorkerID == (uuid.NullUUID{UUID: r.w.id, Valid: true}) && ev.RunnerID == (uuid.NullUUID{UUID: r.runnerID, Valid: true})
+	parked := mine && !ev.Archived && ev.Status == store.ChatStatusRequiresAction
+	if r.parked.Swap(parked) != parked {
+		r.w.manager.signal()
 	}
 }
 

@@ -214,6 +214,11 @@ type Worker struct {
 	locks   keyedLock
 	titles  chan uuid.UUID
 	wake    chan struct{} // acquisition pass requests, buffered to one
+	// noAcquire is closed when the worker stops acquiring (Drain);
+	// acquired is closed when its acquisition loop has returned.
+	noAcquire     chan struct{}
+	stopAcquiring sync.Once
+	acquired      chan struct{}
 
 	mu      sync.Mutex
 	cancel  context.CancelFunc
@@ -236,6 +241,7 @@ func New(cfg Config, deps Deps) *Worker {
 	w.manager = newManager(w)
 	w.titles = make(chan uuid.UUID, 256)
 	w.wake = make(chan struct{}, 1)
+	w.noAcquire = make(chan struct{})
 	return w
 }
 
@@ -266,7 +272,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.cancel()
 		return fmt.Errorf("subscribe to %s: %w", pubsub.ChannelOwnership, err)
 	}
-	w.goLoop(ctx, func(ctx context.Context) { defer cancelSub(); w.acquireLoop(ctx, wake) })
+	acquired := make(chan struct{})
+	w.acquired = acquired
+	w.goLoop(ctx, func(ctx context.Context) {
+		defer close(acquired)
+		defer cancelSub()
+		w.acquireLoop(ctx, wake)
+	})
 	w.goLoop(ctx, w.manager.syncLoop)
 	w.goLoop(ctx, w.manager.heartbeatLoop)
 	for range w.cfg.TitleConcurrency {
@@ -300,6 +312,65 @@ func (w *Worker) Stop() {
 	}
 	w.wg.Wait()
 	w.manager.wait()
+}
+
+// Drain is the graceful stop (SIGTERM): the worker stops acquiring chats
+// at once, then gives up the ones it runs, and stops like Stop. ctx bounds
+// the wait (the app's CHATD_SHUTDOWN_TIMEOUT).
+//
+// With leases (several replicas on Postgres) the chats are handed over at
+// once: the runners are cancelled and, once every one has returned, every
+// chat this worker owns is released (chatstate.Machine.ReleaseWorker), so
+// another replica acquires it on the chat:ownership notification rather
+// than at lease expiry. A step in flight is not committed; the new owner
+// runs it again, and the tool journal keeps a tool call from running twice
+// where that is not safe.
+//
+// Without leases (one process owns the SQLite file) nobody else could take
+// the chats: the runners keep going until every chat is done (a finished
+// turn gives its chat up; a chat waiting on a person in requires_action
+// counts as done) or ctx ends. Whatever is still running then stays owned
+// by this worker id, like after a crash, and the next start resumes it;
+// nothing is marked failed.
+func (w *Worker) Drain(ctx context.Context) error {
+	w.stopAcquiring.Do(func() { close(w.noAcquire) })
+	w.mu.Lock()
+	acquired := w.acquired
+	w.mu.Unlock()
+	if acquired != nil {
+		<-acquired // no acquisition is in flight, and none starts
+	}
+	if !w.cfg.Leases {
+		if busy := w.manager.drain(ctx); busy > 0 {
+			w.log.Info("shutdown: turns still running are left for the next start", "chats", busy)
+		}
+		w.Stop()
+		return nil
+	}
+	w.Stop() // every runner cancelled and returned: none commits after the release
+	released, err := w.deps.Machine.ReleaseWorker(ctx, w.id)
+	if len(released) > 0 {
+		w.log.Info("shutdown: handed chats over to the other replicas", "chats", len(released))
+	}
+	if err != nil {
+		return fmt.Errorf("hand chats over: %w (they are taken over when their leases go stale)", err)
+	}
+	return nil
+}
+
+// Draining is closed once Drain has begun: from then on the worker
+// acquires no chat.
+func (w *Worker) Draining() <-chan struct{} { return w.noAcquire }
+
+// acquiring reports whether the worker still acquires chats (not
+// draining).
+func (w *Worker) acquiring() bool {
+	select {
+	case <-w.noAcquire:
+		return false
+	default:
+		return true
+	}
 }
 
 // acquireParams says which owners count as alive right now.

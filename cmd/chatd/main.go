@@ -17,7 +17,11 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// The first signal starts the graceful drain (bounded by
+	// CHATD_SHUTDOWN_TIMEOUT); a second one stops the process at once.
+	unhook := context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	unhook()
 	stop()
 	if err != nil && !errors.Is(err, flag.ErrHelp) {
 		fmt.Fprintln(os.Stderr, "chatd:", err)

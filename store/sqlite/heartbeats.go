@@ -274,3 +274,21 @@ func qualified(alias, cols string) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// ChatListByWorker lists the ids of the chats workerID owns (through
+// chats_owned_idx), oldest first.
+func (t *tx) ChatListByWorker(ctx context.Context, workerID uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := t.tx.QueryContext(ctx, `SELECT id FROM chats WHERE worker_id IS NOT NULL AND worker_id = ? ORDER BY created_at, id`, workerID.String())
+	if err != nil {
+		return nil, fmt.Errorf("list chats of worker %s: %w", workerID, translate(err))
+	}
+	ids, err := collect(rows, func(r rowScanner) (uuid.UUID, error) {
+		var id uuid.UUID
+		err := r.Scan(&id)
+		return id, translate(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list chats of worker %s: %w", workerID, err)
+	}
+	return ids, nil
+}

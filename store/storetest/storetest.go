@@ -68,6 +68,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"AcquirableAndOwned", testAcquirableAndOwned},
 		{"RequiresActionHoldsNoSlot", testRequiresActionHoldsNoSlot},
 		{"AcquirableFairOrder", testAcquirableFairOrder},
+		{"ChatListByWorker", testChatListByWorker},
 		{"MessagesByRevision", testMessagesByRevision},
 		{"Replicas", testReplicas},
 		{"ReplicaTouchAndDeleteStale", testReplicaTouchAndDeleteStale},
@@ -1423,6 +1424,48 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 	c.elapse(t, 25*time.Second)
 	_, found = until(leases(other))
 	require.False(t, found, "a lease exactly the lease timeout old is stale")
+}
+
+// testChatListByWorker: a worker's chats are the ones whose worker_id
+// it is, whatever their state or lease (shutdown releases them all), and
+// not another worker's nor an unowned one.
+func testChatListByWorker(t *testing.T, b *bundle) {
+	self, other := uuid.New(), uuid.New()
+	c := b.leaseClock()
+	list := func(worker uuid.UUID) []uuid.UUID {
+		var ids []uuid.UUID
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			var err error
+			ids, err = tx.ChatListByWorker(b.ctx, worker)
+			return err
+		}))
+		return ids
+	}
+	none := list(self)
+	require.NotNil(t, none)
+	require.Empty(t, none, "b.chat is unowned")
+
+	first := b.newChat(t, nil).ID
+	b.own(t, first, self, uuid.New(), c.now)
+	c.elapse(t, time.Minute) // a stale lease is still the worker's chat
+	second := b.newChat(t, nil).ID
+	b.own(t, second, self, uuid.New(), c.now)
+	b.transition(t, second, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, second, store.ChatPatch{Status: store.Some(store.ChatStatusWaiting), Archived: store.Some(true)})
+		return err
+	})
+	foreign := b.newChat(t, nil).ID
+	b.own(t, foreign, other, uuid.New(), c.now)
+
+	require.ElementsMatch(t, []uuid.UUID{first, second}, list(self), "any state, any lease")
+	require.Equal(t, []uuid.UUID{foreign}, list(other))
+	b.transition(t, first, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, first, store.ChatPatch{
+			WorkerID: store.Some(uuid.NullUUID{}), RunnerID: store.Some(uuid.NullUUID{}),
+		})
+		return err
+	})
+	require.Equal(t, []uuid.UUID{second}, list(self), "an abandoned chat is no longer the worker's")
 }
 
 // testRequiresActionHoldsNoSlot: a chat in requires_action keeps its live

@@ -153,8 +153,9 @@ func (anthropicProtocol) stream(s *streamer, body map[string]any, r Reply) {
 				"error": map[string]any{"type": anthropicErrorType(st.status), "message": st.message}})
 			return
 		case stepHang:
-			s.hang(st.hang)
-			return
+			if !s.hang(st.hang) {
+				return
+			}
 		}
 	}
 	closeBlock()

@@ -216,6 +216,37 @@ func TestHangReleasedByClose(t *testing.T) {
 	<-done // the request ends; no leaked handler blocks Close
 }
 
+// TestPauseGoesOnWhenReleased: a Pause holds the stream mid-answer until
+// the test releases it, and the rest of the reply follows.
+func TestPauseGoesOnWhenReleased(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	slow := llmtest.Join(llmtest.TextChunks("Half"), llmtest.Pause(release), llmtest.TextChunks(" whole"))
+	srv := llmtest.NewOpenAI(t, slow)
+	done := make(chan []event, 1)
+	go func() {
+		_, _, events, _ := post(t, srv.URL+"/chat/completions", openAIBody)
+		done <- events
+	}()
+	<-slow.Started()
+	select {
+	case <-done:
+		t.Fatal("the stream ended before the pause was released")
+	default:
+	}
+	close(release)
+	var text string
+	for _, e := range <-done {
+		choices, _ := e.data["choices"].([]any)
+		for _, c := range choices {
+			delta, _ := c.(map[string]any)["delta"].(map[string]any)
+			s, _ := delta["content"].(string)
+			text += s
+		}
+	}
+	require.Equal(t, "Half whole", text)
+}
+
 const responsesBody = `{"model":"gpt-test","stream":true,"input":[{"role":"user","content":"hi"}]}`
 
 func TestOpenAIResponsesStream(t *testing.T) {

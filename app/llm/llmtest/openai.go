@@ -104,8 +104,9 @@ func (openAIProtocol) stream(s *streamer, body map[string]any, r Reply) {
 			s.event("", map[string]any{"error": map[string]any{"message": st.message, "type": typ, "code": code}})
 			return
 		case stepHang:
-			s.hang(st.hang)
-			return
+			if !s.hang(st.hang) {
+				return
+			}
 		}
 	}
 	s.event("", chunk(map[string]any{}, r.finishReason()))

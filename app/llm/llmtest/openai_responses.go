@@ -87,8 +87,9 @@ func (openAIResponsesProtocol) stream(s *streamer, body map[string]any, r Reply)
 	model, _ := body["model"].(string)
 	rs := &responsesStream{s: s, model: model}
 	if len(r.steps) > 0 && r.steps[0].kind == stepHang {
-		s.hang(r.steps[0].hang) // before any response header
-		return
+		if !s.hang(r.steps[0].hang) { // before any response header
+			return
+		}
 	}
 	rs.send("response.created", map[string]any{"response": rs.response("in_progress", nil, "")})
 	rs.send("response.in_progress", map[string]any{"response": rs.response("in_progress", nil, "")})
@@ -129,8 +130,9 @@ func (openAIResponsesProtocol) stream(s *streamer, body map[string]any, r Reply)
 			rs.send("error", map[string]any{"code": code, "message": st.message, "param": nil})
 			return
 		case stepHang:
-			s.hang(st.hang)
-			return
+			if !s.hang(st.hang) {
+				return
+			}
 		}
 		i++
 	}

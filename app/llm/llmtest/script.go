@@ -125,8 +125,15 @@ func Hang() Reply {
 	return Reply{steps: []step{{kind: stepHang, hang: &hangSignal{ch: make(chan struct{})}}}}
 }
 
-// Started is closed when the first Hang step of r begins blocking; it is
-// nil when r has no Hang step.
+// Pause blocks mid-stream like Hang until release is closed, then the
+// stream goes on with the steps after it (Join): a slow answer whose end
+// the test decides. Started is closed when the pause begins.
+func Pause(release <-chan struct{}) Reply {
+	return Reply{steps: []step{{kind: stepHang, hang: &hangSignal{ch: make(chan struct{}), release: release}}}}
+}
+
+// Started is closed when the first Hang (or Pause) step of r begins
+// blocking; it is nil when r has neither.
 func (r Reply) Started() <-chan struct{} {
 	for _, s := range r.steps {
 		if s.kind == stepHang {
@@ -190,8 +197,9 @@ func (r Reply) usageOrDefault() Usage {
 }
 
 type hangSignal struct {
-	once sync.Once
-	ch   chan struct{}
+	once    sync.Once
+	ch      chan struct{}
+	release <-chan struct{} // Pause: closed by the test; nil for Hang
 }
 
 func (h *hangSignal) start() { h.once.Do(func() { close(h.ch) }) }

@@ -294,8 +294,9 @@ func (s *streamer) raw(text string) {
 }
 
 // hang flushes what was written and blocks until the client goes away or
-// the server closes.
-func (s *streamer) hang(h *hangSignal) {
+// the server closes, or a Pause is released: then it reports true, and
+// the stream goes on.
+func (s *streamer) hang(h *hangSignal) bool {
 	if s.started {
 		if f, ok := s.w.(http.Flusher); ok {
 			f.Flush()
@@ -305,5 +306,8 @@ func (s *streamer) hang(h *hangSignal) {
 	select {
 	case <-s.r.Context().Done():
 	case <-s.closed:
+	case <-h.release: // nil for Hang: never
+		return true
 	}
+	return false
 }
