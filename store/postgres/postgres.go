@@ -120,7 +120,9 @@ func (s *Store) Close() error {
 
 // InTx runs fn in a READ COMMITTED transaction. Transitions serialise on the
 // chat row lock (ChatLock), not on the isolation level. The transaction is
-// rolled back when fn returns an error or panics.
+// rolled back when fn returns an error or panics; once fn has returned nil
+// it commits even if ctx is done meanwhile, so an error means nothing was
+// written (short of a connection lost during the COMMIT).
 func (s *Store) InTx(ctx context.Context, fn func(store.Tx) error) error {
 	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
 }
