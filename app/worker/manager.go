@@ -252,10 +252,18 @@ func (m *manager) renewOnce(ctx context.Context) {
 	for _, l := range renewed {
 		ok[l] = true
 	}
+	lost := false
 	for _, r := range runners {
 		if !ok[store.Lease{ChatID: r.chatID, RunnerID: r.runnerID}] {
 			r.log.Info("lease lost; stopping runner")
 			r.stop()
+			lost = true
 		}
+	}
+	if lost {
+		// The write that took the chat may have published nothing (a
+		// COMMIT reported failed that committed all the same) and left it
+		// runnable without an owner: look now, not at the next timed pass.
+		m.w.wakeAcquire()
 	}
 }

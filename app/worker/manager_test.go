@@ -65,6 +65,42 @@ func TestHeartbeatRenewsFreshLeasesAndDropsStaleOnes(t *testing.T) {
 	})
 }
 
+// TestLostLeaseWakesAcquisition: a write that took a chat from its runner
+// may have published nothing (a COMMIT reported failed that committed all
+// the same), so the heartbeat tick that stops the runner for its lost
+// lease also wakes the acquisition loop: the chat may be runnable without
+// an owner, and the next timed pass may be an AcquireInterval away.
+func TestLostLeaseWakesAcquisition(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := setupOn(t, newStore(t), Config{Leases: true})
+		id := g.create("hello")
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		call := g.provider.next(t)
+		// The chat given up behind chatstate's back: no notification.
+		require.NoError(t, g.store.InTx(g.ctx, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(g.ctx, id, store.ChatPatch{
+				WorkerID: store.Some(uuid.NullUUID{}), RunnerID: store.Some(uuid.NullUUID{}),
+			})
+			return err
+		}))
+		select {
+		case <-g.w.wake:
+		default:
+		}
+
+		g.w.manager.renewOnce(g.ctx)
+		eventually(t, func() bool { return g.w.Runners() == 0 }, "the runner of the lost lease is cleaned up")
+		require.Error(t, call.ctx.Err(), "its generation stops")
+		select {
+		case <-g.w.wake:
+		default:
+			t.Fatal("the lost lease did not wake the acquisition loop")
+		}
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx), "the pass it asks for takes the chat")
+		require.Equal(t, "hello", lastUserText(g.provider.next(t).req))
+	})
+}
+
 // TestSyncStopsRunnersOfDeletedChats: a deleted chat publishes nothing;
 // the database sync finds it gone and cleans its runner up.
 func TestSyncStopsRunnersOfDeletedChats(t *testing.T) {

@@ -27,6 +27,10 @@ import (
 // already done, so a broken connection cannot hang the caller.
 const rollbackTimeout = 5 * time.Second
 
+// commitTimeout bounds a commit, which does not follow the caller's
+// context (see run).
+const commitTimeout = 5 * time.Second
+
 // Options tune Open. The zero value is the production configuration.
 type Options struct {
 	// SearchPath, when set, becomes the search_path of every connection
@@ -116,7 +120,9 @@ func (s *Store) Close() error {
 
 // InTx runs fn in a READ COMMITTED transaction. Transitions serialise on the
 // chat row lock (ChatLock), not on the isolation level. The transaction is
-// rolled back when fn returns an error or panics.
+// rolled back when fn returns an error or panics; once fn has returned nil
+// it commits even if ctx is done meanwhile, so an error means nothing was
+// written (short of a connection lost during the COMMIT).
 func (s *Store) InTx(ctx context.Context, fn func(store.Tx) error) error {
 	return s.run(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted}, fn)
 }
@@ -149,7 +155,15 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) e
 	if err := fn(&tx{tx: pgTx}); err != nil {
 		return err
 	}
-	if err := pgTx.Commit(ctx); err != nil {
+	// fn's work is done: commit even when ctx ends meanwhile. A COMMIT cut
+	// off by the caller's cancellation may commit on the server all the
+	// same, and a caller told it failed would not publish what it wrote
+	// (a runner's abandon, cancelled by new work, left its chat runnable
+	// with no owner and no chat:ownership notification until the next
+	// timed acquisition pass).
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := pgTx.Commit(cctx); err != nil {
 		if errors.Is(err, pgx.ErrTxCommitRollback) {
 			// fn swallowed a failed statement: Postgres rolled back.
 			return fmt.Errorf("commit: transaction was aborted by an earlier error: %w", err)

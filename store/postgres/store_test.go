@@ -164,6 +164,23 @@ func TestContextErrorsSurvive(t *testing.T) {
 	require.Equal(t, int64(1), f.get(t).SnapshotVersion, "the pool still works")
 }
 
+// A transaction whose work is done commits even when its caller's context
+// ends before the COMMIT: a COMMIT cut off by cancellation may commit on
+// the server all the same, so the caller would be told "failed" for a
+// write that happened, and not publish it.
+func TestCommitOutlivesCancellationAfterWork(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	ctx, cancel := context.WithCancel(f.ctx)
+	err := f.s.InTx(ctx, func(tx store.Tx) error {
+		_, err := tx.ChatBumpSnapshot(ctx, f.chat.ID)
+		cancel()
+		return err
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), f.get(t).SnapshotVersion, "the write committed")
+}
+
 func TestOpenUnreachable(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
