@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -26,9 +25,7 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "chatd")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, string(out))
+	bin := chatdBinary(t)
 
 	hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
 	llm := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("The whole answer."))
