@@ -19,6 +19,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/bench/rawws"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
@@ -272,56 +273,10 @@ func (d *deliveryEnv) streamDelivery(ctx context.Context, viewers, tokens int, i
 // coder/websocket: one writer goroutine per connection, each frame
 // encoded once for all of them.
 func baselineDelivery(ctx context.Context, viewers, tokens int, interval time.Duration) ([]time.Duration, error) {
-	chatID := uuid.New()
-	var (
-		mu      sync.Mutex
-		writers []chan []byte
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
-		if err != nil {
-			return
-		}
-		defer conn.CloseNow()
-		ch := make(chan []byte, tokens)
-		mu.Lock()
-		writers = append(writers, ch)
-		mu.Unlock()
-		ctx := conn.CloseRead(r.Context())
-		hello, _ := json.Marshal([]sdk.ChatStreamEvent{{Type: sdk.StreamPreviewReset, ChatID: chatID}})
-		if conn.Write(ctx, websocket.MessageText, hello) != nil {
-			return
-		}
-		for frame := range ch {
-			if conn.Write(ctx, websocket.MessageText, frame) != nil {
-				return
-			}
-		}
-		conn.Close(websocket.StatusNormalClosure, "")
-	}))
-	defer func() {
-		mu.Lock()
-		for _, ch := range writers {
-			close(ch)
-		}
-		mu.Unlock()
-		srv.Close()
-	}()
-	url := "ws" + strings.TrimPrefix(srv.URL, "http")
-	return deliver(ctx, url, viewers, tokens, interval, func(seq int64, sent time.Duration) error {
-		frame, err := json.Marshal([]sdk.ChatStreamEvent{{Type: sdk.StreamMessagePart, ChatID: chatID, MessagePart: &sdk.ChatStreamMessagePart{
-			Role: store.RoleAssistant, Part: sdk.ChatMessagePart{Type: sdk.PartText, Text: strconv.FormatInt(int64(sent), 10)},
-			HistoryVersion: 1, GenerationAttempt: 1, Seq: seq,
-		}}})
-		if err != nil {
-			return err
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for _, ch := range writers {
-			ch <- frame
-		}
-		return nil
+	raw := rawws.New(tokens)
+	defer raw.Close()
+	return deliver(ctx, raw.URL, viewers, tokens, interval, func(seq int64, sent time.Duration) error {
+		return raw.Send(seq, strconv.FormatInt(int64(sent), 10))
 	})
 }
 

@@ -7,10 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -21,10 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/bench/rawws"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
-	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
 
@@ -102,54 +100,11 @@ func benchStream(b *testing.B, viewers int, interval time.Duration) ([]time.Dura
 // benchBaseline writes the stream's message_part frames directly: one
 // writer goroutine per connection, the frame encoded once per token.
 func benchBaseline(b *testing.B, viewers int, interval time.Duration) ([]time.Duration, time.Duration) {
-	chatID := uuid.New()
-	var (
-		mu      sync.Mutex
-		writers []chan []byte
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := websocket.Accept(w, r, &websocket.AcceptOptions{CompressionMode: websocket.CompressionDisabled})
-		if err != nil {
-			return
-		}
-		defer conn.CloseNow()
-		ch := make(chan []byte, benchTokens*b.N)
-		mu.Lock()
-		writers = append(writers, ch)
-		mu.Unlock()
-		ctx := conn.CloseRead(r.Context())
-		hello, _ := json.Marshal([]sdk.ChatStreamEvent{{Type: sdk.StreamPreviewReset, ChatID: chatID}})
-		if conn.Write(ctx, websocket.MessageText, hello) != nil {
-			return
-		}
-		for frame := range ch {
-			if conn.Write(ctx, websocket.MessageText, frame) != nil {
-				return
-			}
-		}
-		conn.Close(websocket.StatusNormalClosure, "")
-	}))
-	defer func() {
-		mu.Lock()
-		for _, ch := range writers {
-			close(ch)
-		}
-		mu.Unlock()
-		srv.Close()
-	}()
+	raw := rawws.New(benchTokens * b.N)
+	defer raw.Close()
 	ready := func(e sdk.ChatStreamEvent) bool { return e.Type == sdk.StreamPreviewReset }
-	url := "ws" + strings.TrimPrefix(srv.URL, "http")
-	return measure(b, url, nil, viewers, ready, interval, func(seq int64, sent time.Duration) {
-		frame, err := json.Marshal([]sdk.ChatStreamEvent{{Type: sdk.StreamMessagePart, ChatID: chatID, MessagePart: &sdk.ChatStreamMessagePart{
-			Role: store.RoleAssistant, Part: sdk.ChatMessagePart{Type: sdk.PartText, Text: strconv.FormatInt(int64(sent), 10)},
-			HistoryVersion: 1, GenerationAttempt: 1, Seq: seq,
-		}}})
-		require.NoError(b, err)
-		mu.Lock()
-		defer mu.Unlock()
-		for _, ch := range writers {
-			ch <- frame
-		}
+	return measure(b, raw.URL, nil, viewers, ready, interval, func(seq int64, sent time.Duration) {
+		require.NoError(b, raw.Send(seq, strconv.FormatInt(int64(sent), 10)))
 	})
 }
 
