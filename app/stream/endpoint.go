@@ -420,7 +420,7 @@ func (w *writer) flush(ctx context.Context) error {
 			n++
 		}
 		w.frame = append(w.frame, ']')
-		wctx, cancel := context.WithTimeout(ctx, WriteTimeout)
+		wctx, cancel := sendContext(ctx, WriteTimeout)
 		err := w.conn.Write(wctx, websocket.MessageText, w.frame)
 		cancel()
 		if err != nil {
@@ -486,6 +486,15 @@ func peerContext(ctx context.Context, conn *websocket.Conn) (context.Context, co
 	ctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(peer, func() { cancel(context.Canceled) })
 	return ctx, func() { stop(); cancel(context.Canceled) }
+}
+
+// sendContext bounds one write to the peer (a frame, a ping) by d, but is
+// not ended by ctx: coder/websocket drops the connection without a close
+// frame when a write's context ends mid-write, and a stream the server
+// ends (shutdown, revoked credentials) must still send its close status
+// once that write is done.
+func sendContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }
 
 func closeStatus(ctx context.Context) (websocket.StatusCode, string) {

@@ -82,7 +82,9 @@ func (p *pinger) ping(ctx context.Context, conn *websocket.Conn, wg *sync.WaitGr
 	}
 	p.out = true
 	wg.Go(func() {
-		pctx, cancel := context.WithTimeout(ctx, p.k.timeout)
+		// Not ended by ctx (sendContext): a live peer's pong comes at
+		// once, and the close after the stream ends needs the connection.
+		pctx, cancel := sendContext(ctx, p.k.timeout)
 		err := conn.Ping(pctx)
 		cancel()
 		if err != nil && ctx.Err() == nil {

@@ -148,7 +148,7 @@ func (s *Server) watch(ctx context.Context, conn *websocket.Conn, userID uuid.UU
 				if err != nil {
 					return err
 				}
-				wctx, wcancel := context.WithTimeout(ctx, WriteTimeout)
+				wctx, wcancel := sendContext(ctx, WriteTimeout)
 				err = conn.Write(wctx, websocket.MessageText, frame)
 				wcancel()
 				if err != nil {
