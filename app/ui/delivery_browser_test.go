@@ -23,7 +23,11 @@ func TestBrowserAssetDelivery(t *testing.T) {
 	b.do(chromedp.Reload())
 	b.waitJS("the login page again", `document.querySelector('#token')`)
 	require.True(t, eval[bool](b, `performance.getEntriesByType('navigation')[0].transferSize > 0`), "index.html is revalidated")
-	names := eval[[]string](b, assets+`.filter(e => e.transferSize > 0).map(e => e.name)`)
+	// The icon is left out: Chromium fetches favicons on a path of its own,
+	// which on a quick reload may request it again before the first answer
+	// was cached (seen once in CI); the scripts and the stylesheet are the
+	// UI's assets.
+	names := eval[[]string](b, assets+`.filter(e => e.transferSize > 0 && !e.name.endsWith('/favicon.svg')).map(e => e.name)`)
 	require.Empty(t, names, "assets fetched again on reload")
 	require.GreaterOrEqual(t, eval[int](b, assets+`.length`), 5)
 	b.checkNoProblems()
