@@ -1,23 +1,17 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -32,34 +26,8 @@ import (
 func TestMCPServerPatchSecretsAPI(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		const headerSecret, envSecret = "Bearer hdr-secret-8c1f", "env-secret-3b7d"
-		s := newStore(t)
-		adminToken := auth.NewToken()
-		a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: adminToken, NoWorker: true}, s, &syncBuffer{})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		userToken, _, err := auth.CreateToken(context.Background(), s, "bob", false, "test", time.Now())
-		require.NoError(t, err)
-		do := func(token, method, path, body string) (int, []byte) {
-			t.Helper()
-			req, err := http.NewRequest(method, srv.URL+"/api/v2"+path, strings.NewReader(body))
-			require.NoError(t, err)
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := srv.Client().Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
-			var buf bytes.Buffer
-			_, _ = buf.ReadFrom(resp.Body)
-			require.NotContains(t, buf.String(), "hdr-secret", "a header value never comes back")
-			require.NotContains(t, buf.String(), envSecret, "an env value never comes back")
-			return resp.StatusCode, buf.Bytes()
-		}
+		rig := newSecretRig(t, newStore(t), "/api/v2", "hdr-secret", envSecret)
+		adminToken, userToken, do := rig.adminToken, rig.userToken, rig.do
 		server := func(status int, raw []byte) sdk.MCPServer {
 			t.Helper()
 			require.Contains(t, []int{http.StatusOK, http.StatusCreated}, status, "%s", raw)

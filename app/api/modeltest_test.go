@@ -1,20 +1,14 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -31,33 +25,8 @@ import (
 func TestModelConfigTestAPI(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		const secret = "sk-model-test-5e7a91c3"
-		s := newStore(t)
-		adminToken := auth.NewToken()
-		a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: adminToken, NoWorker: true}, s, &syncBuffer{})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		userToken, _, err := auth.CreateToken(context.Background(), s, "bob", false, "test", time.Now())
-		require.NoError(t, err)
-		do := func(token, method, path, body string) (int, []byte) {
-			t.Helper()
-			req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-			require.NoError(t, err)
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := srv.Client().Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
-			var buf bytes.Buffer
-			_, _ = buf.ReadFrom(resp.Body)
-			require.NotContains(t, buf.String(), secret, "the key never comes back")
-			return resp.StatusCode, buf.Bytes()
-		}
+		rig := newSecretRig(t, newStore(t), "", secret)
+		adminToken, userToken, do := rig.adminToken, rig.userToken, rig.do
 		create := func(path, body string, out any) {
 			t.Helper()
 			status, raw := do(adminToken, "POST", "/api/v2"+path, body)

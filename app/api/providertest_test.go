@@ -1,20 +1,14 @@
 package api_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -39,33 +33,8 @@ type providerTestAnswer struct {
 func TestProviderTestAPI(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		const secret = "sk-test-connection-9d2e"
-		s := newStore(t)
-		adminToken := auth.NewToken()
-		a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: adminToken, NoWorker: true}, s, &syncBuffer{})
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		userToken, _, err := auth.CreateToken(context.Background(), s, "bob", false, "test", time.Now())
-		require.NoError(t, err)
-		do := func(token, method, path, body string) (int, []byte) {
-			t.Helper()
-			req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-			require.NoError(t, err)
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := srv.Client().Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
-			var buf bytes.Buffer
-			_, _ = buf.ReadFrom(resp.Body)
-			require.NotContains(t, buf.String(), secret)
-			return resp.StatusCode, buf.Bytes()
-		}
+		rig := newSecretRig(t, newStore(t), "", secret)
+		adminToken, userToken, do := rig.adminToken, rig.userToken, rig.do
 		create := func(body string) sdk.ChatProviderConfig {
 			t.Helper()
 			status, out := do(adminToken, "POST", "/api/v2/chats/providers", body)
