@@ -82,9 +82,10 @@ func TestBrowserSettings(t *testing.T) {
 	click := func(rowJS, css string) {
 		t.Helper()
 		b.waitJS("the button "+css, rowJS+`?.querySelector(`+jsString(css)+`)`)
-		eval[chromedp.Void](b, `(() => { document.querySelectorAll('[data-test-click]').forEach(e => e.removeAttribute('data-test-click'));
-			`+rowJS+`.querySelector(`+jsString(css)+`).dataset.testClick = '1'; })()`)
-		b.do(chromedp.Click(chromedp.CSS(`[data-test-click]`)))
+		// Clicked in the page, in the same task that finds it: the list may
+		// render again between a lookup and a CDP click, and a click aimed at
+		// the replaced node then waits forever (seen in CI).
+		eval[chromedp.Void](b, `(() => { `+rowJS+`.querySelector(`+jsString(css)+`).click(); })()`)
 	}
 	confirm := func() {
 		t.Helper()
