@@ -89,6 +89,9 @@ func TestGroupCommit(t *testing.T) {
 	errFail := errors.New("fail")
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
+	// The queued calls run in the order they reach the queue, which is not
+	// the order they were started in, so the conflicting name is taken first.
+	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error { return insertUser(ctx, tx, uuid.New(), "taken") }))
 	fns := []func(store.Tx) error{
 		func(tx store.Tx) error { return insertUser(ctx, tx, ids[0], "u0") },
 		func(tx store.Tx) error {
@@ -106,8 +109,8 @@ func TestGroupCommit(t *testing.T) {
 		},
 		func(tx store.Tx) error { return insertUser(ctx, tx, ids[4], "u4") }, // its caller gave up
 		func(tx store.Tx) error {
-			// A constraint error inside a batch: the same name as u0.
-			return insertUser(ctx, tx, ids[5], "u0")
+			// A constraint error inside a batch: a name already taken.
+			return insertUser(ctx, tx, ids[5], "taken")
 		},
 	}
 	_, before := s.batch.state()
