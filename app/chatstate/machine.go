@@ -259,18 +259,23 @@ func (t *Tx) lock(id uuid.UUID) (store.Chat, bool, error) {
 		}
 		return c, err == nil, err
 	}
-	if _, err := t.tx.ChatLock(t.ctx, id); err != nil {
+	c, err := t.tx.ChatLock(t.ctx, id)
+	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			return store.Chat{}, false, nil
 		}
 		return store.Chat{}, false, fmt.Errorf("lock chat %s: %w", id, err)
 	}
-	if _, err := t.tx.ChatBumpSnapshot(t.ctx, id); err != nil {
+	// The bump writes snapshot_version and nothing else (a store suite
+	// case holds the stores to it), so the locked row with the new
+	// version is the row as it is now.
+	v, err := t.tx.ChatBumpSnapshot(t.ctx, id)
+	if err != nil {
 		return store.Chat{}, false, fmt.Errorf("bump snapshot of chat %s: %w", id, err)
 	}
 	t.touched = append(t.touched, id)
-	c, err := t.tx.ChatGet(t.ctx, id)
-	return c, err == nil, err
+	c.SnapshotVersion = v
+	return c, true, nil
 }
 
 // LockState locks the chat and bumps its snapshot_version (once per

@@ -77,8 +77,18 @@ func scanChat(row rowScanner) (store.Chat, error) {
 }
 
 // readChat reads one chat; callers add the context of their operation.
+// It is served from the transaction's cache while no write ran since the
+// row was last read (txcache.go).
 func (t *tx) readChat(ctx context.Context, id uuid.UUID) (store.Chat, error) {
-	return scanChat(t.tx.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id.String()))
+	if c, ok := t.cachedChat(id); ok {
+		return c, nil
+	}
+	c, err := scanChat(t.tx.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id.String()))
+	if err != nil {
+		return store.Chat{}, err
+	}
+	t.keepChat(c)
+	return c, nil
 }
 
 // ChatInsert creates a chat; the column defaults give snapshot_version = 1

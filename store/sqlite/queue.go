@@ -136,10 +136,14 @@ func (t *tx) QueueDeleteAll(ctx context.Context, chatID uuid.UUID) (int64, error
 
 // QueueCount counts a chat's queued messages.
 func (t *tx) QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error) {
+	if n, ok := t.cachedQueueCount(chatID); ok {
+		return n, nil
+	}
 	var n int64
 	if err := t.tx.QueryRowContext(ctx,
 		`SELECT count(*) FROM chat_queued_messages WHERE chat_id = ?`, chatID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count queue of chat %s: %w", chatID, translate(err))
 	}
+	t.keepQueueCount(chatID, n)
 	return n, nil
 }

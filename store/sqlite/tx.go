@@ -15,7 +15,8 @@ import (
 
 // tx implements store.Tx over one database/sql transaction.
 type tx struct {
-	tx *sqlTx
+	tx    *sqlTx
+	cache txCache
 }
 
 var _ store.Tx = (*tx)(nil)

@@ -51,6 +51,8 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ForeignKeyRejects", testForeignKeyRejects},
 		{"ConcurrentWritersSerialised", testConcurrentWriters},
 		{"RollbackLeavesNothing", testRollback},
+		{"BumpSnapshotChangesOnlyItsVersion", testBumpSnapshotChangesOnlyItsVersion},
+		{"ReadsSeeTheirTransactionsWrites", testReadsSeeTheirTransactionsWrites},
 		{"ReadTxRefusesWrites", testReadTxRefusesWrites},
 		{"Errors", testErrors},
 		{"ChatList", testChatList},
