@@ -167,11 +167,14 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-// serveTracked runs fn with a context Close can cancel.
-func (s *Server) serveTracked(parent context.Context, fn func(ctx context.Context)) {
+// serveTracked runs fn with a context Close can cancel. A connection
+// accepted while Close was already under way is closed as Close closes the
+// others, with 1012.
+func (s *Server) serveTracked(parent context.Context, conn *websocket.Conn, fn func(ctx context.Context)) {
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
 	if !s.track(&cancel) {
+		conn.Close(websocket.StatusServiceRestart, RestartReason)
 		return
 	}
 	defer s.untrack(&cancel)
@@ -452,7 +455,7 @@ func (s *Server) HandleStream(w http.ResponseWriter, r *http.Request, chatID uui
 	}
 	defer conn.CloseNow()
 	defer track(s.gauges.viewers)()
-	s.serveTracked(r.Context(), func(ctx context.Context) {
+	s.serveTracked(r.Context(), conn, func(ctx context.Context) {
 		ctx, stop := peerContext(ctx, conn)
 		defer stop()
 		err := s.ServeWith(ctx, conn, chatID, opts)
@@ -517,7 +520,7 @@ func (s *Server) HandleParts(w http.ResponseWriter, r *http.Request, chatID uuid
 	}
 	defer conn.CloseNow()
 	defer track(s.gauges.relayIn)()
-	s.serveTracked(r.Context(), func(ctx context.Context) {
+	s.serveTracked(r.Context(), conn, func(ctx context.Context) {
 		err := serveParts(ctx, conn, s.buffer, chatID, s.ka)
 		if err == nil || errClosed(err) {
 			conn.Close(websocket.StatusNormalClosure, "")

@@ -48,6 +48,15 @@ func TestShutdownClosesStreamsWithServiceRestart(t *testing.T) {
 		require.Equal(t, websocket.StatusServiceRestart, v.closed(), "the chat stream")
 		requireRestart(t, v.err)
 		requireRestart(t, <-watchEnded)
+
+		// A watch whose handshake completes as the server closes (here:
+		// after) gets the same 1012, not a dropped connection.
+		late, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(r.srv.URL, "http")+"/api/v2/chats/watch",
+			&websocket.DialOptions{HTTPHeader: http.Header{"Coder-Session-Token": {token}}})
+		require.NoError(t, err)
+		defer late.CloseNow()
+		_, _, err = late.Read(ctx)
+		requireRestart(t, err)
 	})
 }
 

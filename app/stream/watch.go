@@ -50,7 +50,7 @@ func (s *Server) HandleWatch(w http.ResponseWriter, r *http.Request, userID uuid
 		return
 	}
 	defer conn.CloseNow()
-	s.serveTracked(ctx, func(ctx context.Context) {
+	s.serveTracked(ctx, conn, func(ctx context.Context) {
 		ctx, stop := peerContext(ctx, conn)
 		defer stop()
 		err := s.watch(ctx, conn, userID, box, opened)
