@@ -81,10 +81,9 @@ func (t *Tx) finishTurnRequest(chatID uuid.UUID, status string, lastErr *sdk.Cha
 // not start a turn: the walk goes back to the user message a person (or a
 // request) wrote, and no further than a compaction's boundary.
 func (t *Tx) turnTail(chatID uuid.UUID) ([]store.Message, error) {
-	const page = 64
 	var out []store.Message
 	before := int64(0)
-	for {
+	for page := firstTailPage; ; page = min(page*2, maxTailPage) {
 		ms, err := t.tx.MessageList(t.ctx, chatID, store.MessageListParams{BeforeID: before, Descending: true, Limit: page})
 		if err != nil {
 			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)

@@ -50,10 +50,9 @@ func EncodeParts(parts []sdk.ChatMessagePart) (json.RawMessage, error) {
 // before a user message enters history, so outstanding calls can only be
 // here; reading backwards keeps this cheap on long chats.
 func tail(ctx context.Context, tx store.Reader, chatID uuid.UUID) ([]store.Message, error) {
-	const page = 64
 	var out []store.Message
 	before := int64(0)
-	for {
+	for page := firstTailPage; ; page = min(page*2, maxTailPage) {
 		ms, err := tx.MessageList(ctx, chatID, store.MessageListParams{BeforeID: before, Descending: true, Limit: page})
 		if err != nil {
 			return nil, fmt.Errorf("list messages of chat %s: %w", chatID, err)
@@ -72,6 +71,14 @@ func tail(ctx context.Context, tx store.Reader, chatID uuid.UUID) ([]store.Messa
 		before = ms[len(ms)-1].ID
 	}
 }
+
+// The page sizes of a backwards walk to a turn's start, which is nearly
+// always among the last few messages: a small page first, so a turn of two
+// messages does not read and decode sixty-four, doubling for a long turn.
+const (
+	firstTailPage = 4
+	maxTailPage   = 64
+)
 
 // OutstandingToolCalls returns the tool calls in active history that have
 // no result yet, in call order.
