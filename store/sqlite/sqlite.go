@@ -86,6 +86,12 @@ func (s *Store) open(ctx context.Context, opts Options) error {
 		q.Set("_journal_mode", "WAL")
 		q.Set("_synchronous", syncMode)
 		q.Set("_foreign_keys", "1")
+		// Statement and savepoint journals (each trigger-firing write and
+		// each member of a batched transaction opens one) stay in memory
+		// instead of spilling to a temporary file once they pass 64 KiB:
+		// they only undo part of a transaction still open, so a file keeps
+		// nothing a crash could need. Temporary sort tables live there too.
+		q.Add("_pragma", "temp_store(MEMORY)")
 		for k, v := range extra {
 			q[k] = v
 		}
