@@ -185,6 +185,35 @@ type ChatMessage struct {
 	// (absent for messages sent without one, and for replies), so clients
 	// can match stream events to their requests.
 	RequestID *uuid.UUID `json:"request_id,omitempty"`
+	// RawContent, when set, is sent as content in place of Content: the
+	// server passes a stored message's JSON through without decoding it
+	// (it must be a valid JSON array of parts). Decoding never sets it;
+	// read the parts of either form with Parts.
+	RawContent json.RawMessage `json:"-"`
+}
+
+// MarshalJSON writes the message with RawContent as its content when set.
+func (m ChatMessage) MarshalJSON() ([]byte, error) {
+	type plain ChatMessage // the fields, without this method
+	if m.RawContent == nil {
+		return json.Marshal(plain(m))
+	}
+	// The outer content field is shallower, so it replaces plain's.
+	return json.Marshal(struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}{plain(m), m.RawContent})
+}
+
+// Parts returns the message's content parts, decoding RawContent when
+// that is how it is held.
+func (m ChatMessage) Parts() ([]ChatMessagePart, error) {
+	if m.RawContent == nil {
+		return m.Content, nil
+	}
+	var parts []ChatMessagePart
+	err := json.Unmarshal(m.RawContent, &parts)
+	return parts, err
 }
 
 // ChatQueuedMessage is a message waiting in a chat's queue.

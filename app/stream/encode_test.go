@@ -160,3 +160,45 @@ func TestRelayChannelOnlyForRemote(t *testing.T) {
 	require.NotNil(t, r.out)
 	require.Nil(t, r.localWake(), "the local follower is released")
 }
+
+// A message event whose content is held raw (wire.ToMessageRaw) encodes to
+// the JSON of the same event with the content decoded, with the raw bytes
+// in place; events without raw content encode as json.Marshal does.
+func TestAppendEventSplicesRawContent(t *testing.T) {
+	parts := encodeParts()
+	content, err := json.Marshal(parts)
+	require.NoError(t, err)
+	uid := uuid.New()
+	decoded := sdk.ChatMessage{
+		ID: 3, ChatID: uuid.New(), CreatedBy: &uid, Role: "assistant", Content: parts,
+		CreatedAt: time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC), RequestID: &uid,
+	}
+	raw := decoded
+	raw.Content, raw.RawContent = nil, json.RawMessage(" \n"+string(content)+"\n")
+	ev := func(m *sdk.ChatMessage) sdk.ChatStreamEvent {
+		return sdk.ChatStreamEvent{Type: sdk.StreamMessage, ChatID: decoded.ChatID, Message: m}
+	}
+
+	prefix := []byte(`xx`)
+	got, err := appendEvent(prefix, new(ev(&raw)))
+	require.NoError(t, err)
+	require.Equal(t, "xx", string(got[:2]), "appends")
+	want, err := json.Marshal(ev(&decoded))
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(got[2:]))
+	require.True(t, json.Valid(got[2:]))
+	require.Equal(t, json.RawMessage(" \n"+string(content)+"\n"), raw.RawContent, "the event is left as it was")
+
+	// The same bytes through encoding/json (sdk.ChatMessage.MarshalJSON).
+	viaJSON, err := json.Marshal(ev(&raw))
+	require.NoError(t, err)
+	require.JSONEq(t, string(want), string(viaJSON))
+
+	for _, e := range []sdk.ChatStreamEvent{ev(&decoded), {Type: sdk.StreamStatus, ChatID: decoded.ChatID, Status: &sdk.ChatStreamStatus{Status: sdk.ChatStatusWaiting}}} {
+		got, err := appendEvent(nil, &e)
+		require.NoError(t, err)
+		want, err := json.Marshal(&e)
+		require.NoError(t, err)
+		require.Equal(t, string(want), string(got))
+	}
+}

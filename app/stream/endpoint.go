@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -361,14 +362,46 @@ const maxKeptBuffer = 16 << 10
 func (w *writer) write(ctx context.Context, events []sdk.ChatStreamEvent) error {
 	w.reset()
 	for i := range events {
-		b, err := json.Marshal(&events[i])
-		if err != nil {
+		var err error
+		if w.batch, err = appendEvent(w.batch, &events[i]); err != nil {
 			return fmt.Errorf("encode %s event: %w", events[i].Type, err)
 		}
-		w.batch = append(w.batch, b...)
 		w.ends = append(w.ends, len(w.batch))
 	}
 	return w.flush(ctx)
+}
+
+// contentNull is how a message without content parts encodes its content.
+var contentNull = []byte(`"content":null`)
+
+// appendEvent appends e's JSON to dst. A message holding its stored
+// content raw (wire.ToMessageRaw) is encoded without it and the content
+// spliced in where the null stands, unscanned: it is the bulk of a long
+// chat's bootstrap. No field of an event or a message before content holds
+// an object, so the first "content":null is the message's (a string
+// holding those bytes would have its quotes escaped).
+func appendEvent(dst []byte, e *sdk.ChatStreamEvent) ([]byte, error) {
+	if e.Message == nil || e.Message.RawContent == nil {
+		b, err := json.Marshal(e)
+		return append(dst, b...), err
+	}
+	m := *e.Message
+	raw := m.RawContent
+	m.Content, m.RawContent = nil, nil
+	ev := *e
+	ev.Message = &m
+	b, err := json.Marshal(&ev)
+	if err != nil {
+		return dst, err
+	}
+	i := bytes.Index(b, contentNull)
+	if i < 0 {
+		return dst, errors.New("stream bug: an encoded message has no content")
+	}
+	at := i + len(`"content":`)
+	dst = append(dst, b[:at]...)
+	dst = append(dst, bytes.TrimSpace(raw)...)
+	return append(dst, b[i+len(contentNull):]...), nil
 }
 
 // writeParts applies parts to the loop and sends the message_part

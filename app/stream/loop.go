@@ -181,7 +181,7 @@ func (l *Loop) apply(s Snapshot, bootstrap bool) ([]sdk.ChatStreamEvent, error) 
 			l.floor = s.Floor
 			for _, m := range s.All {
 				if visible(m) {
-					msg := wire.ToMessage(m)
+					msg := wire.ToMessageRaw(m)
 					e := l.event(sdk.StreamMessage)
 					e.Message = &msg
 					out = append(out, e)
@@ -193,7 +193,7 @@ func (l *Loop) apply(s Snapshot, bootstrap bool) ([]sdk.ChatStreamEvent, error) 
 				if !visible(m) || m.Revision <= l.known[m.ID] || m.ID < l.floor {
 					continue
 				}
-				msg := wire.ToMessage(m)
+				msg := wire.ToMessageRaw(m)
 				e := l.event(sdk.StreamMessage)
 				e.Message = &msg
 				out = append(out, e)

@@ -248,8 +248,8 @@ func texts(events []sdk.ChatStreamEvent) []string {
 	for _, e := range events {
 		if e.Type == sdk.StreamMessage {
 			text := ""
-			if len(e.Message.Content) > 0 {
-				text = e.Message.Content[0].Text
+			if parts, _ := e.Message.Parts(); len(parts) > 0 {
+				text = parts[0].Text
 			}
 			out = append(out, text)
 		}

@@ -3,6 +3,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 
 	"github.com/google/uuid"
@@ -78,6 +79,33 @@ func ToMessage(m store.Message) sdk.ChatMessage {
 		out.Usage = &u
 	}
 	return out
+}
+
+// ToMessageRaw projects a message row to its wire form for sending only:
+// the stored content is passed through as RawContent instead of being
+// decoded into parts and encoded again, which was most of the cost of a
+// long chat's stream bootstrap. Content that is not a JSON array (a row
+// written around the store) takes ToMessage's way, which sends []. The
+// stream's writer splices RawContent in (appendEvent); encoding/json
+// would scan it twice more (sdk.ChatMessage.MarshalJSON).
+func ToMessageRaw(m store.Message) sdk.ChatMessage {
+	if !isArray(m.Content) {
+		return ToMessage(m)
+	}
+	content := m.Content
+	m.Content = nil
+	out := ToMessage(m)
+	out.Content, out.RawContent = nil, content
+	return out
+}
+
+// isArray reports whether raw is a JSON array. The stores only hold
+// valid JSON content (SQLite's writes check it, a jsonb column cannot hold
+// anything else), so the brackets are checked and the rest is trusted:
+// scanning a long chat's content again cost more than decoding it.
+func isArray(raw json.RawMessage) bool {
+	raw = bytes.TrimSpace(raw)
+	return len(raw) >= 2 && raw[0] == '[' && raw[len(raw)-1] == ']'
 }
 
 // ToMessages projects rows people may see: model-only rows are hidden.
