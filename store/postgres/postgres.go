@@ -139,9 +139,12 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) e
 	if err != nil {
 		return fmt.Errorf("begin: %w", translate(err))
 	}
+	returned := false
 	defer func() {
 		p := recover()
-		if p != nil || err != nil {
+		// !returned: fn ended the goroutine (runtime.Goexit, as a test's
+		// FailNow does); the connection goes back clean all the same.
+		if p != nil || err != nil || !returned {
 			// Roll back even when ctx is done, so the connection goes back to
 			// the pool clean instead of being discarded.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
@@ -152,7 +155,9 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) e
 			panic(p)
 		}
 	}()
-	if err := fn(&tx{tx: pgTx}); err != nil {
+	err = fn(&tx{tx: pgTx})
+	returned = true
+	if err != nil {
 		return err
 	}
 	// fn's work is done: commit even when ctx ends meanwhile. A COMMIT cut

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -31,9 +32,15 @@ type txReq struct {
 	fn   func(store.Tx) error
 	wake chan wake // buffered to one
 	// res is the outcome; set before wake is sent, or by the leader for
-	// its own request.
-	res txResult
+	// its own request. answered says it is set.
+	res      txResult
+	answered bool
 }
+
+// errGoexit answers the members of a batch whose leader's goroutine ended
+// in one of their functions (runtime.Goexit, as a test's FailNow does):
+// their transaction is rolled back and nobody waits forever.
+var errGoexit = errors.New("store: a write transaction's function ended its goroutine (runtime.Goexit); the batch was rolled back")
 
 // wake tells a waiting caller that its transaction is over, or that it
 // leads the next batch.
@@ -78,19 +85,22 @@ func (s *Store) inBatch(ctx context.Context, fn func(store.Tx) error) error {
 		}
 	}
 	// Leading: run what is queued (this request included) as one batch,
-	// then hand the lead to the first caller that queued meanwhile.
+	// then hand the lead to the first caller that queued meanwhile (also
+	// when this goroutine ends inside a function: see errGoexit).
 	b.mu.Lock()
 	batch := b.queue
 	b.queue = nil
 	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		if len(b.queue) > 0 {
+			b.queue[0].wake <- wake{lead: true}
+		} else {
+			b.leading = false
+		}
+		b.mu.Unlock()
+	}()
 	s.runBatch(batch, req)
-	b.mu.Lock()
-	if len(b.queue) > 0 {
-		b.queue[0].wake <- wake{lead: true}
-	} else {
-		b.leading = false
-	}
-	b.mu.Unlock()
 	return req.res.finish()
 }
 
@@ -101,7 +111,7 @@ func (s *Store) inBatch(ctx context.Context, fn func(store.Tx) error) error {
 // which is answered by its return rather than a wake.
 func (s *Store) runBatch(batch []*txReq, self *txReq) {
 	answer := func(r *txReq, res txResult) {
-		r.res = res
+		r.res, r.answered = res, true
 		if r != self {
 			r.wake <- wake{}
 		}
@@ -126,6 +136,20 @@ func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
 	s.batch.mu.Lock()
 	s.batch.txs++
 	s.batch.mu.Unlock()
+	finished := false
+	defer func() {
+		if finished {
+			return
+		}
+		// A function ended this goroutine (runtime.Goexit): nothing of
+		// the transaction is kept, and every member still waiting hears.
+		_ = raw.Rollback()
+		for _, r := range batch {
+			if !r.answered {
+				answer(r, txResult{err: errGoexit})
+			}
+		}
+	}()
 	t := &sqlTx{tx: raw, cache: s.writes, detached: true}
 	exec := func(q string) error {
 		_, err := t.ExecContext(context.Background(), q)
@@ -164,6 +188,7 @@ func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
 			_ = raw.Rollback()
 			answer(r, res)
 			s.writes.prepare(context.Background(), t.missed)
+			finished = true
 			return nil
 		}
 		answer(r, res)
@@ -176,6 +201,7 @@ func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
 				answer(d, txResult{err: fmt.Errorf("batched write rolled back with another: %w", res.err)})
 			}
 			s.writes.prepare(context.Background(), t.missed)
+			finished = true
 			return batch[i+1:]
 		}
 	}
@@ -193,6 +219,7 @@ func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
 	}
 	// The connection is free again: cache what ran unprepared.
 	s.writes.prepare(context.Background(), t.missed)
+	finished = true
 	return rest
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -164,4 +165,57 @@ func TestGroupCommitStorageFull(t *testing.T) {
 	}
 	// The store goes on: a small write after it commits.
 	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error { return insertUser(ctx, tx, uuid.New(), "after") }))
+}
+
+// A function that ends its goroutine (runtime.Goexit, as a failing test's
+// FailNow does) inside a batch fails the batch instead of leaving the
+// other callers and the writer waiting forever: its members hear
+// errGoexit, their writes are rolled back, and the store goes on. The same
+// in a read transaction gives its connection back.
+func TestGroupCommitSurvivesGoexit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t)
+	ids := []uuid.UUID{uuid.New(), uuid.New(), uuid.New()}
+	fns := []func(store.Tx) error{
+		func(tx store.Tx) error { return insertUser(ctx, tx, ids[0], "g0") },
+		func(tx store.Tx) error {
+			if err := insertUser(ctx, tx, ids[1], "g1"); err != nil {
+				return err
+			}
+			runtime.Goexit()
+			return nil
+		},
+		func(tx store.Tx) error { return insertUser(ctx, tx, ids[2], "g2") },
+	}
+	errs, _ := batchBehind(t, s, fns, nil)
+	for i, id := range ids {
+		require.False(t, userExists(t, s, id), "call %d", i)
+	}
+	// Whichever ran after the exit, and the one that was answered at the
+	// commit that never came, heard errGoexit; the exiting caller itself
+	// never returned.
+	n := 0
+	for _, err := range errs {
+		if errors.Is(err, errGoexit) {
+			n++
+		}
+	}
+	require.GreaterOrEqual(t, n, 1)
+	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error { return insertUser(ctx, tx, uuid.New(), "after") }))
+
+	bounded, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for range 6 { // more than the read pool's connections
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = s.ReadTx(bounded, func(store.Reader) error { runtime.Goexit(); return nil })
+		}()
+		<-done
+	}
+	require.NoError(t, s.ReadTx(bounded, func(tx store.Reader) error {
+		_, err := tx.UserCount(ctx)
+		return err
+	}), "a connection is left to read with")
 }

@@ -184,12 +184,15 @@ func (s *Store) run(ctx context.Context, db *sql.DB, cache *stmtCache, fn func(s
 		return fmt.Errorf("begin: %w", translate(err))
 	}
 	t := &sqlTx{tx: raw, cache: cache}
+	returned := false
 	defer func() {
 		if p := recover(); p != nil {
 			_ = raw.Rollback()
 			panic(p)
 		}
-		if err != nil {
+		if err != nil || !returned {
+			// !returned: fn ended the goroutine (runtime.Goexit, as a
+			// test's FailNow does); the connection goes back all the same.
 			_ = raw.Rollback()
 		}
 		// The connection is free again: cache what ran unprepared.
@@ -197,7 +200,9 @@ func (s *Store) run(ctx context.Context, db *sql.DB, cache *stmtCache, fn func(s
 			cache.prepare(ctx, t.missed)
 		}
 	}()
-	if err := fn(&tx{tx: t}); err != nil {
+	err = fn(&tx{tx: t})
+	returned = true
+	if err != nil {
 		return err
 	}
 	if err := raw.Commit(); err != nil {
