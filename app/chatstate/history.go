@@ -93,6 +93,24 @@ func OutstandingToolCalls(ctx context.Context, tx store.Reader, chatID uuid.UUID
 	if err != nil {
 		return nil, err
 	}
+	return outstandingIn(ms)
+}
+
+// OutstandingIn is OutstandingToolCalls over active messages already read
+// (oldest first, ending with the newest): it looks at those from the last
+// user message on, as tail reads them.
+func OutstandingIn(active []store.Message) ([]ToolCall, error) {
+	from := 0
+	for i := len(active) - 1; i >= 0; i-- {
+		if active[i].Role == store.RoleUser {
+			from = i
+			break
+		}
+	}
+	return outstandingIn(active[from:])
+}
+
+func outstandingIn(ms []store.Message) ([]ToolCall, error) {
 	var calls []ToolCall
 	answered := map[string]bool{}
 	for _, m := range ms {
@@ -240,6 +258,18 @@ func FromBoundary(ctx context.Context, tx store.Reader, chatID uuid.UUID) ([]sto
 		}
 		before = ms[len(ms)-1].ID
 	}
+}
+
+// SinceLastAnchor is the suffix of active messages (oldest first) from
+// the latest boundary anchor on: what FromBoundary reads, of messages
+// already read.
+func SinceLastAnchor(active []store.Message) []store.Message {
+	for i := len(active) - 1; i >= 0; i-- {
+		if IsBoundaryAnchor(active[i]) {
+			return active[i:]
+		}
+	}
+	return active
 }
 
 // HasSomethingToCompact: an uncompressed assistant message follows the

@@ -49,7 +49,7 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 	err := r.read(ctx, ev, func(tx store.Reader, c store.Chat) error {
 		v.chat = c
 		var err error
-		if v.active, err = chatstate.FromBoundary(ctx, tx, c.ID); err != nil {
+		if v.active, err = r.w.history.active(ctx, tx, c); err != nil {
 			return err
 		}
 		// System messages open a chat (Create writes them first); keep the
@@ -65,7 +65,7 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 				}
 			}
 		}
-		if v.calls, err = chatstate.OutstandingToolCalls(ctx, tx, c.ID); err != nil {
+		if v.calls, err = chatstate.OutstandingIn(v.active); err != nil {
 			return err
 		}
 		v.journaled = map[string]bool{}

@@ -211,6 +211,7 @@ type Worker struct {
 	rec   recorder
 
 	manager *manager
+	history historyCache
 	locks   keyedLock
 	titles  chan uuid.UUID
 	wake    chan struct{} // acquisition pass requests, buffered to one
