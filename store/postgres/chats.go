@@ -84,35 +84,50 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("insert chat %s: %w", p.ID, err)
 	}
+	t.held(c.ID, lockExclusive)
 	return c, nil
 }
 
 // ChatLock takes the chat's row lock (FOR UPDATE) for the rest of the
 // transaction.
 func (t *tx) ChatLock(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	if c, ok := t.cachedChat(id, lockExclusive); ok {
+		return c, nil // held already, and unchanged since read
+	}
 	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("lock chat %s: %w", id, err)
 	}
+	t.held(id, lockExclusive)
+	t.keepChat(c)
 	return c, nil
 }
 
 // ChatLockShared takes a shared row lock (FOR SHARE): it keeps the row from
 // changing without serialising other readers that lock it the same way.
 func (t *tx) ChatLockShared(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	if c, ok := t.cachedChat(id, lockShared); ok {
+		return c, nil
+	}
 	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR SHARE`, id))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("lock chat %s shared: %w", id, err)
 	}
+	t.held(id, lockShared)
+	t.keepChat(c)
 	return c, nil
 }
 
 // ChatGet reads a chat without locking it.
 func (t *tx) ChatGet(ctx context.Context, id uuid.UUID) (store.Chat, error) {
+	if c, ok := t.cachedChat(id, lockShared); ok {
+		return c, nil
+	}
 	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1`, id))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
 	}
+	t.keepChat(c)
 	return c, nil
 }
 
@@ -141,6 +156,7 @@ func (t *tx) ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error) 
 	if err != nil {
 		return 0, fmt.Errorf("bump snapshot of chat %s: %w", id, translate(err))
 	}
+	t.held(id, lockExclusive)
 	return v, nil
 }
 
@@ -162,7 +178,15 @@ func (t *tx) ChatUpdate(ctx context.Context, id uuid.UUID, p store.ChatPatch) (s
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
 	}
+	t.wroteChat(c)
 	return c, nil
+}
+
+// wroteChat notes a row an UPDATE ... RETURNING gave back: the update
+// locked it, and it is the row as it is now.
+func (t *tx) wroteChat(c store.Chat) {
+	t.held(c.ID, lockExclusive)
+	t.keepChat(c)
 }
 
 // ChatIncrementGenerationAttempt adds one to generation_attempt; the retry
@@ -173,6 +197,7 @@ func (t *tx) ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("increment generation attempt of chat %s: %w", id, err)
 	}
+	t.wroteChat(c)
 	return c, nil
 }
 
@@ -186,6 +211,7 @@ func (t *tx) ChatTouchHistory(ctx context.Context, id uuid.UUID) (store.Chat, er
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("touch history of chat %s: %w", id, err)
 	}
+	t.wroteChat(c)
 	return c, nil
 }
 

@@ -155,7 +155,7 @@ func (s *Store) run(ctx context.Context, opts pgx.TxOptions, fn func(store.Tx) e
 			panic(p)
 		}
 	}()
-	err = fn(&tx{tx: pgTx})
+	err = fn(&tx{tx: &countingTx{Tx: pgTx}, snapshot: opts.AccessMode == pgx.ReadOnly})
 	returned = true
 	if err != nil {
 		return err

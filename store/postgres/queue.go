@@ -120,10 +120,17 @@ func (t *tx) QueueDeleteAll(ctx context.Context, chatID uuid.UUID) (int64, error
 
 // QueueCount counts a chat's queued messages.
 func (t *tx) QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error) {
+	stable := t.stable(chatID)
+	if n, ok := t.cache.QueueCount(chatID, t.tx.writes); ok && stable {
+		return n, nil
+	}
 	var n int64
 	if err := t.tx.QueryRow(ctx,
 		`SELECT count(*) FROM chat_queued_messages WHERE chat_id = $1`, chatID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count queue of chat %s: %w", chatID, translate(err))
+	}
+	if stable {
+		t.cache.KeepQueueCount(chatID, n, t.tx.writes)
 	}
 	return n, nil
 }

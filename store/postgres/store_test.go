@@ -282,3 +282,36 @@ func TestUserLock(t *testing.T) {
 	err := f.s.InTx(f.ctx, func(tx store.Tx) error { return tx.UserLock(f.ctx, uuid.New()) })
 	require.ErrorIs(t, err, store.ErrNotFound)
 }
+
+// The read cache keeps a chat row only while the transaction holds its
+// lock: an unlocked row read twice shows another transaction's commit in
+// between (READ COMMITTED), a locked one cannot change, and a write of
+// the transaction's own is seen.
+func TestReadCacheKeepsOnlyLockedRows(t *testing.T) {
+	f := setup(t)
+	rename := func(title string) {
+		require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
+			_, err := tx.ChatUpdate(f.ctx, f.chat.ID, store.ChatPatch{Title: store.Some(title)})
+			return err
+		}))
+	}
+	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
+		c, err := tx.ChatGet(f.ctx, f.chat.ID)
+		require.NoError(t, err)
+		rename("elsewhere") // another transaction, committed meanwhile
+		again, err := tx.ChatGet(f.ctx, f.chat.ID)
+		require.NoError(t, err)
+		require.NotEqual(t, c.Title, again.Title)
+		require.Equal(t, "elsewhere", again.Title, "an unlocked row is read again")
+
+		locked, err := tx.ChatLock(f.ctx, f.chat.ID)
+		require.NoError(t, err)
+		require.Equal(t, "elsewhere", locked.Title)
+		_, err = tx.ChatUpdate(f.ctx, f.chat.ID, store.ChatPatch{Title: store.Some("mine")})
+		require.NoError(t, err)
+		mine, err := tx.ChatGet(f.ctx, f.chat.ID)
+		require.NoError(t, err)
+		require.Equal(t, "mine", mine.Title)
+		return nil
+	}))
+}

@@ -15,7 +15,11 @@ import (
 
 // tx implements store.Tx over one pgx transaction.
 type tx struct {
-	tx pgx.Tx
+	tx *countingTx
+	// cache, locks and snapshot: the read cache (txcache.go).
+	cache    store.ReadCache
+	locks    map[uuid.UUID]lockMode
+	snapshot bool
 }
 
 var _ store.Tx = (*tx)(nil)

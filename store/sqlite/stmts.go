@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"sync"
+
+	"github.com/chatd/chatd/store"
 )
 
 // maxCachedStmts bounds a pool's statement cache. The store's statements
@@ -97,20 +99,9 @@ type sqlTx struct {
 	// detached: a batched transaction (batch.go), whose statements do not
 	// end with their caller's context.
 	detached bool
-	// writes counts the statements run that may have written, queueWrites
-	// those that may have written a queue (txcache.go).
-	writes, queueWrites uint64
-}
-
-// wrote notes that query ran, if it may write.
-func (t *sqlTx) wrote(query string) {
-	switch kindOf(query) {
-	case writesChat:
-		t.writes++
-	case writesAny:
-		t.writes++
-		t.queueWrites++
-	}
+	// writes counts the statements run that may have written
+	// (txcache.go).
+	writes store.WriteCounts
 }
 
 // use is the context a statement runs with.
@@ -137,7 +128,7 @@ func (t *sqlTx) stmt(ctx context.Context, query string) *sql.Stmt {
 // ExecContext is sql.Tx.ExecContext through the cache.
 func (t *sqlTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	ctx = t.use(ctx)
-	t.wrote(query)
+	t.writes.Note(query)
 	if s := t.stmt(ctx, query); s != nil {
 		return s.ExecContext(ctx, args...)
 	}
@@ -147,7 +138,7 @@ func (t *sqlTx) ExecContext(ctx context.Context, query string, args ...any) (sql
 // QueryContext is sql.Tx.QueryContext through the cache.
 func (t *sqlTx) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
 	ctx = t.use(ctx)
-	t.wrote(query)
+	t.writes.Note(query)
 	if s := t.stmt(ctx, query); s != nil {
 		return s.QueryContext(ctx, args...)
 	}
@@ -157,7 +148,7 @@ func (t *sqlTx) QueryContext(ctx context.Context, query string, args ...any) (*s
 // QueryRowContext is sql.Tx.QueryRowContext through the cache.
 func (t *sqlTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
 	ctx = t.use(ctx)
-	t.wrote(query)
+	t.writes.Note(query)
 	if s := t.stmt(ctx, query); s != nil {
 		return s.QueryRowContext(ctx, args...)
 	}

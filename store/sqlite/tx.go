@@ -16,7 +16,7 @@ import (
 // tx implements store.Tx over one database/sql transaction.
 type tx struct {
 	tx    *sqlTx
-	cache txCache
+	cache store.ReadCache
 }
 
 var _ store.Tx = (*tx)(nil)

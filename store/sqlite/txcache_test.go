@@ -10,21 +10,6 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-func TestKindOf(t *testing.T) {
-	for q, want := range map[string]writeKind{
-		"SELECT count(*) FROM chat_queued_messages":             writesNothing,
-		"\n\t\tselect id FROM chats":                            writesNothing,
-		"UPDATE chats SET status = ? WHERE id = ?":              writesChat,
-		"UPDATE chat_messages SET deleted = 1":                  writesAny,
-		"INSERT INTO chat_queued_messages (chat_id) VALUES (?)": writesAny,
-		"WITH x AS (SELECT 1) DELETE FROM chats":                writesAny,
-		"DELETE FROM chats WHERE id = ?":                        writesAny,
-		"SAVEPOINT batch_member":                                writesAny,
-	} {
-		require.Equal(t, want, kindOf(q), q)
-	}
-}
-
 // The queue counts a transaction keeps survive updates of chats rows
 // (txcache.go): that holds only while no trigger on chats writes a queue.
 func TestNoChatsTriggerWritesTheQueue(t *testing.T) {
