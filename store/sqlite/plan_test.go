@@ -2,8 +2,10 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -52,12 +54,16 @@ func TestPlansUseIndexes(t *testing.T) {
 	require.Contains(t, strings.Join(plan, "\n"), "chats_owned_idx")
 
 	owner := uuid.NullUUID{UUID: uuid.New(), Valid: true}
-	yes := true
+	yes, no := true, false
 	for name, tc := range map[string]struct {
 		p     store.ChatListParams
 		index string
 		// sorted: the plan may sort (a label match set is not in list order).
 		sorted bool
+		// common: the label pair is on more than labelScanAt chats.
+		common bool
+		// avoid: an index the plan must not walk.
+		avoid string
 	}{
 		"owner":             {p: store.ChatListParams{OwnerID: owner}, index: "chats_owner_updated_idx"},
 		"owner archived":    {p: store.ChatListParams{OwnerID: owner, Archived: &yes}, index: "chats_owner_archived_updated_idx"},
@@ -66,9 +72,15 @@ func TestPlansUseIndexes(t *testing.T) {
 		"owner label":       {p: store.ChatListParams{OwnerID: owner, Labels: map[string]string{"k": "v"}}, index: "chat_labels", sorted: true},
 		"admin label":       {p: store.ChatListParams{Labels: map[string]string{"k": "v"}}, index: "chat_labels_pair_idx", sorted: true},
 		"owner archived pg": {p: store.ChatListParams{OwnerID: owner, Archived: &yes, AfterID: uuid.NullUUID{UUID: uuid.New(), Valid: true}}, index: "chats_owner_archived_updated_idx"},
+		// A label most chats carry: read in list order, checked per chat.
+		"admin common label": {p: store.ChatListParams{Labels: map[string]string{"k": "v"}}, common: true, index: "chats_updated_idx"},
+		"owner common label": {p: store.ChatListParams{OwnerID: owner, Labels: map[string]string{"k": "v"}}, common: true, index: "chats_owner_updated_idx"},
+		// A rare label drives the list even with other filters.
+		"unarchived label":       {p: store.ChatListParams{Archived: &no, Labels: map[string]string{"k": "v"}}, index: "chat_labels_pair_idx", sorted: true, avoid: "chats_archived_updated_idx"},
+		"owner unarchived label": {p: store.ChatListParams{OwnerID: owner, Archived: &no, Labels: map[string]string{"k": "v"}}, index: "chat_labels_pair_idx", sorted: true, avoid: "chats_owner_archived_updated_idx"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			q, a, err := chatListQuery(tc.p)
+			q, a, err := chatListQuery(tc.p, map[string]bool{"k": tc.common})
 			require.NoError(t, err)
 			plan := queryPlan(t, s, q, a)
 			requireNoChatScan(t, plan)
@@ -76,6 +88,76 @@ func TestPlansUseIndexes(t *testing.T) {
 			require.Contains(t, joined, tc.index)
 			if !tc.sorted {
 				require.NotContains(t, joined, "TEMP B-TREE", "the index gives the list order")
+			}
+			if tc.avoid != "" {
+				require.NotContains(t, joined, tc.avoid)
+			}
+		})
+	}
+}
+
+// Both plans of a label filter list the same chats in the same order.
+func TestLabelPlansAgree(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t)
+	owners := []uuid.UUID{uuid.New(), uuid.New()}
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
+		for i, o := range owners {
+			if _, err := tx.UserInsert(ctx, store.UserInsertParams{ID: o, Name: fmt.Sprintf("u%d", i), Now: base}); err != nil {
+				return err
+			}
+		}
+		for i := range 40 {
+			p := store.ChatInsertParams{
+				ID: uuid.New(), OwnerID: owners[i%2], Title: "c", Status: store.ChatStatusWaiting,
+				Now: base.Add(time.Duration(i%7) * time.Minute), // ties: the id breaks them
+			}
+			if i%3 != 0 {
+				p.Labels = map[string]string{"team": []string{"red", "blue"}[i%2], "all": "yes"}
+			}
+			if _, err := tx.ChatInsert(ctx, p); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+	list := func(p store.ChatListParams, common bool) []uuid.UUID {
+		t.Helper()
+		c := map[string]bool{}
+		for k := range p.Labels {
+			c[k] = common
+		}
+		q, a, err := chatListQuery(p, c)
+		require.NoError(t, err)
+		var ids []uuid.UUID
+		require.NoError(t, s.ReadTx(ctx, func(r store.Reader) error {
+			rows, err := r.(*tx).tx.QueryContext(ctx, q, a...)
+			if err != nil {
+				return err
+			}
+			chats, err := collect(rows, scanChat)
+			for _, c := range chats {
+				ids = append(ids, c.ID)
+			}
+			return err
+		}))
+		return ids
+	}
+	no := false
+	for name, p := range map[string]store.ChatListParams{
+		"one label":         {Labels: map[string]string{"all": "yes"}},
+		"two labels":        {Labels: map[string]string{"all": "yes", "team": "red"}},
+		"no match":          {Labels: map[string]string{"team": "green"}},
+		"owner":             {OwnerID: uuid.NullUUID{UUID: owners[1], Valid: true}, Labels: map[string]string{"all": "yes"}},
+		"unarchived, paged": {Archived: &no, Labels: map[string]string{"all": "yes"}, Limit: 5},
+	} {
+		t.Run(name, func(t *testing.T) {
+			in, exists := list(p, false), list(p, true)
+			require.Equal(t, in, exists)
+			if name != "no match" {
+				require.NotEmpty(t, in)
 			}
 		})
 	}
