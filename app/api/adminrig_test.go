@@ -27,8 +27,14 @@ type secretRig struct {
 
 func newSecretRig(t *testing.T, s store.Store, prefix string, secrets ...string) *secretRig {
 	t.Helper()
+	return newLoggedSecretRig(t, s, prefix, &syncBuffer{}, secrets...)
+}
+
+// newLoggedSecretRig is newSecretRig with the app's JSON log written to logs.
+func newLoggedSecretRig(t *testing.T, s store.Store, prefix string, logs *syncBuffer, secrets ...string) *secretRig {
+	t.Helper()
 	r := &secretRig{adminToken: auth.NewToken()}
-	a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: r.adminToken, NoWorker: true}, s, &syncBuffer{})
+	a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: r.adminToken, NoWorker: true, LogFormat: "json"}, s, logs)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())

@@ -6,16 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -48,34 +45,8 @@ func TestProvidersAPI(t *testing.T) {
 		const secret = "sk-never-shown-4f1c2a9b"
 		logs := &syncBuffer{}
 		s := newStore(t)
-		adminToken := auth.NewToken()
-		a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: adminToken, NoWorker: true, LogFormat: "json"}, s, logs)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		userToken, _, err := auth.CreateToken(context.Background(), s, "bob", false, "test", time.Now())
-		require.NoError(t, err)
-
-		var bodies []string
-		do := func(token, method, path, body string) (int, []byte) {
-			t.Helper()
-			req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
-			require.NoError(t, err)
-			if body != "" {
-				req.Header.Set("Content-Type", "application/json")
-			}
-			if token != "" {
-				req.Header.Set("Authorization", "Bearer "+token)
-			}
-			resp, err := srv.Client().Do(req)
-			require.NoError(t, err)
-			defer resp.Body.Close()
-			var buf bytes.Buffer
-			_, _ = buf.ReadFrom(resp.Body)
-			bodies = append(bodies, buf.String())
-			return resp.StatusCode, buf.Bytes()
-		}
+		rig := newLoggedSecretRig(t, s, "", logs, secret)
+		adminToken, userToken, do := rig.adminToken, rig.userToken, rig.do
 
 		// Presets: the demo model is there with its stable id and is the default.
 		status, body := do(adminToken, "GET", "/api/v2/chats/model-configs", "")
@@ -169,9 +140,7 @@ func TestProvidersAPI(t *testing.T) {
 		require.Len(t, configs, 1)
 		require.True(t, configs[0].IsDefault, "deleting the default's provider elected the demo model")
 
-		for _, b := range bodies {
-			require.NotContains(t, b, secret)
-		}
+		// Every answer was checked for the secret by the rig's do.
 		require.NotContains(t, logs.String(), secret)
 	})
 }
