@@ -66,13 +66,19 @@ func ToChat(c store.Chat) sdk.Chat {
 
 // ToMessage projects a message row to its wire form.
 func ToMessage(m store.Message) sdk.ChatMessage {
+	out := messageFields(m)
+	if err := json.Unmarshal(m.Content, &out.Content); err != nil || out.Content == nil {
+		out.Content = []sdk.ChatMessagePart{}
+	}
+	return out
+}
+
+// messageFields projects every field of a message row but its content.
+func messageFields(m store.Message) sdk.ChatMessage {
 	out := sdk.ChatMessage{
 		ID: m.ID, ChatID: m.ChatID, CreatedBy: uuidPtr(m.CreatedBy), ModelConfigID: uuidPtr(m.ModelConfigID),
 		CreatedAt: m.CreatedAt, Role: m.Role, QueuedMessageID: m.QueuedMessageID,
 		ReasoningEffort: strPtr(m.ReasoningEffort), Compressed: m.Compressed, RequestID: uuidPtr(m.RequestID),
-	}
-	if err := json.Unmarshal(m.Content, &out.Content); err != nil || out.Content == nil {
-		out.Content = []sdk.ChatMessagePart{}
 	}
 	if m.Usage != nil {
 		u := sdk.ChatMessageUsage(*m.Usage)
@@ -92,10 +98,8 @@ func ToMessageRaw(m store.Message) sdk.ChatMessage {
 	if !isArray(m.Content) {
 		return ToMessage(m)
 	}
-	content := m.Content
-	m.Content = nil
-	out := ToMessage(m)
-	out.Content, out.RawContent = nil, content
+	out := messageFields(m)
+	out.RawContent = m.Content
 	return out
 }
 
