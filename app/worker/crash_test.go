@@ -243,13 +243,7 @@ func TestCrashRecoveryPostgresReplicaTakesOver(t *testing.T) {
 
 	replica := func(s *postgres.Store, runCtx context.Context) (*app.App, *sdk.Client) {
 		a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		require.NoError(t, a.Start(runCtx))
-		t.Cleanup(a.Stop)
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		return a, &sdk.Client{BaseURL: srv.URL, Token: token, HTTP: srv.Client()}
+		return a, serveApp(t, runCtx, token, a, err)
 	}
 
 	runA, crashA := context.WithCancel(ctx)

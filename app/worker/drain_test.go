@@ -53,13 +53,7 @@ func TestShutdownHandsRunningChatToAnotherReplica(t *testing.T) {
 
 	replica := func(s *postgres.Store) (*app.App, *sdk.Client) {
 		a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		require.NoError(t, a.Start(ctx))
-		t.Cleanup(a.Stop)
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		return a, &sdk.Client{BaseURL: srv.URL, Token: token, HTTP: srv.Client()}
+		return a, serveApp(t, ctx, token, a, err)
 	}
 
 	a, cA := replica(sA)
@@ -97,13 +91,7 @@ func TestShutdownOnSQLiteFinishesRunningTurn(t *testing.T) {
 		OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker(),
 	}
 	a, err := app.New(ctx, cfg, io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	require.NoError(t, a.Start(ctx))
-	t.Cleanup(a.Stop)
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	c := &sdk.Client{BaseURL: srv.URL, Token: token, HTTP: srv.Client()}
+	c := serveApp(t, ctx, token, a, err)
 
 	chat, err := c.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("A long question"), Title: "drain"})
 	require.NoError(t, err)
@@ -161,13 +149,7 @@ func TestShutdownOnSQLiteLeavesLongTurnForNextStart(t *testing.T) {
 	require.NoError(t, a1.Close())
 
 	a2, err := app.New(ctx, cfg, io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a2.Close()) })
-	require.NoError(t, a2.Start(ctx))
-	t.Cleanup(a2.Stop)
-	srv2 := httptest.NewServer(a2.Handler())
-	t.Cleanup(srv2.Close)
-	c2 := &sdk.Client{BaseURL: srv2.URL, Token: token, HTTP: srv2.Client()}
+	c2 := serveApp(t, ctx, token, a2, err)
 	done := waitClientStatus(t, c2, chat, sdk.ChatStatusWaiting)
 	require.Nil(t, done.LastError)
 	requireOneTurn(t, c2, chat, "A long question", "The whole answer.")

@@ -410,3 +410,17 @@ func (r *router) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	}
 	proxy.ServeHTTP(w, req)
 }
+
+// serveApp starts a (as app.New returned it, with err) on runCtx, serves
+// its handler and returns a client with token; the test's cleanup stops,
+// closes and unserves it.
+func serveApp(t *testing.T, runCtx context.Context, token string, a *app.App, err error) *sdk.Client {
+	t.Helper()
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, a.Close()) })
+	require.NoError(t, a.Start(runCtx))
+	t.Cleanup(a.Stop)
+	srv := httptest.NewServer(a.Handler())
+	t.Cleanup(srv.Close)
+	return &sdk.Client{BaseURL: srv.URL, Token: token, HTTP: srv.Client()}
+}
