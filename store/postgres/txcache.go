@@ -61,9 +61,10 @@ func (t *tx) held(id uuid.UUID, mode lockMode) {
 func (t *tx) stable(id uuid.UUID) bool { return t.snapshot || t.locks[id] > unlocked }
 
 // cachedChat returns the kept row of id if it is still what a read would
-// return and the transaction holds at least mode on it.
+// return and the transaction holds at least mode (shared or stronger) on
+// it, or reads one snapshot.
 func (t *tx) cachedChat(id uuid.UUID, mode lockMode) (store.Chat, bool) {
-	if !t.snapshot && t.locks[id] < mode || !t.stable(id) {
+	if !t.snapshot && t.locks[id] < mode {
 		return store.Chat{}, false
 	}
 	return t.cache.Chat(id, t.tx.writes)
