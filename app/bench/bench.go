@@ -25,6 +25,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 )
 
@@ -178,7 +179,12 @@ func Run(ctx context.Context, s store.Store, storeName string, cfg Config) (r Re
 	cfg = cfg.withDefaults()
 	r = Report{Store: storeName, History: cfg.History, ListP99: map[string]time.Duration{}}
 
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: benchToken, DemoTokenDelay: demo.NoDelay}, s, io.Discard)
+	// The concurrent agent limit must not hold any of the Concurrency chats
+	// back: the figure is about chats running at once, not about waiting
+	// for a slot (the default limit, 5, would keep 3 of 8 chats waiting).
+	acfg := app.Config{BootstrapToken: benchToken, DemoTokenDelay: demo.NoDelay}
+	acfg.Worker.RootLimit = max(worker.DefaultRootLimit, cfg.Concurrency)
+	a, err := app.NewWithStore(ctx, acfg, s, io.Discard)
 	if err != nil {
 		return r, fmt.Errorf("build the app: %w", err)
 	}
