@@ -182,12 +182,19 @@ func (t *tx) ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]store.Chat, er
 
 // ChatBumpSnapshot advances snapshot_version by one and returns it.
 func (t *tx) ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error) {
+	kept, ok := t.cachedChat(id)
 	var v int64
 	err := t.tx.QueryRowContext(ctx,
 		`UPDATE chats SET snapshot_version = snapshot_version + 1 WHERE id = ? RETURNING snapshot_version`,
 		id.String()).Scan(&v)
 	if err != nil {
 		return 0, fmt.Errorf("bump snapshot of chat %s: %w", id, translate(err))
+	}
+	if ok {
+		// The bump writes snapshot_version alone (no trigger fires on it),
+		// so the row kept before it, with the new version, is the row now.
+		kept.SnapshotVersion = v
+		t.keepChat(kept)
 	}
 	return v, nil
 }
@@ -205,19 +212,30 @@ func (t *tx) ChatUpdate(ctx context.Context, id uuid.UUID, p store.ChatPatch) (s
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
 	}
-	n, err := t.exec(ctx, `UPDATE chats SET `+sets+` WHERE id = `+a.add(id.String()), a...)
-	if err == nil && n == 0 {
-		err = store.ErrNotFound
-	}
+	c, err := t.updateReturning(ctx, id, `UPDATE chats SET `+sets+` WHERE id = `+a.add(id.String()), p.RetryState.Set, a...)
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
 	}
-	// SQLite's RETURNING shows the row before AFTER triggers ran; read it
-	// back so retry_state and its version are what the triggers left.
-	c, err := t.readChat(ctx, id)
+	return c, nil
+}
+
+// updateReturning runs an UPDATE of one chat and returns the row as the
+// statement and its triggers left it. SQLite's RETURNING shows the row
+// before AFTER triggers ran, and the one AFTER trigger that writes chats
+// (chats_retry_state_sync) changes only retry_state and its version, and
+// only when retry_state was set before it ran (it clears it) or the
+// statement changed it (it stamps the version). So a returned row whose
+// retry_state is NULL, from a statement that did not write retry_state, is
+// final; any other is read back.
+func (t *tx) updateReturning(ctx context.Context, id uuid.UUID, update string, writesRetryState bool, args ...any) (store.Chat, error) {
+	c, err := scanChat(t.tx.QueryRowContext(ctx, update+` RETURNING `+chatColumns, args...))
 	if err != nil {
-		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
+		return store.Chat{}, translate(err)
 	}
+	if writesRetryState || c.RetryState != nil {
+		return t.readChat(ctx, id)
+	}
+	t.keepChat(c)
 	return c, nil
 }
 
@@ -246,14 +264,7 @@ func (t *tx) ChatTouchHistory(ctx context.Context, id uuid.UUID) (store.Chat, er
 // updateAndRead runs an UPDATE of one chat (its only parameter is the id)
 // and reads the row back after the triggers ran.
 func (t *tx) updateAndRead(ctx context.Context, id uuid.UUID, update string) (store.Chat, error) {
-	n, err := t.exec(ctx, update, id.String())
-	if err != nil {
-		return store.Chat{}, err
-	}
-	if n == 0 {
-		return store.Chat{}, store.ErrNotFound
-	}
-	return t.readChat(ctx, id)
+	return t.updateReturning(ctx, id, update, false, id.String())
 }
 
 // ChatDelete removes a chat; its messages, queue, heartbeats and child chats

@@ -47,6 +47,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"RetryStateVersionFollowsRetryState", testRetryStateVersion},
 		{"RetryStateClearedWhenLeavingRunning", testRetryClearedLeavingRunning},
 		{"RetryStateVersionRejectsClientWrite", testRetryStateVersionGuard},
+		{"UpdatesReturnTheRowTheirTriggersLeft", testUpdatesReturnFinalRow},
 		{"ForeignKeyCascades", testForeignKeyCascades},
 		{"ForeignKeyRejects", testForeignKeyRejects},
 		{"ConcurrentWritersSerialised", testConcurrentWriters},
@@ -506,6 +507,75 @@ func testRetryStateVersion(t *testing.T, b *bundle) {
 	c = b.setRetry(t, nil)
 	require.Nil(t, c.RetryState)
 	require.Equal(t, c.SnapshotVersion, c.RetryStateVersion)
+}
+
+// testUpdatesReturnFinalRow holds each chat update to returning the row as
+// the statement's triggers left it (the retry trigger clears retry_state
+// and stamps its version after the row changed), and the bump to leaving a
+// row read before it current: every returned row, and every read in the
+// same transaction, equals the committed row read afresh.
+func testUpdatesReturnFinalRow(t *testing.T, b *bundle) {
+	id := b.chat.ID
+	b.transition(t, id, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, id, store.ChatPatch{Status: store.Some(store.ChatStatusRunning)})
+		return err
+	})
+	steps := []struct {
+		name string
+		fn   func(tx store.Tx) (store.Chat, error)
+	}{
+		{"set retry_state", func(tx store.Tx) (store.Chat, error) {
+			return tx.ChatUpdate(b.ctx, id, store.ChatPatch{RetryState: store.Some(retryPayload(1))})
+		}},
+		{"an update of another column keeps it", func(tx store.Tx) (store.Chat, error) {
+			return tx.ChatUpdate(b.ctx, id, store.ChatPatch{PinOrder: store.Some(int64(2))})
+		}},
+		{"a new attempt clears it", func(tx store.Tx) (store.Chat, error) {
+			return tx.ChatIncrementGenerationAttempt(b.ctx, id)
+		}},
+		{"set it again", func(tx store.Tx) (store.Chat, error) {
+			return tx.ChatUpdate(b.ctx, id, store.ChatPatch{RetryState: store.Some(retryPayload(2))})
+		}},
+		{"leaving running clears it", func(tx store.Tx) (store.Chat, error) {
+			return tx.ChatUpdate(b.ctx, id, store.ChatPatch{Status: store.Some(store.ChatStatusWaiting)})
+		}},
+		{"an update with nothing to clear", func(tx store.Tx) (store.Chat, error) {
+			return tx.ChatUpdate(b.ctx, id, store.ChatPatch{WorkerID: store.Some(uuid.NullUUID{UUID: uuid.New(), Valid: true})})
+		}},
+		{"a history touch", func(tx store.Tx) (store.Chat, error) {
+			return tx.ChatTouchHistory(b.ctx, id)
+		}},
+	}
+	for _, st := range steps {
+		var returned, reread store.Chat
+		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+			locked, err := tx.ChatLock(b.ctx, id)
+			if err != nil {
+				return err
+			}
+			v, err := tx.ChatBumpSnapshot(b.ctx, id)
+			if err != nil {
+				return err
+			}
+			bumped, err := tx.ChatGet(b.ctx, id)
+			if err != nil {
+				return err
+			}
+			locked.SnapshotVersion = v
+			require.Equal(t, locked, bumped, "%s: the row read after the bump", st.name)
+			if returned, err = st.fn(tx); err != nil {
+				return err
+			}
+			reread, err = tx.ChatGet(b.ctx, id)
+			return err
+		}), st.name)
+		fresh := b.get(t, id)
+		require.Equal(t, fresh, returned, "%s: the row the update returned", st.name)
+		require.Equal(t, fresh, reread, "%s: the row read after it in its transaction", st.name)
+	}
+	c := b.get(t, id)
+	require.Nil(t, c.RetryState)
+	require.Equal(t, c.SnapshotVersion-2, c.RetryStateVersion, "the last clear stamped the version")
 }
 
 func testRetryClearedLeavingRunning(t *testing.T, b *bundle) {
