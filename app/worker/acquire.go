@@ -183,8 +183,8 @@ func (o *admissionOrder) next(allowed func(store.Chat) bool) (store.Chat, bool) 
 func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 	runnerID := uuid.New()
 	var (
-		acquired  store.Chat
-		takenOver bool
+		acquired            store.Chat
+		takenOver, reserved bool
 	)
 	err := w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		tx := t.Reader()
@@ -214,7 +214,12 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 		}
 		takenOver = c.WorkerID.Valid
 		res, err := t.Acquire(chatID, w.id, runnerID)
-		acquired = res.Chat
+		if err != nil || !reservesAttempt(res.Chat) {
+			acquired = res.Chat
+			return err
+		}
+		res, err = t.RecordGenerationAttempt(chatID)
+		acquired, reserved = res.Chat, true
 		return err
 	})
 	switch {
@@ -227,8 +232,20 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 		return false
 	}
 	w.log.Debug("acquired chat", "chat_id", chatID, "runner_id", runnerID)
-	w.manager.spawn(ctx, acquired, runnerID, takenOver)
+	w.manager.spawn(ctx, acquired, runnerID, takenOver, reserved)
 	return true
+}
+
+// reservesAttempt reports whether acquiring c also records the generation
+// attempt of the runner's first model call (RecordGenerationAttempt in the
+// Acquire transaction, as the spec lets transitions share one): a running
+// chat is acquired to generate, and the first call then starts without a
+// write transaction of its own. If the runner's first step calls no model
+// (it answers outstanding tool calls, or finds the turn complete), the
+// attempt goes unused: the next history change resets the count, and an
+// attempt without a call is harmless to a stream (its episode stays empty).
+func reservesAttempt(c store.Chat) bool {
+	return c.Status == store.ChatStatusRunning && !c.Archived
 }
 
 // ownerAlive re-checks, under the chat's lock, whether its owner is alive

@@ -475,7 +475,8 @@ func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
 }
 
 // callModel runs one provider invocation with the spec's attempt
-// accounting: RecordGenerationAttempt before each call, a new buffer
+// accounting: RecordGenerationAttempt before each call (recordAttempt; the
+// acquisition's for a runner's first call), a new buffer
 // episode per attempt, RecordRetryState while backing off, FinishError for
 // a non-retryable error or once the retry limit is spent. done reports that
 // the step ended the turn (FinishError) and there is nothing to commit.
@@ -485,16 +486,11 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 	id := identityOf(model, req.ReasoningEffort)
 	callCtx := withStageIdentity(ctx, r.identity(id))
 	for {
-		var c store.Chat
-		err := r.commit(ctx, f, func(t *chatstate.Tx) error {
-			res, err := t.RecordGenerationAttempt(r.chatID)
-			c = res.Chat
-			return err
-		})
+		attempt, err := r.recordAttempt(ctx, f)
 		if err != nil {
 			return resp, false, err
 		}
-		ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: ev.HistoryVersion, GenerationAttempt: c.GenerationAttempt}
+		ep := partbuf.Episode{ChatID: r.chatID, HistoryVersion: ev.HistoryVersion, GenerationAttempt: attempt}
 		buf := r.w.deps.Buffer
 		// Storing parts is best-effort: errors (full, closed) drop them.
 		_ = buf.CreateEpisode(ep)
@@ -521,20 +517,20 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 		if !errors.As(llm.Classify(model.Provider.Name(), err), &perr) {
 			return resp, false, err
 		}
-		if !perr.Retryable || c.GenerationAttempt > int64(r.w.cfg.MaxRetries) {
-			log.Info("generation failed", "attempt", c.GenerationAttempt, "err", perr)
+		if !perr.Retryable || attempt > int64(r.w.cfg.MaxRetries) {
+			log.Info("generation failed", "attempt", attempt, "err", perr)
 			r.w.deps.Metrics.failed(perr.Kind)
 			return resp, true, r.commit(ctx, f, func(t *chatstate.Tx) error {
 				_, err := t.FinishError(r.chatID, perr.ChatError())
 				return err
 			})
 		}
-		delay := r.w.backoff(c.GenerationAttempt)
+		delay := r.w.backoff(attempt)
 		r.w.deps.Metrics.retry(perr.Kind)
-		log.Info("generation failed; retrying", "attempt", c.GenerationAttempt,
+		log.Info("generation failed; retrying", "attempt", attempt,
 			"max_retries", r.w.cfg.MaxRetries, "delay", delay, "err", perr)
 		retry := sdk.ChatRetry{
-			Attempt: c.GenerationAttempt, DelayMS: delay.Milliseconds(), Error: perr.Message,
+			Attempt: attempt, DelayMS: delay.Milliseconds(), Error: perr.Message,
 			Kind: perr.Kind, RetryingAt: r.w.clock.Now().Add(delay).UTC(),
 		}
 		if err := r.commit(ctx, f, func(t *chatstate.Tx) error {
@@ -550,6 +546,22 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 			return resp, false, err
 		}
 	}
+}
+
+// recordAttempt applies RecordGenerationAttempt before a model call and
+// returns the attempt, unless the acquisition already recorded it for this
+// runner's first call (takeReserved).
+func (r *runner) recordAttempt(ctx context.Context, f fence) (int64, error) {
+	if attempt, ok := r.takeReserved(f.ev.HistoryVersion); ok {
+		return attempt, nil
+	}
+	var attempt int64
+	err := r.commit(ctx, f, func(t *chatstate.Tx) error {
+		res, err := t.RecordGenerationAttempt(r.chatID)
+		attempt = res.Chat.GenerationAttempt
+		return err
+	})
+	return attempt, err
 }
 
 // interrupt closes the interrupted attempt's episode and commits what it

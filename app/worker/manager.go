@@ -71,8 +71,12 @@ func (m *manager) drain(ctx context.Context) int {
 
 // spawn starts a runner for an acquired chat. Its first event is the row
 // that Acquire committed.
-func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID, takenOver bool) {
+func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID, takenOver, reserved bool) {
 	r := newRunner(m.w, c, runnerID)
+	if reserved {
+		// The acquisition recorded the first model call's attempt.
+		r.reserved = attemptReservation{historyVersion: c.HistoryVersion, attempt: c.GenerationAttempt}
+	}
 	// A chat taken over from a dead owner: its first turn's wait is the
 	// previous owner's work, not pickup delay.
 	r.turns.takenOver = takenOver

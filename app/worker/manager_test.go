@@ -232,6 +232,28 @@ func TestGenerationRetryAccounting(t *testing.T) {
 	})
 }
 
+// TestAcquisitionRecordsTheFirstAttempt: acquiring a running chat records
+// the generation attempt of its first model call in the same transaction
+// (reservesAttempt), so the call starts with no write between the two; a
+// retry records the next attempt itself (TestGenerationRetryAccounting
+// checks the numbering that follows).
+func TestAcquisitionRecordsTheFirstAttempt(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		g := setupOn(t, newStore(t), Config{})
+		id := g.create("hello")
+		require.Zero(t, g.chat(id).GenerationAttempt)
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		acquired := g.chat(id)
+		require.Equal(t, uuid.NullUUID{UUID: g.w.ID(), Valid: true}, acquired.WorkerID)
+		require.Equal(t, int64(1), acquired.GenerationAttempt, "the acquisition recorded the first attempt")
+
+		g.provider.next(t)
+		require.Equal(t, acquired, g.chat(id), "nothing was written between the acquisition and the call")
+		g.provider.answer("hi")
+		eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
+	})
+}
+
 func TestBackoffIsBoundedExponential(t *testing.T) {
 	t.Parallel()
 	w := New(Config{BackoffBase: time.Second, BackoffMax: 30 * time.Second}, Deps{})

@@ -80,6 +80,9 @@ type runner struct {
 	pending *event        // the newest unprocessed event (events coalesce)
 	wake    chan struct{} // buffered to one
 	cancel  context.CancelFunc
+	// reserved is the generation attempt the acquisition recorded for the
+	// first model call (reservesAttempt); taken once (takeReserved).
+	reserved attemptReservation
 
 	// Loop state, touched only by the loop goroutine.
 	last   event
@@ -102,6 +105,21 @@ func newRunner(w *Worker, c store.Chat, runnerID uuid.UUID) *runner {
 	}
 	r.turns = &turns{r: r}
 	return r
+}
+
+// attemptReservation is a generation attempt recorded for a model call
+// that has not started yet; attempt 0 is none.
+type attemptReservation struct{ historyVersion, attempt int64 }
+
+// takeReserved hands out the reserved attempt if it belongs to this
+// history version, and drops the reservation either way: it serves the
+// runner's first model call only, so no two calls share an attempt.
+func (r *runner) takeReserved(historyVersion int64) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res := r.reserved
+	r.reserved = attemptReservation{}
+	return res.attempt, res.attempt > 0 && res.historyVersion == historyVersion
 }
 
 // notify hands the loop an event; an older pending event is superseded, so
