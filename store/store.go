@@ -294,6 +294,13 @@ type Tx interface {
 	// ends (a Postgres advisory lock; SQLite's writer lock already does).
 	AdmissionLock(ctx context.Context) error
 
+	// AdmissionTryLock takes the admission lock only if no other
+	// transaction holds it, without waiting, and reports whether it did:
+	// for a transaction that already holds chat row locks, which must not
+	// wait for the admission lock (an acquisition takes it first, then the
+	// chat).
+	AdmissionTryLock(ctx context.Context) (bool, error)
+
 	// ReplicaUpsert publishes a replica's relay address (several replicas
 	// on Postgres: streams dial the replica that runs a chat). The record
 	// is stamped by the lease clock: r.UpdatedAt, the caller's time, or the

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -56,6 +57,32 @@ type Machine struct {
 	store store.Store
 	pub   Publisher
 	cfg   Config
+	admit atomic.Pointer[Admitter]
+}
+
+// Admitter acquires a chat for this replica's worker inside the bundle
+// that left it runnable without a live owner, at the end of Do, so its turn
+// needs no acquisition transaction of its own (the worker implements it).
+// Admit applies the acquisition's transitions through t, or admits nothing
+// (a zero Admission) and leaves the chat to the acquisition loop, which
+// the chat:ownership notification wakes as before.
+type Admitter interface {
+	Admit(t *Tx, c store.Chat) (Admission, error)
+}
+
+// Admission is an admitted chat's follow-up: exactly one of its functions
+// runs, once the bundle has committed or once it has not.
+type Admission struct {
+	Committed, RolledBack func()
+}
+
+// SetAdmitter makes a the Machine's Admitter (nil: none).
+func (m *Machine) SetAdmitter(a Admitter) {
+	if a == nil {
+		m.admit.Store(nil)
+		return
+	}
+	m.admit.Store(&a)
 }
 
 // New returns a Machine over s that publishes on pub.
@@ -106,8 +133,25 @@ type Tx struct {
 // chat:ownership for those left runnable and unowned. A rejected transition or any error rolls back
 // everything and publishes nothing.
 func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
-	var final []notice
+	var (
+		final    []notice
+		admitted []Admission
+		admitter Admitter
+	)
+	if a := m.admit.Load(); a != nil {
+		admitter = *a
+	}
+	// An admission is answered exactly once: committed below, or rolled
+	// back here (an error, a panic, or the goroutine ending in fn).
+	committed := false
+	defer func() {
+		if !committed {
+			rollBack(admitted)
+		}
+	}()
 	err := m.store.InTx(ctx, func(stx store.Tx) error {
+		rollBack(admitted) // a store that runs fn again starts over
+		admitted = nil
 		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Clock.Now().UTC(), deleted: map[uuid.UUID]store.Chat{}}
 		if err := fn(t); err != nil {
 			return err
@@ -125,6 +169,21 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 			orphan, err := m.needsOwner(ctx, stx, c, t.now)
 			if err != nil {
 				return err
+			}
+			if orphan && admitter != nil {
+				a, err := admitter.Admit(t, c)
+				if a.Committed != nil {
+					admitted = append(admitted, a)
+				}
+				if err != nil {
+					return fmt.Errorf("admit chat %s: %w", id, err)
+				}
+				if a.Committed != nil {
+					if c, err = stx.ChatGet(ctx, id); err != nil {
+						return fmt.Errorf("read chat %s after admission: %w", id, err)
+					}
+					orphan = false
+				}
 			}
 			final = append(final, notice{chat: c, needsOwner: orphan})
 		}
@@ -146,10 +205,20 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 		}
 		return err
 	}
+	committed = true
+	for _, a := range admitted {
+		a.Committed()
+	}
 	for _, n := range final {
 		m.publish(ctx, n)
 	}
 	return nil
+}
+
+func rollBack(admitted []Admission) {
+	for _, a := range admitted {
+		a.RolledBack()
+	}
 }
 
 // notice is what Do publishes for one chat after commit.
@@ -245,6 +314,9 @@ func isRunnableStatus(s store.ChatStatus) bool {
 
 // Now is the transaction's clock reading.
 func (t *Tx) Now() time.Time { return t.now }
+
+// Context is the context the bundle's statements run with.
+func (t *Tx) Context() context.Context { return t.ctx }
 
 // Reader is a read-only view of the underlying store transaction, for
 // reads inside a bundle. Every write goes through a Tx method.

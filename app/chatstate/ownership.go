@@ -111,6 +111,17 @@ func (t *Tx) LockAdmission() error {
 	return nil
 }
 
+// TryLockAdmission takes the admission lock if no other transaction holds
+// it, without waiting, and reports whether it did: for a bundle that
+// already holds chat locks (an acquisition takes the admission lock first).
+func (t *Tx) TryLockAdmission() (bool, error) {
+	ok, err := t.tx.AdmissionTryLock(t.ctx)
+	if err != nil {
+		return false, fmt.Errorf("lock admission: %w", err)
+	}
+	return ok, nil
+}
+
 // LockOwner serialises, until the transaction ends, the bundles that
 // check a per-user quota before they write (chats per user), so two
 // concurrent creates cannot both take the last place.

@@ -118,6 +118,7 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 			}
 		}
 	}
+	w.waiting.Store(int64(len(chats) - n))
 	w.deps.Metrics.pass(len(chats)-n, roots, subagents)
 	return n
 }
@@ -181,45 +182,13 @@ func (o *admissionOrder) next(allowed func(store.Chat) bool) (store.Chat, bool) 
 // concurrent agent limits under the admission lock, and acquires it with a
 // fresh runner id. A refused chat stays unowned for a later pass.
 func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
-	runnerID := uuid.New()
-	var (
-		acquired            store.Chat
-		takenOver, reserved bool
-	)
+	var a acquisition
 	err := w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
-		tx := t.Reader()
 		if err := t.LockAdmission(); err != nil {
 			return err
 		}
-		c, st, err := t.LockState(chatID)
-		if err != nil {
-			return err
-		}
-		if !st.Runnable() {
-			return errSkip
-		}
-		alive, err := w.ownerAlive(ctx, tx, c)
-		if err != nil || alive {
-			return errors.Join(err, errSkip)
-		}
-		if needsSlot(c) {
-			roots, subagents, err := tx.ChatCountOwned(ctx, w.acquireParams())
-			if err != nil {
-				return err
-			}
-			if !w.hasRoom(c, roots, subagents) {
-				w.log.Debug("chat waits for capacity", "chat_id", chatID, "roots", roots, "subagents", subagents)
-				return errSkip
-			}
-		}
-		takenOver = c.WorkerID.Valid
-		res, err := t.Acquire(chatID, w.id, runnerID)
-		if err != nil || !reservesAttempt(res.Chat) {
-			acquired = res.Chat
-			return err
-		}
-		res, err = t.RecordGenerationAttempt(chatID)
-		acquired, reserved = res.Chat, true
+		var err error
+		a, err = w.acquireIn(ctx, t, chatID)
 		return err
 	})
 	switch {
@@ -231,9 +200,49 @@ func (w *Worker) tryAcquire(ctx context.Context, chatID uuid.UUID) bool {
 		}
 		return false
 	}
-	w.log.Debug("acquired chat", "chat_id", chatID, "runner_id", runnerID)
-	w.manager.spawn(ctx, acquired, runnerID, takenOver, reserved)
+	w.log.Debug("acquired chat", "chat_id", chatID, "runner_id", a.runnerID)
+	w.manager.spawn(ctx, a)
 	return true
+}
+
+// acquireIn acquires the chat in t, whose transaction holds the admission
+// lock, with a fresh runner id: it locks the chat, checks that it is
+// runnable, that no live worker owns it and that its pool has room, and
+// applies Acquire (with the first generation attempt, see
+// reservesAttempt). errSkip: the chat is not to be acquired now (nothing
+// was written).
+func (w *Worker) acquireIn(ctx context.Context, t *chatstate.Tx, chatID uuid.UUID) (acquisition, error) {
+	tx := t.Reader()
+	c, st, err := t.LockState(chatID)
+	if err != nil {
+		return acquisition{}, err
+	}
+	if !st.Runnable() {
+		return acquisition{}, errSkip
+	}
+	alive, err := w.ownerAlive(ctx, tx, c)
+	if err != nil || alive {
+		return acquisition{}, errors.Join(err, errSkip)
+	}
+	if needsSlot(c) {
+		roots, subagents, err := tx.ChatCountOwned(ctx, w.acquireParams())
+		if err != nil {
+			return acquisition{}, err
+		}
+		if !w.hasRoom(c, roots, subagents) {
+			w.log.Debug("chat waits for capacity", "chat_id", chatID, "roots", roots, "subagents", subagents)
+			return acquisition{}, errSkip
+		}
+	}
+	a := acquisition{runnerID: uuid.New(), takenOver: c.WorkerID.Valid}
+	res, err := t.Acquire(chatID, w.id, a.runnerID)
+	if err != nil || !reservesAttempt(res.Chat) {
+		a.chat = res.Chat
+		return a, err
+	}
+	res, err = t.RecordGenerationAttempt(chatID)
+	a.chat, a.reserved = res.Chat, true
+	return a, err
 }
 
 // reservesAttempt reports whether acquiring c also records the generation

@@ -69,38 +69,65 @@ func (m *manager) drain(ctx context.Context) int {
 	}
 }
 
-// spawn starts a runner for an acquired chat. Its first event is the row
-// that Acquire committed.
-func (m *manager) spawn(ctx context.Context, c store.Chat, runnerID uuid.UUID, takenOver, reserved bool) {
-	r := newRunner(m.w, c, runnerID)
-	if reserved {
-		// The acquisition recorded the first model call's attempt.
+// acquisition is what an Acquire transaction took: the committed row
+// (the runner's first event), its runner id, whether it took the chat over
+// from a dead owner, and whether it recorded the first model call's
+// generation attempt (reservesAttempt).
+type acquisition struct {
+	chat      store.Chat
+	runnerID  uuid.UUID
+	takenOver bool
+	reserved  bool
+}
+
+// spawn starts a runner for a committed acquisition.
+func (m *manager) spawn(ctx context.Context, a acquisition) {
+	m.start(ctx, m.register(a), a.chat)
+}
+
+// register creates the runner of an acquisition and lists it, so the
+// acquisition loop counts the chat's owner alive; start runs it. Direct
+// admission (Admit) registers before its transaction commits.
+func (m *manager) register(a acquisition) *runner {
+	c := a.chat
+	r := newRunner(m.w, c, a.runnerID)
+	if a.reserved {
 		r.reserved = attemptReservation{historyVersion: c.HistoryVersion, attempt: c.GenerationAttempt}
 	}
 	// A chat taken over from a dead owner: its first turn's wait is the
 	// previous owner's work, not pickup delay.
-	r.turns.takenOver = takenOver
+	r.turns.takenOver = a.takenOver
 	// Acquisition admits a chat in requires_action without a slot.
 	r.slot = needsSlot(c)
 	m.mu.Lock()
 	if m.runners[c.ID] == nil {
 		m.runners[c.ID] = map[uuid.UUID]*runner{}
 	}
-	m.runners[c.ID][runnerID] = r
+	m.runners[c.ID][a.runnerID] = r
 	m.mu.Unlock()
+	return r
+}
+
+// start runs a registered runner; its first event is the row that
+// Acquire committed.
+func (m *manager) start(ctx context.Context, r *runner, c store.Chat) {
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		r.run(ctx, eventFromChat(c))
-		// The runner finished (cleanup or shutdown): forget it.
-		m.mu.Lock()
-		delete(m.runners[c.ID], runnerID)
-		if len(m.runners[c.ID]) == 0 {
-			delete(m.runners, c.ID)
-		}
-		m.signalLocked()
-		m.mu.Unlock()
+		m.forget(r) // the runner finished (cleanup or shutdown)
 	}()
+}
+
+// forget unlists a runner.
+func (m *manager) forget(r *runner) {
+	m.mu.Lock()
+	delete(m.runners[r.chatID], r.runnerID)
+	if len(m.runners[r.chatID]) == 0 {
+		delete(m.runners, r.chatID)
+	}
+	m.signalLocked()
+	m.mu.Unlock()
 }
 
 // has reports whether a runner exists.

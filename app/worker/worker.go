@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -225,6 +226,17 @@ type Worker struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 	started bool
+
+	// Direct admission (Admit). admitMu guards runCtx (the loops'
+	// context, set by Start) and admitShut (Stop began); admitting
+	// counts the admissions whose bundle has not ended yet, which Drain
+	// and Stop wait for. waiting is how many chats the last acquisition
+	// pass left waiting for a slot.
+	admitMu   sync.Mutex
+	runCtx    context.Context
+	admitShut bool
+	admitting sync.WaitGroup
+	waiting   atomic.Int64
 }
 
 // New returns a worker with a fresh worker id (regenerated on every start
@@ -275,6 +287,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	acquired := make(chan struct{})
 	w.acquired = acquired
+	w.admitMu.Lock()
+	w.runCtx = ctx
+	w.admitMu.Unlock()
 	w.goLoop(ctx, func(ctx context.Context) {
 		defer close(acquired)
 		defer cancelSub()
@@ -311,6 +326,7 @@ func (w *Worker) Stop() {
 	if cancel != nil {
 		cancel()
 	}
+	w.closeAdmission(true)
 	w.wg.Wait()
 	w.manager.wait()
 }
@@ -341,6 +357,7 @@ func (w *Worker) Drain(ctx context.Context) error {
 	if acquired != nil {
 		<-acquired // no acquisition is in flight, and none starts
 	}
+	w.closeAdmission(false)
 	if !w.cfg.Leases {
 		if busy := w.manager.drain(ctx); busy > 0 {
 			w.log.Info("shutdown: turns still running are left for the next start", "chats", busy)

@@ -259,6 +259,15 @@ func (t *tx) AdmissionLock(ctx context.Context) error {
 	return nil
 }
 
+// AdmissionTryLock takes the admission lock if it is free.
+func (t *tx) AdmissionTryLock(ctx context.Context) (bool, error) {
+	var ok bool
+	if err := t.tx.QueryRow(ctx, `SELECT pg_try_advisory_xact_lock($1)`, int64(admissionLockKey)).Scan(&ok); err != nil {
+		return false, fmt.Errorf("admission lock: %w", translate(err))
+	}
+	return ok, nil
+}
+
 // qualified prefixes each column of a comma-separated list with alias.
 func qualified(alias, cols string) string {
 	parts := strings.Split(cols, ",")

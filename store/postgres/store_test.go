@@ -315,3 +315,36 @@ func TestReadCacheKeepsOnlyLockedRows(t *testing.T) {
 		return nil
 	}))
 }
+
+// TestAdmissionTryLock: a try takes the admission lock only when no other
+// transaction holds it, and does not wait for it.
+func TestAdmissionTryLock(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	held, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- f.s.InTx(f.ctx, func(tx store.Tx) error {
+			if err := tx.AdmissionLock(f.ctx); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-held:
+	case err := <-done:
+		t.Fatalf("the holder ended early: %v", err)
+	}
+	var took bool
+	require.NoError(t, f.s.InTx(f.ctx, func(tx store.Tx) error {
+		var err error
+		took, err = tx.AdmissionTryLock(f.ctx)
+		return err
+	}))
+	close(release)
+	require.NoError(t, <-done)
+	require.False(t, took, "another transaction holds it")
+}

@@ -1440,6 +1440,9 @@ func testAcquirableAndOwned(t *testing.T, b *bundle) {
 		var ids []uuid.UUID
 		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
 			require.NoError(t, tx.AdmissionLock(b.ctx))
+			took, err := tx.AdmissionTryLock(b.ctx)
+			require.NoError(t, err)
+			require.True(t, took, "a transaction's try of the admission lock it holds")
 			cs, err := tx.ChatListAcquirable(b.ctx, p)
 			for _, c := range cs {
 				ids = append(ids, c.ID)

@@ -1,0 +1,133 @@
+package worker
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/dbtest"
+)
+
+// admitting makes the fixture's worker admit chats directly without
+// starting its loops: a chat it does not admit stays unowned, because no
+// acquisition pass runs unless the test runs one.
+func (g *fixture) admitting() {
+	g.machine.SetAdmitter(g.w)
+	g.w.admitMu.Lock()
+	g.w.runCtx = g.ctx
+	g.w.admitMu.Unlock()
+}
+
+func (g *fixture) ownedByWorker(id uuid.UUID) bool {
+	return g.chat(id).WorkerID == uuid.NullUUID{UUID: g.w.id, Valid: true}
+}
+
+// TestDirectAdmission: a bundle that leaves a chat runnable acquires it
+// for the worker in its own transaction (Admit), with the first model
+// call's attempt, and the runner takes the turn from there; the worker
+// steps aside, leaving the chat to the acquisition loop, when the last
+// pass left chats waiting for a slot, when the pool is full, and once it
+// drains.
+func TestDirectAdmission(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		t.Run("admitted in the bundle that made it runnable", func(t *testing.T) {
+			g := setupOn(t, newStore(t), Config{})
+			g.admitting()
+			id := g.create("hello")
+			c := g.chat(id)
+			require.True(t, g.ownedByWorker(id), "owned when the create committed")
+			require.Equal(t, int64(1), c.GenerationAttempt, "with the first call's attempt")
+			require.True(t, g.w.manager.has(id, c.RunnerID.UUID), "its runner runs")
+			g.provider.next(t)
+			g.provider.answer("hi")
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
+			eventually(t, func() bool { return !g.peek(id).WorkerID.Valid }, "and gives the chat up")
+
+			// The next message to the idle chat is admitted the same way.
+			g.do(func(t *chatstate.Tx) error {
+				_, err := t.SendMessage(id, chatstate.UserInput{Content: sdk.Text("again")}, chatstate.BusyQueue)
+				return err
+			})
+			require.True(t, g.ownedByWorker(id))
+			g.provider.next(t)
+			g.provider.answer("hi again")
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the second turn finishes")
+			require.Len(t, g.messages(id), 4)
+			require.Zero(t, g.w.AcquirePass(g.ctx), "nothing was left for the loop")
+		})
+
+		t.Run("chats waiting for a slot go first", func(t *testing.T) {
+			g := setupOn(t, newStore(t), Config{})
+			g.admitting()
+			g.w.waiting.Store(1) // as the last pass left them
+			id := g.create("hello")
+			require.False(t, g.chat(id).WorkerID.Valid, "left to the acquisition loop")
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			g.provider.next(t)
+			g.provider.answer("hi")
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
+		})
+
+		t.Run("a full pool admits nothing", func(t *testing.T) {
+			g := setupOn(t, newStore(t), Config{RootLimit: 1})
+			g.admitting()
+			first := g.create("one")
+			require.True(t, g.ownedByWorker(first))
+			second := g.create("two")
+			require.False(t, g.chat(second).WorkerID.Valid, "over the limit: it waits for a slot")
+			g.provider.next(t)
+			g.provider.answer("hi")
+			eventually(t, func() bool { return !g.peek(first).WorkerID.Valid }, "the first turn frees its slot")
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx), "the loop admits the second")
+			g.provider.next(t)
+			g.provider.answer("hi")
+			eventually(t, func() bool { return g.peek(second).Status == store.ChatStatusWaiting }, "the second turn finishes")
+		})
+
+		t.Run("a draining worker admits nothing", func(t *testing.T) {
+			g := setupOn(t, newStore(t), Config{})
+			g.admitting()
+			require.NoError(t, g.w.Drain(g.ctx))
+			id := g.create("hello")
+			require.False(t, g.chat(id).WorkerID.Valid)
+			require.Zero(t, g.w.Runners())
+		})
+
+	})
+}
+
+// TestDirectAdmissionDoesNotWaitForTheLock: a bundle holds its chat's lock
+// when it admits, and an acquisition takes the admission lock before the
+// chat's, so the bundle only tries the admission lock; held elsewhere, the
+// chat is left to the acquisition loop. (Postgres only: SQLite's writer
+// lock is the admission lock, which nobody else holds during a write.)
+func TestDirectAdmissionDoesNotWaitForTheLock(t *testing.T) {
+	t.Parallel()
+	s := dbtest.NewPostgres(t)
+	g := setupOn(t, s, Config{Leases: true})
+	g.admitting()
+	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- s.InTx(g.ctx, func(tx store.Tx) error {
+			if err := tx.AdmissionLock(g.ctx); err != nil {
+				return err
+			}
+			close(held)
+			<-release
+			return nil
+		})
+	}()
+	select {
+	case <-held:
+	case err := <-done:
+		t.Fatalf("the holder ended early: %v", err)
+	}
+	id := g.create("hello")
+	close(release)
+	require.NoError(t, <-done)
+	require.False(t, g.chat(id).WorkerID.Valid, "left to the acquisition loop")
+}
