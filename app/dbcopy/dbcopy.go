@@ -146,6 +146,15 @@ func Copy(ctx context.Context, opts Options) (Result, error) {
 	if err := restore(); err != nil {
 		return Result{}, err
 	}
+	if dst.dialect == "sqlite" {
+		// The message triggers listed the copied messages for search;
+		// index them before the commit, as the store does.
+		for _, q := range sqlite.SearchIndexPending {
+			if _, err := dstTx.ExecContext(ctx, q); err != nil {
+				return Result{}, fmt.Errorf("index messages for search: %w", err)
+			}
+		}
+	}
 	// Verify through the target transaction, so a mismatch leaves the
 	// target as empty as it was.
 	for _, tr := range res.Tables {

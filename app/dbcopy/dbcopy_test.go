@@ -2,6 +2,7 @@ package dbcopy_test
 
 import (
 	"bytes"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"net/http/httptest"
@@ -123,6 +124,8 @@ func answers(t *testing.T, url string, w world) map[string]any {
 	admin, alice := sdk.New(url, w.admin), sdk.New(url, w.alice)
 	get(alice, "me", "/users/me")
 	get(alice, "chats", "/chats?archived=all")
+	// Message text search: a SQLite target must have indexed the copy.
+	get(alice, "search", "/chats?archived=all&q=hello")
 	get(admin, "users", "/users")
 	get(admin, "alice tokens", "/users/alice/tokens")
 	get(admin, "providers", "/chats/providers")
@@ -215,6 +218,14 @@ func TestCopyRoundTrip(t *testing.T) {
 	again, err := dbcopy.Copy(ctx, dbcopy.Options{From: pg, To: back})
 	require.NoError(t, err)
 	require.Len(t, again.Tables, len(there.Tables))
+	// The copy indexed its messages for search before committing.
+	raw, err := sql.Open("sqlite", back)
+	require.NoError(t, err)
+	var pending, indexed int
+	require.NoError(t, raw.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM chat_message_fts_pending), (SELECT count(*) FROM chat_message_fts)`).Scan(&pending, &indexed))
+	require.NoError(t, raw.Close())
+	require.Zero(t, pending)
+	require.Positive(t, indexed)
 	_, url3, stop3 := serve(t, back, w.admin)
 	defer stop3()
 	got := answers(t, url3, w)

@@ -23,9 +23,9 @@ import (
 )
 
 // The benchmarks put the worker's throughput next to the store's: a turn
-// is several transactions (Create, Acquire, RecordGenerationAttempt,
-// CommitStep, FinishTurn, Abandon), so turns/s over commits/s says how
-// much of a turn is spent beyond its commits.
+// is two write transactions (Create with the worker's direct admission,
+// then CommitStep with FinishTurn and Abandon), so turns/s over commits/s
+// says how much of a turn is spent beyond its commits.
 //
 //	go test -run '^$' -bench . -benchtime 3s ./app/worker
 
@@ -80,6 +80,7 @@ func BenchmarkTurns(b *testing.B) {
 			Models: benchModels{worker.Model{ID: uuid.New(), Provider: demo.New(demo.Config{TokenDelay: demo.NoDelay}), Name: "demo"}},
 			Log:    slog.New(slog.NewTextHandler(io.Discard, nil)),
 		})
+		m.SetAdmitter(w) // as the app does
 		require.NoError(b, w.Start(ctx))
 		b.Cleanup(w.Stop)
 		owner := benchOwner(b, s)

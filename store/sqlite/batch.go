@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"sync"
@@ -207,8 +208,7 @@ func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
 	}
 	if len(done) == 0 {
 		_ = raw.Rollback()
-	} else if err := raw.Commit(); err != nil {
-		err = fmt.Errorf("commit: %w", translate(err))
+	} else if err := commit(raw, t); err != nil {
 		for _, d := range done {
 			answer(d, txResult{err: err})
 		}
@@ -221,6 +221,40 @@ func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
 	s.writes.prepare(context.Background(), t.missed)
 	finished = true
 	return rest
+}
+
+// commit indexes the messages the transaction left for search, then
+// commits; a failure of either rolls everything back.
+func commit(raw *sql.Tx, t *sqlTx) error {
+	for _, q := range SearchIndexPending {
+		if _, err := t.ExecContext(context.Background(), q); err != nil {
+			_ = raw.Rollback()
+			return fmt.Errorf("index messages for search: %w", translate(err))
+		}
+	}
+	if err := raw.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", translate(err))
+	}
+	return nil
+}
+
+// SearchIndexPending indexes for search the messages that writes of the
+// open transaction listed in chat_message_fts_pending (migration 00019),
+// those still searchable, and empties the list. The store runs it before
+// every commit of a write transaction; so must anything else that writes
+// messages into a SQLite database (chatd copy). CROSS JOIN keeps the
+// pending list the outer loop: SQLite would otherwise scan every message.
+var SearchIndexPending = []string{
+	`INSERT INTO chat_message_fts (rowid, body, chat_id)
+	SELECT m.id,
+	       (SELECT group_concat(json_extract(p.value, '$.text'), char(10))
+	        FROM json_each(m.content) p
+	        WHERE json_extract(p.value, '$.type') = 'text'),
+	       m.chat_id
+	FROM chat_message_fts_pending f CROSS JOIN chat_messages m ON m.id = f.id
+	WHERE m.deleted = 0 AND m.role IN ('user', 'assistant') AND m.visibility <> 'model'
+	  AND json_type(m.content) = 'array'`,
+	`DELETE FROM chat_message_fts_pending`,
 }
 
 // rollbackMember undoes one member's writes and leaves its savepoint.

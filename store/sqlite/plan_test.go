@@ -162,3 +162,15 @@ func TestLabelPlansAgree(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchIndexPendingPlan: the search flush, which runs before every
+// commit, reads the pending ids and looks each message up by its key; it
+// never scans chat_messages (the planner would without the CROSS JOIN).
+func TestSearchIndexPendingPlan(t *testing.T) {
+	t.Parallel()
+	s := newTestStore(t)
+	plan := queryPlan(t, s, SearchIndexPending[0], nil)
+	text := strings.Join(plan, "\n")
+	require.Contains(t, text, "SEARCH m USING INTEGER PRIMARY KEY", text)
+	require.NotContains(t, text, "SCAN m", text)
+}
