@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 
 	"github.com/chatd/chatd/store"
@@ -208,7 +209,7 @@ func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
 	}
 	if len(done) == 0 {
 		_ = raw.Rollback()
-	} else if err := commit(raw, t); err != nil {
+	} else if err := s.commit(raw, t); err != nil {
 		for _, d := range done {
 			answer(d, txResult{err: err})
 		}
@@ -223,14 +224,20 @@ func (s *Store) runTx(batch []*txReq, answer func(*txReq, txResult)) []*txReq {
 	return rest
 }
 
-// commit indexes the messages the transaction left for search, then
-// commits; a failure of either rolls everything back.
-func commit(raw *sql.Tx, t *sqlTx) error {
-	for _, q := range SearchIndexPending {
-		if _, err := t.ExecContext(context.Background(), q); err != nil {
-			_ = raw.Rollback()
-			return fmt.Errorf("index messages for search: %w", translate(err))
+// commit indexes the messages left for search (when it is time, see
+// flushSearch), then commits; a failure of either rolls everything back.
+func (s *Store) commit(raw *sql.Tx, t *sqlTx) error {
+	flush, err := s.flushSearch(t)
+	if err == nil && flush {
+		for _, q := range SearchIndexPending {
+			if _, err = t.ExecContext(context.Background(), q); err != nil {
+				break
+			}
 		}
+	}
+	if err != nil {
+		_ = raw.Rollback()
+		return fmt.Errorf("index messages for search: %w", translate(err))
 	}
 	if err := raw.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", translate(err))
@@ -238,22 +245,37 @@ func commit(raw *sql.Tx, t *sqlTx) error {
 	return nil
 }
 
-// SearchIndexPending indexes for search the messages that writes of the
-// open transaction listed in chat_message_fts_pending (migration 00019),
-// those still searchable, and empties the list. The store runs it before
-// every commit of a write transaction; so must anything else that writes
-// messages into a SQLite database (chatd copy). CROSS JOIN keeps the
-// pending list the outer loop: SQLite would otherwise scan every message.
+// searchPendingFlush is how many messages a busy writer leaves pending
+// for search before it indexes them.
+const searchPendingFlush = 256
+
+// flushSearch decides whether this commit indexes the pending messages:
+// always when no other write transaction waits for the writer (so an idle
+// store keeps the list empty), else once searchPendingFlush messages wait.
+// A busy writer thus indexes many transactions' messages in one go (FTS5
+// writes one index segment per flush, and merges them later), while search
+// reads the pending ones directly (search.go).
+func (s *Store) flushSearch(t *sqlTx) (bool, error) {
+	s.batch.mu.Lock()
+	idle := len(s.batch.queue) == 0
+	s.batch.mu.Unlock()
+	if idle {
+		return true, nil
+	}
+	var n int
+	err := t.QueryRowContext(context.Background(),
+		`SELECT count(*) FROM (SELECT 1 FROM chat_message_fts_pending LIMIT `+strconv.Itoa(searchPendingFlush)+`)`).Scan(&n)
+	return n >= searchPendingFlush, err
+}
+
+// SearchIndexPending indexes for search the messages that writes listed
+// in chat_message_fts_pending (migration 00019), those still searchable,
+// and empties the list. The store runs it before a commit (flushSearch);
+// anything else that writes messages into a SQLite database (chatd copy)
+// runs it before its own. CROSS JOIN keeps the pending list the outer
+// loop: SQLite would otherwise scan every message.
 var SearchIndexPending = []string{
-	`INSERT INTO chat_message_fts (rowid, body, chat_id)
-	SELECT m.id,
-	       (SELECT group_concat(json_extract(p.value, '$.text'), char(10))
-	        FROM json_each(m.content) p
-	        WHERE json_extract(p.value, '$.type') = 'text'),
-	       m.chat_id
-	FROM chat_message_fts_pending f CROSS JOIN chat_messages m ON m.id = f.id
-	WHERE m.deleted = 0 AND m.role IN ('user', 'assistant') AND m.visibility <> 'model'
-	  AND json_type(m.content) = 'array'`,
+	`INSERT INTO chat_message_fts (rowid, body, chat_id) SELECT id, body, chat_id FROM (` + pendingBodies + `)`,
 	`DELETE FROM chat_message_fts_pending`,
 }
 

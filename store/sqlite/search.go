@@ -18,11 +18,37 @@ import (
 // candidate is rechecked with chatd_fold(...) LIKE so the semantics are
 // exactly the title search's (and Postgres's ILIKE), FTS5's own case
 // folding notwithstanding.
+//
+// Messages written since the last flush of the index (migration 00019,
+// SearchIndexPending: a busy writer flushes every searchPendingFlush
+// messages, an idle one at every commit) are in chat_message_fts_pending,
+// not yet in chat_message_fts; every search reads them too (pendingBodies),
+// so a committed message is found at once either way.
+
+// messageBody is the searchable text of message m: its text parts, one a
+// line, as the index holds it.
+const messageBody = `(SELECT group_concat(json_extract(p.value, '$.text'), char(10))
+	FROM json_each(m.content) p WHERE json_extract(p.value, '$.type') = 'text')`
+
+// messageSearchable is whether message m belongs in the index.
+const messageSearchable = `m.deleted = 0 AND m.role IN ('user', 'assistant') AND m.visibility <> 'model'
+	AND json_type(m.content) = 'array'`
+
+// pendingBodies are the searchable messages not indexed yet, as rows of
+// (id, chat_id, body) like the index's. The CROSS JOIN keeps the short
+// pending list the outer loop.
+const pendingBodies = `SELECT m.id AS id, m.chat_id AS chat_id, ` + messageBody + ` AS body
+	FROM chat_message_fts_pending f CROSS JOIN chat_messages m ON m.id = f.id
+	WHERE ` + messageSearchable
 
 // shortWindow is the bounded scan of a term too short for the trigram
-// index: the newest store.SearchShortScan searchable messages.
-var shortWindow = `(SELECT rowid AS id, chat_id, body FROM chat_message_fts ORDER BY rowid DESC LIMIT ` +
-	strconv.Itoa(store.SearchShortScan) + `)`
+// index: the newest store.SearchShortScan searchable messages (the newest
+// of the index's, with the pending ones, which are newer or edited).
+var shortWindow = `(SELECT id, chat_id, body FROM (
+		SELECT * FROM (SELECT rowid AS id, chat_id, body FROM chat_message_fts ORDER BY rowid DESC LIMIT ` +
+	strconv.Itoa(store.SearchShortScan) + `)
+		UNION ALL ` + pendingBodies + `)
+	ORDER BY id DESC LIMIT ` + strconv.Itoa(store.SearchShortScan) + `)`
 
 // ftsPhrase quotes q as one FTS5 phrase: with the trigram tokenizer it
 // matches rows containing q as a substring.
@@ -43,7 +69,8 @@ func searchWhere(q string, a *args) string {
 	return `id IN (SELECT s.chat_id FROM chat_title_fts JOIN chat_title_fts_ids s ON s.n = chat_title_fts.rowid
 		WHERE chat_title_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_title_fts.title) LIKE ` + pat() + `
 	UNION SELECT chat_message_fts.chat_id FROM chat_message_fts
-		WHERE chat_message_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_message_fts.body) LIKE ` + pat() + `)`
+		WHERE chat_message_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_message_fts.body) LIKE ` + pat() + `
+	UNION SELECT pb.chat_id FROM (` + pendingBodies + `) pb WHERE chatd_fold(pb.body) LIKE ` + pat() + `)`
 }
 
 // likePattern adds q as a case-folded LIKE pattern matching any text
@@ -73,9 +100,12 @@ func (t *tx) ChatSearchHits(ctx context.Context, chatIDs []uuid.UUID, query stri
 			WHERE w.chat_id IN (` + in() + `) AND chatd_fold(w.body) LIKE ` + likePattern(query, &a) + `
 			GROUP BY w.chat_id`
 	} else {
-		sqlText = `SELECT chat_id, min(rowid), body FROM chat_message_fts
-			WHERE chat_message_fts MATCH ` + a.add(ftsPhrase(query)) + `
-			AND chat_id IN (` + in() + `) AND chatd_fold(body) LIKE ` + likePattern(query, &a) + `
+		sqlText = `SELECT chat_id, min(id), body FROM (
+				SELECT rowid AS id, chat_id, body FROM chat_message_fts
+				WHERE chat_message_fts MATCH ` + a.add(ftsPhrase(query)) + `
+				AND chat_id IN (` + in() + `) AND chatd_fold(body) LIKE ` + likePattern(query, &a) + `
+				UNION ALL SELECT pb.id, pb.chat_id, pb.body FROM (` + pendingBodies + `) pb
+				WHERE pb.chat_id IN (` + in() + `) AND chatd_fold(pb.body) LIKE ` + likePattern(query, &a) + `)
 			GROUP BY chat_id`
 	}
 	// SQLite's bare-column rule: with min(), body comes from the row that

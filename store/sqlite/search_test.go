@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -37,9 +38,9 @@ func TestSearchUsesFTS(t *testing.T) {
 	require.NotContains(t, text, "SCAN chat_messages", text)
 }
 
-// Message text is indexed for search at the commit of the transaction
-// that wrote it (migration 00019): once a batch commits, its members'
-// messages are searchable and the pending list is empty; a member rolled
+// Message text is indexed for search at the commit of an idle writer
+// (migration 00019): once a batch commits with nobody waiting, its
+// members' messages are indexed and the pending list is empty; a member rolled
 // back leaves nothing indexed; a message inserted and edited in one
 // transaction is indexed once, with its final text; one deleted since it
 // was indexed is gone.
@@ -109,4 +110,75 @@ func TestSearchIndexedAtCommit(t *testing.T) {
 		got[h.ChatID] = h.Text
 	}
 	require.Equal(t, map[uuid.UUID]string{chats[0]: "alpha zebrafish", chats[2]: "gamma zebrafish"}, got)
+}
+
+// A busy writer leaves the messages it commits pending for search (it
+// indexes them once the writer is idle, or once enough wait), and every
+// search finds them meanwhile: a long term through the chat list and the
+// hits, a short one through the window of newest messages.
+func TestSearchFindsPendingMessages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := newTestStore(t)
+	owner, chat := uuid.New(), uuid.New()
+	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
+		if err := insertUser(ctx, tx, owner, "owner"); err != nil {
+			return err
+		}
+		_, err := tx.ChatInsert(ctx, store.ChatInsertParams{ID: chat, OwnerID: owner, Title: "t", Status: store.ChatStatusWaiting, Now: time.Now()})
+		return err
+	}))
+	pending := func(r store.Reader) int {
+		var n int
+		require.NoError(t, r.(*tx).tx.QueryRowContext(ctx, `SELECT count(*) FROM chat_message_fts_pending`).Scan(&n))
+		return n
+	}
+	find := func(tx store.Reader) (list []uuid.UUID, short []uuid.UUID, hits []store.SearchHit) {
+		for q, into := range map[string]*[]uuid.UUID{"zebrafish": &list, "qx": &short} {
+			cs, err := tx.ChatList(ctx, store.ChatListParams{Query: q, Limit: 10})
+			require.NoError(t, err)
+			for _, c := range cs {
+				*into = append(*into, c.ID)
+			}
+		}
+		hits, err := tx.ChatSearchHits(ctx, []uuid.UUID{chat}, "zebrafish")
+		require.NoError(t, err)
+		return list, short, hits
+	}
+	// The first transaction commits while the second waits for the
+	// writer: its message stays pending, and the second finds it.
+	wrote := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
+			if _, err := tx.MessageInsert(ctx, store.MessageInsertParams{ChatID: chat, Role: store.RoleUser,
+				Content: json.RawMessage(`[{"type":"text","text":"a zebrafish, qx"}]`), Now: time.Now()}); err != nil {
+				return err
+			}
+			close(wrote)
+			require.Eventually(t, func() bool { q, _ := s.batch.state(); return q == 1 }, 10*time.Second, time.Millisecond,
+				"the second transaction waits for the writer")
+			return nil
+		}))
+	})
+	<-wrote
+	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
+		require.Equal(t, 1, pending(tx), "committed while another writer waited: not indexed yet")
+		list, short, hits := find(tx)
+		require.Equal(t, []uuid.UUID{chat}, list)
+		require.Equal(t, []uuid.UUID{chat}, short)
+		require.Len(t, hits, 1)
+		require.Equal(t, "a zebrafish, qx", hits[0].Text)
+		return nil
+	}))
+	wg.Wait()
+	// The second committed with nobody waiting: the index caught up.
+	require.NoError(t, s.ReadTx(ctx, func(tx store.Reader) error {
+		require.Zero(t, pending(tx))
+		list, short, hits := find(tx)
+		require.Equal(t, []uuid.UUID{chat}, list)
+		require.Equal(t, []uuid.UUID{chat}, short)
+		require.Len(t, hits, 1)
+		return nil
+	}))
 }

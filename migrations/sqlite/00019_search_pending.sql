@@ -1,14 +1,14 @@
 -- +goose Up
--- Issue 19: message text is indexed for search once per write transaction,
--- at its commit, not by each insert. FTS5 flushes what it has buffered at
--- every savepoint, and the store runs each batched writer inside one, so
--- indexing per insert wrote a new index segment for every member (and
--- merged them later): a fifth of the writer's work. The message triggers
--- now list the ids due in chat_message_fts_pending, and the store indexes
--- them (searchIndexPending in store/sqlite/batch.go) right before the
--- COMMIT that makes the messages visible, so search sees a message exactly
--- when readers do. The pending list is empty whenever no write
--- transaction is open.
+-- Issue 19: message text is indexed for search in bulk, not by each
+-- insert. FTS5 flushes what it has buffered at every savepoint, and the
+-- store runs each batched writer inside one, so indexing per insert wrote
+-- a new index segment for every member (and merged them later): a fifth
+-- of the writer's work. The message triggers now list the ids due in
+-- chat_message_fts_pending, and the store indexes them (SearchIndexPending
+-- in store/sqlite/batch.go) before a commit: every commit of an idle
+-- writer, every 256 messages of a busy one. Search reads the pending
+-- messages as well as the index (store/sqlite/search.go), so it finds a
+-- message as soon as readers see it.
 CREATE TABLE chat_message_fts_pending (id INTEGER PRIMARY KEY);
 
 DROP TRIGGER chat_message_fts_insert;
