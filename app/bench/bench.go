@@ -669,6 +669,12 @@ func (e *runEnv) lists(ctx context.Context, out map[string]time.Duration) error 
 		// The bench user is an admin: the filters above list every
 		// owner's chats; source:created_by_me lists only its own.
 		"own chats": {Query: "source:created_by_me"},
+		// Search of titles and message text: a term only the chats that
+		// took turns hold (their prompt), one nobody holds, and one too
+		// short for the trigram index (a bounded scan of the newest).
+		"search, rare term":  {Query: "something"},
+		"search, no match":   {Query: "zebrafish"},
+		"search, short term": {Query: "qz"},
 	}
 	for name, opts := range filters {
 		lat := make([]time.Duration, 0, e.cfg.ListSamples)

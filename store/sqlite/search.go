@@ -41,14 +41,31 @@ const pendingBodies = `SELECT m.id AS id, m.chat_id AS chat_id, ` + messageBody 
 	FROM chat_message_fts_pending f CROSS JOIN chat_messages m ON m.id = f.id
 	WHERE ` + messageSearchable
 
+// indexWindow is the newest store.SearchShortScan indexed messages.
+var indexWindow = `SELECT rowid AS id, chat_id, body FROM chat_message_fts ORDER BY rowid DESC LIMIT ` +
+	strconv.Itoa(store.SearchShortScan)
+
 // shortWindow is the bounded scan of a term too short for the trigram
-// index: the newest store.SearchShortScan searchable messages (the newest
-// of the index's, with the pending ones, which are newer or edited).
-var shortWindow = `(SELECT id, chat_id, body FROM (
-		SELECT * FROM (SELECT rowid AS id, chat_id, body FROM chat_message_fts ORDER BY rowid DESC LIMIT ` +
-	strconv.Itoa(store.SearchShortScan) + `)
-		UNION ALL ` + pendingBodies + `)
+// index: the newest store.SearchShortScan searchable messages. With
+// messages pending, those of the index and the pending ones (newer, or
+// edited) are merged by id.
+func shortWindow(pending bool) string {
+	if !pending {
+		return `(` + indexWindow + `)`
+	}
+	return `(SELECT id, chat_id, body FROM (SELECT * FROM (` + indexWindow + `) UNION ALL ` + pendingBodies + `)
 	ORDER BY id DESC LIMIT ` + strconv.Itoa(store.SearchShortScan) + `)`
+}
+
+// searchPending reports whether messages wait for the index: the search
+// then reads them too (its plain form, without, is the cheaper one).
+func (t *tx) searchPending(ctx context.Context) (bool, error) {
+	var pending bool
+	if err := t.tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM chat_message_fts_pending)`).Scan(&pending); err != nil {
+		return false, fmt.Errorf("search: pending messages: %w", translate(err))
+	}
+	return pending, nil
+}
 
 // ftsPhrase quotes q as one FTS5 phrase: with the trigram tokenizer it
 // matches rows containing q as a substring.
@@ -56,21 +73,57 @@ func ftsPhrase(q string) string {
 	return `"` + strings.ReplaceAll(q, `"`, `""`) + `"`
 }
 
-// searchWhere is the ChatList condition on chats for q (non-empty).
-func searchWhere(q string, a *args) string {
+// searchScanAt and searchSpreadAt are where a search of a term the
+// trigram indexes serve changes plan, like labelScanAt. A term few chats
+// hold drives the list from its chats (a key lookup each, then a sort);
+// one many chats hold is checked per chat while the chats are read in list
+// order, which stops at the page's end.
+var (
+	searchScanAt   = 1000 // titles, or messages looked at
+	searchSpreadAt = 200  // distinct chats among those messages
+)
+
+// rareSearch reports whether q, a term the indexes serve, looks held by
+// few chats: fewer than searchScanAt titles, and fewer than searchSpreadAt
+// distinct chats among its first searchScanAt messages (bounded reads of
+// the trigram prefilter, which may only overcount). It picks a plan, not
+// an answer. Pending messages are few (searchPendingFlush) and not counted.
+func (t *tx) rareSearch(ctx context.Context, q string) (bool, error) {
+	if store.ShortSearch(q) {
+		return false, nil
+	}
+	var titles, chats int
+	err := t.tx.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM (SELECT 1 FROM chat_title_fts WHERE chat_title_fts MATCH ?1 LIMIT ?2)),
+		(SELECT count(DISTINCT chat_id) FROM (SELECT chat_id FROM chat_message_fts WHERE chat_message_fts MATCH ?1 LIMIT ?2))`,
+		ftsPhrase(q), searchScanAt).Scan(&titles, &chats)
+	if err != nil {
+		return false, fmt.Errorf("search: count matches: %w", translate(err))
+	}
+	return titles < searchScanAt && chats < searchSpreadAt, nil
+}
+
+// searchWhere is the ChatList condition on chats for q (non-empty), with
+// messages pending for the index or not (searchPending).
+func searchWhere(q string, a *args, pending bool) string {
 	// Placeholders are positional: each use adds its own argument.
 	pat := func() string { return likePattern(q, a) }
 	if store.ShortSearch(q) {
 		return `(chatd_fold(title) LIKE ` + pat() +
-			` OR id IN (SELECT w.chat_id FROM ` + shortWindow + ` w WHERE chatd_fold(w.body) LIKE ` + pat() + `))`
+			` OR id IN (SELECT w.chat_id FROM ` + shortWindow(pending) + ` w WHERE chatd_fold(w.body) LIKE ` + pat() + `))`
 	}
 	phrase := ftsPhrase(q)
-	// One set of matching ids, each half from its own FTS5 table.
-	return `id IN (SELECT s.chat_id FROM chat_title_fts JOIN chat_title_fts_ids s ON s.n = chat_title_fts.rowid
+	// One set of matching ids, each half from its own FTS5 table (and the
+	// messages pending for the index).
+	sql := `id IN (SELECT s.chat_id FROM chat_title_fts JOIN chat_title_fts_ids s ON s.n = chat_title_fts.rowid
 		WHERE chat_title_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_title_fts.title) LIKE ` + pat() + `
 	UNION SELECT chat_message_fts.chat_id FROM chat_message_fts
-		WHERE chat_message_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_message_fts.body) LIKE ` + pat() + `
-	UNION SELECT pb.chat_id FROM (` + pendingBodies + `) pb WHERE chatd_fold(pb.body) LIKE ` + pat() + `)`
+		WHERE chat_message_fts MATCH ` + a.add(phrase) + ` AND chatd_fold(chat_message_fts.body) LIKE ` + pat()
+	if pending {
+		sql += `
+	UNION SELECT pb.chat_id FROM (` + pendingBodies + `) pb WHERE chatd_fold(pb.body) LIKE ` + pat()
+	}
+	return sql + `)`
 }
 
 // likePattern adds q as a case-folded LIKE pattern matching any text
@@ -93,20 +146,26 @@ func (t *tx) ChatSearchHits(ctx context.Context, chatIDs []uuid.UUID, query stri
 		}
 		return strings.Join(ids, ", ")
 	}
+	pending, err := t.searchPending(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// Arguments are added in the placeholders' order.
 	var sqlText string
 	if store.ShortSearch(query) {
-		sqlText = `SELECT w.chat_id, min(w.id), w.body FROM ` + shortWindow + ` w
+		sqlText = `SELECT w.chat_id, min(w.id), w.body FROM ` + shortWindow(pending) + ` w
 			WHERE w.chat_id IN (` + in() + `) AND chatd_fold(w.body) LIKE ` + likePattern(query, &a) + `
 			GROUP BY w.chat_id`
 	} else {
-		sqlText = `SELECT chat_id, min(id), body FROM (
-				SELECT rowid AS id, chat_id, body FROM chat_message_fts
-				WHERE chat_message_fts MATCH ` + a.add(ftsPhrase(query)) + `
-				AND chat_id IN (` + in() + `) AND chatd_fold(body) LIKE ` + likePattern(query, &a) + `
-				UNION ALL SELECT pb.id, pb.chat_id, pb.body FROM (` + pendingBodies + `) pb
-				WHERE pb.chat_id IN (` + in() + `) AND chatd_fold(pb.body) LIKE ` + likePattern(query, &a) + `)
-			GROUP BY chat_id`
+		sqlText = `SELECT rowid AS id, chat_id, body FROM chat_message_fts
+			WHERE chat_message_fts MATCH ` + a.add(ftsPhrase(query)) + `
+			AND chat_id IN (` + in() + `) AND chatd_fold(body) LIKE ` + likePattern(query, &a)
+		if pending {
+			sqlText += `
+			UNION ALL SELECT pb.id, pb.chat_id, pb.body FROM (` + pendingBodies + `) pb
+			WHERE pb.chat_id IN (` + in() + `) AND chatd_fold(pb.body) LIKE ` + likePattern(query, &a)
+		}
+		sqlText = `SELECT chat_id, min(id), body FROM (` + sqlText + `) GROUP BY chat_id`
 	}
 	// SQLite's bare-column rule: with min(), body comes from the row that
 	// holds the minimum.
