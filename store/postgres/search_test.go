@@ -73,3 +73,29 @@ func TestMigrateWithoutExtensionPrivilege(t *testing.T) {
 	require.ErrorContains(t, err, "version:17")
 	require.ErrorContains(t, err, "chatd search needs the pg_trgm extension and this role may not create it: as a superuser run CREATE EXTENSION pg_trgm SCHEMA public")
 }
+
+// The planner reads the message trigram index on its own, with a table of
+// a realistic size, no hint and no ANALYZE since it filled (a busy
+// database between autovacuum runs): migration 00019 costs
+// chatd_message_text as the JSON walk it is, where at the default cost the
+// planner ran it on every message of a table this size instead.
+func TestSearchPlannerPicksTheTrigramIndex(t *testing.T) {
+	f := setup(t)
+	_, err := f.s.pool.Exec(f.ctx, `INSERT INTO chat_messages (chat_id, role, content, created_at)
+		SELECT $1, 'user', jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'message number ' || g)), now()
+		FROM generate_series(1, 2000) g`, f.chat.ID)
+	require.NoError(t, err)
+	var a args
+	rows, err := f.s.pool.Query(f.ctx, "EXPLAIN SELECT id FROM chats WHERE "+searchWhere("zebrafish", &a), a...)
+	require.NoError(t, err)
+	var plan []string
+	for rows.Next() {
+		var line string
+		require.NoError(t, rows.Scan(&line))
+		plan = append(plan, line)
+	}
+	require.NoError(t, rows.Err())
+	text := strings.Join(plan, "\n")
+	require.Contains(t, text, "chat_messages_text_trgm_idx", text)
+	require.NotContains(t, text, "Seq Scan on chat_messages", text)
+}
