@@ -37,7 +37,10 @@ func TestRun(t *testing.T) {
 		require.Greater(t, r.BootstrapBytes, 120*1000)
 		require.Positive(t, r.BootstrapLimitedP99)
 		require.Less(t, r.BootstrapLimitedBytes, r.BootstrapBytes, "history_limit=100 of 120 messages sends less")
-		require.Len(t, r.ListP99, 8)
+		require.Len(t, r.ListP99, 11)
+		for _, k := range []string{"search, rare term", "search, no match", "search, short term"} {
+			require.Positive(t, r.ListP99[k], k)
+		}
 		require.Len(t, r.Delivery.Rows, 2)
 		for _, d := range r.Delivery.Rows {
 			require.Positive(t, d.P99, "%d viewers", d.Viewers)
