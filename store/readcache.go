@@ -38,13 +38,22 @@ type WriteCounts struct{ All, Queue uint64 }
 func (w *WriteCounts) Note(query string) {
 	q := strings.TrimLeft(query, " \t\r\n")
 	switch {
-	case hasPrefixFold(q, "SELECT "):
+	case hasKeyword(q, "SELECT"):
 	case hasPrefixFold(q, "UPDATE chats SET "):
 		w.All++
 	default:
 		w.All++
 		w.Queue++
 	}
+}
+
+// hasKeyword reports whether s starts with the SQL keyword kw, followed
+// by white space or a parenthesis.
+func hasKeyword(s, kw string) bool {
+	if !hasPrefixFold(s, kw) || len(s) == len(kw) {
+		return false
+	}
+	return strings.ContainsRune(" \t\r\n(", rune(s[len(kw)]))
 }
 
 func hasPrefixFold(s, prefix string) bool {

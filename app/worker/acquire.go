@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -12,8 +13,12 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-// errSkip rolls back an acquisition that no longer applies.
-var errSkip = errors.New("skip")
+// errSkip rolls back an acquisition that no longer applies; errNoRoom is
+// the one refused because the chat's pool is full.
+var (
+	errSkip   = errors.New("skip")
+	errNoRoom = fmt.Errorf("%w: no free slot", errSkip)
+)
 
 // acquireLoop greedily acquires chats on chat:ownership notifications and
 // on a timer, with a pass right away. With leases the timer fires no later
@@ -118,7 +123,15 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 			}
 		}
 	}
-	w.waiting.Store(int64(len(chats) - n))
+	// Chats waiting for a slot: those needing one the pass did not get to
+	// (their pools were full); not those it lost to another worker.
+	waiting := int64(0)
+	for _, c := range order.chats {
+		if needsSlot(c) {
+			waiting++
+		}
+	}
+	w.waiting.Store(waiting)
 	w.deps.Metrics.pass(len(chats)-n, roots, subagents)
 	return n
 }
@@ -221,8 +234,11 @@ func (w *Worker) acquireIn(ctx context.Context, t *chatstate.Tx, chatID uuid.UUI
 		return acquisition{}, errSkip
 	}
 	alive, err := w.ownerAlive(ctx, tx, c)
-	if err != nil || alive {
-		return acquisition{}, errors.Join(err, errSkip)
+	if err != nil {
+		return acquisition{}, err
+	}
+	if alive {
+		return acquisition{}, errSkip
 	}
 	if needsSlot(c) {
 		roots, subagents, err := tx.ChatCountOwned(ctx, w.acquireParams())
@@ -231,7 +247,7 @@ func (w *Worker) acquireIn(ctx context.Context, t *chatstate.Tx, chatID uuid.UUI
 		}
 		if !w.hasRoom(c, roots, subagents) {
 			w.log.Debug("chat waits for capacity", "chat_id", chatID, "roots", roots, "subagents", subagents)
-			return acquisition{}, errSkip
+			return acquisition{}, errNoRoom
 		}
 	}
 	a := acquisition{runnerID: uuid.New(), takenOver: c.WorkerID.Valid}

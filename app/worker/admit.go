@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/store"
@@ -16,8 +17,9 @@ import (
 // read and a write transaction of its own before the turn can start. It
 // applies the same rules as an acquisition pass, under the admission
 // lock, and steps aside whenever the pass's fairness could differ:
-//   - the last pass left chats waiting for a slot (they go first, in the
-//     pass's order);
+//   - chats wait for a slot: the last pass left some, or an admission was
+//     refused for room since (they go first, in the pass's order), or no
+//     pass has run yet since the start;
 //   - another transaction holds the admission lock (this bundle already
 //     holds the chat's lock and must not wait for it: an acquisition takes
 //     the admission lock first, then the chat);
@@ -32,15 +34,28 @@ func (w *Worker) Admit(t *chatstate.Tx, c store.Chat) (chatstate.Admission, erro
 	if !ok {
 		return chatstate.Admission{}, nil
 	}
+	// Counted out here unless an Admission takes it over, also when a
+	// store call panics or ends the goroutine: Drain and Stop wait for it.
+	handed := false
+	defer func() {
+		if !handed {
+			w.admitting.Done()
+		}
+	}()
 	a, err := w.admitIn(t, c)
+	if errors.Is(err, errNoRoom) {
+		// Waiting for a slot now: later chats go after it, through the
+		// pass the bundle's chat:ownership notice wakes.
+		w.noteWaiting()
+	}
 	if err != nil || a == nil {
-		w.admitting.Done()
 		if errors.Is(err, errSkip) {
 			err = nil
 		}
 		return chatstate.Admission{}, err
 	}
 	r := w.manager.register(*a)
+	handed = true
 	return chatstate.Admission{
 		Committed: func() {
 			defer w.admitting.Done()
@@ -50,6 +65,10 @@ func (w *Worker) Admit(t *chatstate.Tx, c store.Chat) (chatstate.Admission, erro
 		RolledBack: func() {
 			defer w.admitting.Done()
 			w.manager.forget(r)
+			// A COMMIT reported failed may have committed all the same,
+			// leaving the chat owned by a runner that never ran and with
+			// no chat:ownership notice: look at once.
+			w.wakeAcquire()
 		},
 	}, nil
 }
@@ -69,6 +88,17 @@ func (w *Worker) admitIn(t *chatstate.Tx, c store.Chat) (*acquisition, error) {
 		return nil, err
 	}
 	return &a, nil
+}
+
+// noteWaiting counts one more chat waiting for a slot (unless no pass
+// has counted them yet).
+func (w *Worker) noteWaiting() {
+	for {
+		n := w.waiting.Load()
+		if n == math.MaxInt64 || w.waiting.CompareAndSwap(n, n+1) {
+			return
+		}
+	}
 }
 
 // openAdmission counts an admission in, unless the worker is not running

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
@@ -14,8 +15,14 @@ import (
 
 // admitting makes the fixture's worker admit chats directly without
 // starting its loops: a chat it does not admit stays unowned, because no
-// acquisition pass runs unless the test runs one.
+// acquisition pass runs unless the test runs one. Like Start, it runs
+// the first pass (direct admission waits for one).
 func (g *fixture) admitting() {
+	g.admittingBeforeAPass()
+	g.w.AcquirePass(g.ctx)
+}
+
+func (g *fixture) admittingBeforeAPass() {
 	g.machine.SetAdmitter(g.w)
 	g.w.admitMu.Lock()
 	g.w.runCtx = g.ctx
@@ -72,6 +79,17 @@ func TestDirectAdmission(t *testing.T) {
 			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
 		})
 
+		t.Run("nothing before the first pass", func(t *testing.T) {
+			g := setupOn(t, newStore(t), Config{})
+			g.admittingBeforeAPass()
+			id := g.create("hello")
+			require.False(t, g.chat(id).WorkerID.Valid, "chats resumed at the start go first")
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			g.provider.next(t)
+			g.provider.answer("hi")
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
+		})
+
 		t.Run("a full pool admits nothing", func(t *testing.T) {
 			g := setupOn(t, newStore(t), Config{RootLimit: 1})
 			g.admitting()
@@ -79,13 +97,25 @@ func TestDirectAdmission(t *testing.T) {
 			require.True(t, g.ownedByWorker(first))
 			second := g.create("two")
 			require.False(t, g.chat(second).WorkerID.Valid, "over the limit: it waits for a slot")
+			require.Equal(t, int64(1), g.w.waiting.Load(), "and later chats wait behind it")
+			g.clock.Advance(time.Second) // the second is the older
+			third := g.create("three")
+			require.False(t, g.chat(third).WorkerID.Valid)
 			g.provider.next(t)
 			g.provider.answer("hi")
 			eventually(t, func() bool { return !g.peek(first).WorkerID.Valid }, "the first turn frees its slot")
-			require.Equal(t, 1, g.w.AcquirePass(g.ctx), "the loop admits the second")
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx), "the loop admits the older one")
+			require.True(t, g.ownedByWorker(second))
+			require.Equal(t, int64(1), g.w.waiting.Load(), "the third still waits")
 			g.provider.next(t)
 			g.provider.answer("hi")
 			eventually(t, func() bool { return g.peek(second).Status == store.ChatStatusWaiting }, "the second turn finishes")
+			eventually(t, func() bool { return !g.peek(second).WorkerID.Valid }, "and frees its slot")
+			require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+			require.Zero(t, g.w.waiting.Load())
+			g.provider.next(t)
+			g.provider.answer("hi")
+			eventually(t, func() bool { return g.peek(third).Status == store.ChatStatusWaiting }, "the third turn finishes")
 		})
 
 		t.Run("a draining worker admits nothing", func(t *testing.T) {

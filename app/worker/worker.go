@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -231,7 +232,8 @@ type Worker struct {
 	// context, set by Start) and admitShut (Stop began); admitting
 	// counts the admissions whose bundle has not ended yet, which Drain
 	// and Stop wait for. waiting is how many chats the last acquisition
-	// pass left waiting for a slot.
+	// pass left waiting for a slot (MaxInt64: no pass yet), plus those an
+	// admission refused for room since.
 	admitMu   sync.Mutex
 	runCtx    context.Context
 	admitShut bool
@@ -255,6 +257,9 @@ func New(cfg Config, deps Deps) *Worker {
 	w.titles = make(chan uuid.UUID, 256)
 	w.wake = make(chan struct{}, 1)
 	w.noAcquire = make(chan struct{})
+	// Unknown until the first acquisition pass has run: direct admission
+	// waits for it, so chats resumed at the start go first.
+	w.waiting.Store(math.MaxInt64)
 	return w
 }
 

@@ -31,8 +31,10 @@ const messageBody = `(SELECT group_concat(json_extract(p.value, '$.text'), char(
 	FROM json_each(m.content) p WHERE json_extract(p.value, '$.type') = 'text')`
 
 // messageSearchable is whether message m belongs in the index.
+// (A row that is not JSON, which the store never writes, is left out
+// rather than failing every flush after it.)
 const messageSearchable = `m.deleted = 0 AND m.role IN ('user', 'assistant') AND m.visibility <> 'model'
-	AND json_type(m.content) = 'array'`
+	AND CASE WHEN json_valid(m.content) THEN json_type(m.content) = 'array' ELSE 0 END`
 
 // pendingBodies are the searchable messages not indexed yet, as rows of
 // (id, chat_id, body) like the index's. The CROSS JOIN keeps the short

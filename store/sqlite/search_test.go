@@ -115,6 +115,16 @@ func TestSearchIndexedAtCommit(t *testing.T) {
 		got[h.ChatID] = h.Text
 	}
 	require.Equal(t, map[uuid.UUID]string{chats[0]: "alpha zebrafish", chats[2]: "gamma zebrafish"}, got)
+
+	// A row that is not JSON (the store never writes one) is left out of
+	// the index instead of failing the commit that flushes it.
+	require.NoError(t, s.InTx(ctx, func(st store.Tx) error {
+		_, err := st.(*tx).tx.ExecContext(ctx, `INSERT INTO chat_messages (chat_id, role, content, created_at) VALUES (?, 'user', 'not json', ?)`,
+			chats[0].String(), ts(time.Now()))
+		return err
+	}))
+	require.NoError(t, s.reader.QueryRowContext(ctx, `SELECT count(*) FROM chat_message_fts_pending`).Scan(&pending))
+	require.Zero(t, pending)
 }
 
 // A busy writer leaves the messages it commits pending for search (it
