@@ -22,18 +22,7 @@ func TestSearchUsesFTS(t *testing.T) {
 	s := newTestStore(t)
 	for _, pending := range []bool{false, true} {
 		var a args
-		rows, err := s.reader.QueryContext(context.Background(), "EXPLAIN QUERY PLAN SELECT id FROM chats WHERE "+searchWhere("zebrafish", &a, pending), a...)
-		require.NoError(t, err)
-		var plan []string
-		for rows.Next() {
-			var id, parent, unused int
-			var detail string
-			require.NoError(t, rows.Scan(&id, &parent, &unused, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		require.NoError(t, rows.Close())
-		text := strings.Join(plan, "\n")
+		text := strings.Join(queryPlan(t, s, "SELECT id FROM chats WHERE "+searchWhere("zebrafish", &a, pending), a), "\n")
 		require.Contains(t, text, "VIRTUAL TABLE INDEX", text)
 		require.Contains(t, text, "chat_title_fts", text)
 		require.Contains(t, text, "chat_message_fts", text)
