@@ -79,6 +79,13 @@ func TestDirectAdmission(t *testing.T) {
 			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
 		})
 
+		t.Run("nothing with leases", func(t *testing.T) {
+			g := setupOn(t, newStore(t), Config{Leases: true})
+			g.admitting()
+			id := g.create("hello")
+			require.False(t, g.chat(id).WorkerID.Valid, "several replicas: left to the acquisition loop")
+		})
+
 		t.Run("nothing before the first pass", func(t *testing.T) {
 			g := setupOn(t, newStore(t), Config{})
 			g.admittingBeforeAPass()
@@ -138,7 +145,7 @@ func TestDirectAdmission(t *testing.T) {
 func TestDirectAdmissionDoesNotWaitForTheLock(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewPostgres(t)
-	g := setupOn(t, s, Config{Leases: true})
+	g := setupOn(t, s, Config{}) // direct admission is off with leases
 	g.admitting()
 	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {

@@ -116,6 +116,9 @@ func (m *manager) start(ctx context.Context, r *runner, c store.Chat) {
 		defer m.wg.Done()
 		r.run(ctx, eventFromChat(c))
 		m.forget(r) // the runner finished (cleanup or shutdown)
+		// If its chat is still runnable, nothing else may say so: look
+		// now (wakes coalesce with the one a finished turn sends).
+		m.w.wakeAcquire()
 	}()
 }
 
