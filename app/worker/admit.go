@@ -54,17 +54,19 @@ func (w *Worker) Admit(t *chatstate.Tx, c store.Chat) (chatstate.Admission, erro
 		}
 		return chatstate.Admission{}, err
 	}
-	r := w.manager.register(*a)
 	handed = true
 	return chatstate.Admission{
+		// The runner is listed only once the chat is committed, as after
+		// the loop's acquisitions: the sync loop reads every listed
+		// runner's chat and stops the runner of one it does not find,
+		// which a chat this bundle created is, until it commits.
 		Committed: func() {
 			defer w.admitting.Done()
 			w.log.Debug("admitted chat", "chat_id", a.chat.ID, "runner_id", a.runnerID)
-			w.manager.start(runCtx, r, a.chat)
+			w.manager.spawn(runCtx, *a)
 		},
 		RolledBack: func() {
 			defer w.admitting.Done()
-			w.manager.forget(r)
 			// A COMMIT reported failed may have committed all the same,
 			// leaving the chat owned by a runner that never ran and with
 			// no chat:ownership notice: look at once.
@@ -104,16 +106,7 @@ func (w *Worker) noteWaiting() {
 // openAdmission counts an admission in, unless the worker is not running
 // or no longer acquires; it returns the context its runner runs under.
 //
-// With leases (several replicas on Postgres) direct admission is off for
-// now: under heavy test load a chat it admitted was seen left owned, with
-// a fresh lease, by a runner that was no longer running, so nothing took
-// it until the lease went stale. Without leases the owner is alive only
-// while its runner is listed, so a pass takes such a chat over at once
-// (and a runner that ends wakes one, see manager.start).
 func (w *Worker) openAdmission() (context.Context, bool) {
-	if w.cfg.Leases {
-		return nil, false
-	}
 	w.admitMu.Lock()
 	defer w.admitMu.Unlock()
 	if w.runCtx == nil || w.admitShut || !w.acquiring() {

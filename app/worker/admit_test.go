@@ -79,11 +79,37 @@ func TestDirectAdmission(t *testing.T) {
 			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
 		})
 
-		t.Run("nothing with leases", func(t *testing.T) {
+		t.Run("with leases", func(t *testing.T) {
 			g := setupOn(t, newStore(t), Config{Leases: true})
 			g.admitting()
 			id := g.create("hello")
-			require.False(t, g.chat(id).WorkerID.Valid, "several replicas: left to the acquisition loop")
+			c := g.chat(id)
+			require.True(t, g.ownedByWorker(id))
+			require.NoError(t, g.store.ReadTx(g.ctx, func(tx store.Reader) error {
+				fresh, err := tx.HeartbeatFresh(g.ctx, id, c.RunnerID.UUID, g.w.leaseWindow())
+				require.True(t, fresh, "the admission wrote the runner's lease")
+				return err
+			}))
+			g.provider.next(t)
+			g.provider.answer("hi")
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
+		})
+
+		t.Run("the runner is listed only once the bundle committed", func(t *testing.T) {
+			// The sync loop stops a listed runner whose chat it cannot
+			// read: listed before the commit, the runner of a chat the
+			// bundle created was stopped by a sync that read before it,
+			// leaving the chat owned by a runner that was not running.
+			g := setupOn(t, newStore(t), Config{})
+			g.admitting()
+			spy := &listedAtAdmit{w: g.w}
+			g.machine.SetAdmitter(spy)
+			id := g.create("hello")
+			require.Equal(t, []int{0}, spy.listed, "no runner listed while the bundle was open")
+			require.True(t, g.w.manager.has(id, g.chat(id).RunnerID.UUID), "listed after the commit")
+			g.provider.next(t)
+			g.provider.answer("hi")
+			eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
 		})
 
 		t.Run("nothing before the first pass", func(t *testing.T) {
@@ -145,7 +171,7 @@ func TestDirectAdmission(t *testing.T) {
 func TestDirectAdmissionDoesNotWaitForTheLock(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewPostgres(t)
-	g := setupOn(t, s, Config{}) // direct admission is off with leases
+	g := setupOn(t, s, Config{Leases: true})
 	g.admitting()
 	held, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
 	go func() {
@@ -167,4 +193,17 @@ func TestDirectAdmissionDoesNotWaitForTheLock(t *testing.T) {
 	close(release)
 	require.NoError(t, <-done)
 	require.False(t, g.chat(id).WorkerID.Valid, "left to the acquisition loop")
+}
+
+// listedAtAdmit admits through w and notes how many runners w lists when
+// the admission returns, inside the bundle.
+type listedAtAdmit struct {
+	w      *Worker
+	listed []int
+}
+
+func (l *listedAtAdmit) Admit(t *chatstate.Tx, c store.Chat) (chatstate.Admission, error) {
+	a, err := l.w.Admit(t, c)
+	l.listed = append(l.listed, l.w.Runners())
+	return a, err
 }

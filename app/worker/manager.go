@@ -86,8 +86,9 @@ func (m *manager) spawn(ctx context.Context, a acquisition) {
 }
 
 // register creates the runner of an acquisition and lists it, so the
-// acquisition loop counts the chat's owner alive; start runs it. Direct
-// admission (Admit) registers before its transaction commits.
+// acquisition loop counts the chat's owner alive; start runs it. Both
+// follow the commit of the acquisition: the sync loop stops a listed
+// runner whose chat it cannot read.
 func (m *manager) register(a acquisition) *runner {
 	c := a.chat
 	r := newRunner(m.w, c, a.runnerID)
