@@ -105,7 +105,6 @@ func (w *Worker) noteWaiting() {
 
 // openAdmission counts an admission in, unless the worker is not running
 // or no longer acquires; it returns the context its runner runs under.
-//
 func (w *Worker) openAdmission() (context.Context, bool) {
 	w.admitMu.Lock()
 	defer w.admitMu.Unlock()
