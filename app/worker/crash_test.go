@@ -253,10 +253,13 @@ func TestCrashRecoveryPostgresReplicaTakesOver(t *testing.T) {
 	waitClosed(t, hang.Started(), "the model to stream on replica A")
 	require.Equal(t, a.Worker().ID(), storeChat(t, sA, chat.ID).WorkerID.UUID, "replica A owns the chat")
 
-	b, cB := replica(sB, ctx)
 	crashA() // replica A dies: no Abandon, its heartbeats stop
 	a.Stop()
-	require.True(t, storeChat(t, sB, chat.ID).WorkerID.Valid, "nothing released the chat on the way out")
+	// Checked before replica B starts: B would take the chat over once the
+	// lease goes stale and, under load, could finish the turn and release
+	// it before the check ran.
+	require.Equal(t, a.Worker().ID(), storeChat(t, sB, chat.ID).WorkerID.UUID, "nothing released the chat on the way out")
+	b, cB := replica(sB, ctx)
 
 	done := waitClientStatus(t, cB, chat, sdk.ChatStatusWaiting)
 	require.Nil(t, done.LastError)
