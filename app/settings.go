@@ -38,7 +38,7 @@ const (
 )
 
 // Setting is one operator setting of `chatd serve`: a flag, an environment
-// variable, a default, a line of --help and a row of the README's
+// variable, a default, a line of --help and a row of docs/configuration.md's
 // Configuration table, all from this one description (the table settings).
 type Setting struct {
 	// Flag is the flag's name without dashes ("queue-limit"), also the
@@ -71,12 +71,12 @@ type Setting struct {
 	Secret bool
 	// Usage is the one-line description (Markdown code spans allowed).
 	Usage string
-	// More is what the README adds to Usage (Markdown), after a space
+	// More is what docs/configuration.md adds to Usage (Markdown), after a space
 	// unless it starts with ';'.
 	More string
 }
 
-// Settings returns the table of settings, in --help and README order.
+// Settings returns the table of settings, in --help and docs/configuration.md order.
 func Settings() []Setting { return append([]Setting(nil), settings...) }
 
 // dur writes a default duration the short way: 5m, not 5m0s.
@@ -94,7 +94,7 @@ func dur(d time.Duration) string {
 func itoa[T ~int | ~int64](n T) string { return strconv.FormatInt(int64(n), 10) }
 
 // settings is the one table. Add a setting here and everything else (the
-// environment, the flags, --help, the README table) follows.
+// environment, the flags, --help, the docs table) follows.
 var settings = []Setting{
 	{Flag: "addr", Env: "CHATD_ADDR", Field: "Addr", Default: DefaultAddr,
 		Usage: "HTTP listen address"},
@@ -121,7 +121,7 @@ var settings = []Setting{
 	{Flag: "secret-key", Env: "CHATD_SECRET_KEY", Field: "SecretKey", Secret: true,
 		Shown: "a key file `<CHATD_DB>.secret-key` (mode 0600, created on first start) on SQLite; **required** on PostgreSQL",
 		Usage: "the key that seals provider API keys in the database (AES-256-GCM with its SHA-256); every replica needs the same one",
-		More:  "(e.g. `openssl rand -base64 32`); see [rotation](docs/API.md#secret-key-rotation)"},
+		More:  "(e.g. `openssl rand -base64 32`); see [rotation](API.md#secret-key-rotation)"},
 	{Flag: "secret-key-previous", Env: "CHATD_SECRET_KEY_PREVIOUS", Field: "SecretKeyPrevious", Secret: true,
 		Usage: "during a rotation, the old key: keys sealed with it still open, and the start seals them again with `CHATD_SECRET_KEY`"},
 	{Flag: "model-cache-ttl", Env: "CHATD_MODEL_CACHE_TTL", Field: "ModelCacheTTL", Default: dur(modelconfig.DefaultCacheTTL),
@@ -135,7 +135,7 @@ var settings = []Setting{
 		Usage: "text per message (413 `TOO_LARGE`)"},
 	{Flag: "max-file-bytes", Env: "CHATD_MAX_FILE_BYTES", Field: "Files.MaxFileBytes", Default: itoa(files.DefaultMaxFileBytes),
 		Usage: "one uploaded file (413 `TOO_LARGE`); the upload routes take bodies this large, the others keep `CHATD_MAX_BODY_BYTES`",
-		More:  "(see [Files](docs/API.md#files))"},
+		More:  "(see [Files](API.md#files))"},
 	{Flag: "file-quota-bytes", Env: "CHATD_FILE_QUOTA_BYTES", Field: "Files.QuotaBytes", Default: itoa(files.DefaultQuotaBytes),
 		Usage: "all of a user's uploaded files together (409 `FILE_QUOTA_EXCEEDED`)"},
 	{Flag: "file-retention", Env: "CHATD_FILE_RETENTION", Field: "Files.Retention", Default: dur(files.DefaultRetention),
@@ -171,19 +171,19 @@ var settings = []Setting{
 		Usage: "offer the effectful server-side tool `send_webhook`, which POSTs to this URL"},
 	{Flag: "tool-approval", Env: "CHATD_TOOL_APPROVAL", Field: "Worker.ToolApproval", Default: "never",
 		Usage: "approval policy of the built-in server tools: `never`, `effectful` (`send_webhook` waits for a person's approval) or `always`; another value stops startup",
-		More:  "; MCP tools take theirs from the MCP config (see [Tools](#tools))"},
+		More:  "; MCP tools take theirs from the MCP config (see [Tools](tools.md))"},
 	{Flag: "hook-url", Env: "CHATD_HOOK_URL", Field: "HookURL",
 		Usage: "turn lifecycle hooks on: POST the events to this URL, signed with `CHATD_HOOK_SECRET` (required with it); off when empty",
 		More: "; the events: `session_start`, `user_prompt_submit`, `pre_tool_use`, `post_tool_use`, `pre_compact`, `post_compact`, `stop`, signed per Standard Webhooks; " +
 			"the consumer may deny a prompt or a tool call, replace the prompt or the call's input, or add context; a consumer that is down or answers garbage " +
-			"refuses the prompt (503/502, nothing written) or stops the chat in error (fail closed); see [API.md](docs/API.md#lifecycle-hooks)"},
+			"refuses the prompt (503/502, nothing written) or stops the chat in error (fail closed); see [API.md](API.md#lifecycle-hooks)"},
 	{Flag: "hook-secret", Env: "CHATD_HOOK_SECRET", Field: "HookSecret", Secret: true,
 		Usage: "the hooks' signing secret (base64, optionally `whsec_`-prefixed)"},
 	{Flag: "hook-max-concurrent", Env: "CHATD_HOOK_MAX_CONCURRENT", Field: "HookMaxConcurrent", Default: itoa(hooks.DefaultMaxConcurrent),
 		Usage: "hook dispatches in flight per replica; half are reserved for work chats already admitted (at least 2)"},
 	{Flag: "mcp-config", Env: "CHATD_MCP_CONFIG", Field: "MCPConfig",
 		Usage: "an `mcpServers` JSON file: its MCP servers are stored at start if not stored yet, and their tools offered to chats; none when empty",
-		More:  "(see [Tools](#tools)); a bad file stops startup with a message naming the server and the field"},
+		More:  "(see [Tools](tools.md)); a bad file stops startup with a message naming the server and the field"},
 	{Flag: "mcp-resync-interval", Env: "CHATD_MCP_RESYNC_INTERVAL", Field: "MCPResyncInterval", Default: dur(mcp.DefaultResyncInterval),
 		Usage: "how often each replica reads the stored MCP servers again without a change notification"},
 	{Flag: "advertise-url", Env: "CHATD_ADVERTISE_URL", Field: "AdvertiseURL", Shown: "`http://<listen address>`",
@@ -197,7 +197,7 @@ var settings = []Setting{
 		Usage: "serve `GET /metrics` on this address without auth, for scrapers; off when empty (on the main address it needs an admin token)"},
 	{Flag: "log-format", Env: "CHATD_LOG_FORMAT", Field: "LogFormat", Default: LogFormatText,
 		Usage: "log line format: `text` (logfmt-style) or `json` (one object per line); another value stops startup",
-		More:  "; lines about a chat carry `chat_id` (and `runner_id`, `history_version`, `request_id` where known); see [observability](docs/observability.md)"},
+		More:  "; lines about a chat carry `chat_id` (and `runner_id`, `history_version`, `request_id` where known); see [observability](observability.md)"},
 	{Flag: "pprof", Env: "CHATD_PPROF", Field: "Pprof", Default: "false",
 		Usage: "serve the Go runtime profiles under `GET /debug/pprof/` on the main address, to admins only",
 		More:  "(401 without a token, 403 for other users); off, the path answers 404"},
@@ -359,7 +359,7 @@ func (s Setting) Set(c *Config, v string) error {
 	return nil
 }
 
-// shownDefault is the default as --help and the README show it: Shown,
+// shownDefault is the default as --help and docs/configuration.md show it: Shown,
 // or Default as a code span, or "" for none.
 func (s Setting) shownDefault() string {
 	switch {
@@ -401,7 +401,7 @@ a flag's value shows in process listings (--help never prints them).
 	}
 }
 
-// SettingsMarkdown is the README's Configuration table.
+// SettingsMarkdown is the table of docs/configuration.md.
 func SettingsMarkdown() string {
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 	var b strings.Builder

@@ -15,7 +15,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 )
 
-var updateREADME = flag.Bool("update", false, "rewrite the README's Configuration table from the settings table")
+var updateDoc = flag.Bool("update", false, "rewrite docs/configuration.md's table from the settings table")
 
 // clearSettingsEnv unsets every setting's variable for the test, so the
 // machine's own environment does not leak in.
@@ -55,23 +55,23 @@ func TestSettingsTable(t *testing.T) {
 	}
 }
 
-// TestREADMESettings: the README's Configuration table is exactly what the
+// TestSettingsDoc: the table in docs/configuration.md is exactly what the
 // settings table generates. Regenerate it with
-// `go test ./app -run TestREADMESettings -update`.
-func TestREADMESettings(t *testing.T) {
-	const path = "../README.md"
+// `go test ./app -run TestSettingsDoc -update`.
+func TestSettingsDoc(t *testing.T) {
+	const path = "../docs/configuration.md"
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
 	re := regexp.MustCompile(`(?s)(<!-- settings: [^\n]*-->\n)(.*?)(<!-- end of settings -->)`)
 	m := re.FindStringSubmatch(string(raw))
-	require.NotNil(t, m, "the README marks its generated table")
+	require.NotNil(t, m, "docs/configuration.md marks its generated table")
 	want := app.SettingsMarkdown()
-	if *updateREADME {
+	if *updateDoc {
 		out := re.ReplaceAllLiteralString(string(raw), m[1]+want+m[3])
 		require.NoError(t, os.WriteFile(path, []byte(out), 0o644))
 		return
 	}
-	require.Equal(t, want, m[2], "the README's table is stale: go test ./app -run TestREADMESettings -update")
+	require.Equal(t, want, m[2], "docs/configuration.md is stale: go test ./app -run TestSettingsDoc -update")
 }
 
 // TestFromEnvSetsEveryField: each variable FromEnv read by hand before the

@@ -11,17 +11,18 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The Dockerfile builds the binary with exactly the command the README
+// The Dockerfile builds the binary with exactly the command docs/operations.md
 // documents, with the ldflag that sets this package's version, and runs a
 // command this binary has; compose and the systemd unit set only settings
-// the README's Configuration table documents.
-func TestPackagingMatchesTheREADME(t *testing.T) {
-	readme := readRepoFile(t, "README.md")
+// docs/configuration.md documents.
+func TestPackagingMatchesTheDocs(t *testing.T) {
+	operations := readRepoFile(t, "docs/operations.md")
+	configuration := readRepoFile(t, "docs/configuration.md")
 	dockerfile := readRepoFile(t, "Dockerfile")
 
 	build := regexp.MustCompile(`(?m)^RUN (CGO_ENABLED=0 .*go build .*)$`).FindStringSubmatch(dockerfile)
 	require.NotNil(t, build, "the Dockerfile's go build line")
-	require.True(t, strings.Contains(readme, "\n"+build[1]+"\n"), "the README documents the Dockerfile's build command %q", build[1])
+	require.True(t, strings.Contains(operations, "\n"+build[1]+"\n"), "docs/operations.md documents the Dockerfile's build command %q", build[1])
 	require.Contains(t, build[1], "-X main.version=", "the build sets the version")
 	require.Contains(t, build[1], "./cmd/chatd")
 
@@ -37,7 +38,7 @@ func TestPackagingMatchesTheREADME(t *testing.T) {
 	settings := regexp.MustCompile(`\b(CHATD_[A-Z_]+)\b`)
 	for _, file := range []string{"Dockerfile", "compose.yaml", "deploy/chatd.service"} {
 		for _, m := range settings.FindAllStringSubmatch(readRepoFile(t, file), -1) {
-			require.True(t, strings.Contains(readme, "`"+m[1]+"`"), "%s sets %s, which the README's Configuration table does not document", file, m[1])
+			require.True(t, strings.Contains(configuration, "`"+m[1]+"`"), "%s sets %s, which docs/configuration.md does not document", file, m[1])
 		}
 	}
 }
