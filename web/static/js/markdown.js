@@ -28,8 +28,28 @@ const COPY_ICON = '<svg class="icon" viewBox="0 0 24 24" aria-hidden="true"><pat
 
 // renderMarkdown returns HTML for markdown text.
 export function renderMarkdown(src) {
-  const lines = String(src || '').replace(/\r\n?/g, '\n').replace(/\t/g, '    ').split('\n');
-  return blocks(lines, false);
+  const lines = String(src || '').replace(/\r\n?/g, '\n').split('\n');
+  return blocks(expandTabs(lines), false);
+}
+
+// expandTabs counts a tab as four spaces for the markdown structure (list
+// and quote indentation), but leaves the lines inside a fenced code block as
+// they are: code is shown and copied byte for byte (a Makefile needs its
+// tabs). A fence is found after any list or quote markers, as blocks finds
+// it once those are stripped.
+function expandTabs(lines) {
+  let close = null;
+  return lines.map((raw) => {
+    const line = raw.replace(/\t/g, '    ');
+    const bare = line.replace(/^(?:\s*(?:>|[-*+](?= )|\d{1,9}[.)](?= )))*\s*/, '');
+    if (close) {
+      if (close.test(bare)) close = null;
+      return close ? raw : line;
+    }
+    const m = /^(`{3,}|~{3,})[ \t]*[^`]*$/.exec(bare);
+    if (m) close = new RegExp(`^${m[1][0] === '`' ? '`' : '~'}{${m[1].length},}[ \\t]*$`);
+    return line;
+  });
 }
 
 const blank = (l) => /^\s*$/.test(l);
