@@ -107,6 +107,8 @@ func TestBrowserApproval(t *testing.T) {
 		b.waitJS("the card with the one call left", calls()+`.length === 1 && `+calls()+`[0].querySelector('.approval-tool').textContent === 'echo' && !`+card+`.querySelector('.approval-all')`)
 		b.do(chromedp.Click(chromedp.CSS(`.approval-card .approval-approve`)))
 		b.waitJS("both results", jsIdle+` && !`+card+` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('denied: not today') && e.textContent.includes('echo: hi'))`)
+		// The denied call's card says so: a denial is no failure of the tool.
+		require.Equal(t, []string{"Denied", "Done"}, eval[[]string](b, `[...document.querySelectorAll('.thread .tool-card .tool-state')].slice(-2).map(e => e.textContent)`))
 	})
 
 	t.Run("approve all", func(t *testing.T) {

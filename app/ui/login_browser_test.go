@@ -17,7 +17,8 @@ import (
 )
 
 // A login link's one-time code signs the browser in and leaves the address
-// bar; the same link a second time shows why it no longer works.
+// bar; the same link again goes on to the app while the browser is signed
+// in, and shows why it no longer works once it is not.
 func TestBrowserLoginCode(t *testing.T) {
 	chromiumPath(t) // skip (or fail in CI) before starting anything
 	ctx := context.Background()
@@ -33,6 +34,12 @@ func TestBrowserLoginCode(t *testing.T) {
 	b.do(chromedp.Navigate(srv.URL + "/login#code=" + code))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.sidebar')`)
 	require.Empty(t, eval[string](b, `location.hash`), "the code must leave the address bar")
+
+	// The used link again while this browser is signed in: the app, no error.
+	b.do(chromedp.Navigate(srv.URL + "/"))
+	b.waitJS("the app", `document.querySelector('.sidebar')`)
+	b.do(chromedp.Navigate(srv.URL + "/login#code=" + code))
+	b.waitJS("the app again, no error shown", `location.pathname === '/' && document.querySelector('.sidebar') && !document.querySelector('.form-error')?.textContent`)
 
 	_, err = chromedp.Call(b.ctx, network.ClearBrowserCookies, cdp.Empty{})
 	require.NoError(t, err)

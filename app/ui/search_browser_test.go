@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/sdk"
@@ -53,6 +54,12 @@ func TestBrowserSearchJumps(t *testing.T) {
 			b.waitJS("the result with its snippet", hit+`?.querySelector('.chat-snippet')?.textContent === '…e did I put the marmalade recipe?'`)
 			require.Equal(t, "marmalade", eval[string](b, hit+`.querySelector('.chat-snippet mark').textContent`))
 			require.Equal(t, "Kitchen notes", eval[string](b, hit+`.querySelector('.chat-title').textContent`))
+			// The results are reachable with the arrow keys: Down from the
+			// box to the hit, Up back to the box.
+			b.do(chromedp.Focus(chromedp.CSS(".search-input")), chromedp.KeyEvent(kb.ArrowDown))
+			require.True(t, eval[bool](b, `document.activeElement === `+hit), "Down from the search box focuses the first result (%s)", tc.name)
+			b.do(chromedp.KeyEvent(kb.ArrowUp))
+			require.True(t, eval[bool](b, `document.activeElement === document.querySelector('.search-input')`), "Up from the first result goes back to the box (%s)", tc.name)
 			b.checkLayout(tc, ".search-input", `.chat-list a[href*="?message="]`, `.chat-list a[href*="?message="] .chat-title`,
 				`.chat-list a[href*="?message="] .chat-snippet`, `.chat-list a[href*="?message="] .chat-snippet mark`)
 			b.shot("70-search-" + tc.name)

@@ -220,6 +220,12 @@ class App {
         await api('POST', '/auth/login', body, { quiet401: true });
         this.navigate('/', { replace: true });
       } catch (e) {
+        // A login link opened again (a reload, a second click) while its
+        // browser is already signed in: go on to the app, no error.
+        if (body.code && await api('GET', '/users/me', undefined, { quiet401: true }).then(() => true, () => false)) {
+          this.navigate('/', { replace: true });
+          return;
+        }
         btn.disabled = false;
         btn.textContent = 'Sign in';
         err.textContent = body.code ? [e.message, e.detail].filter(Boolean).join(' ')

@@ -26,17 +26,20 @@ function parseJSON(v) {
   try { return JSON.parse(v); } catch { return v; }
 }
 
-// toolOutcome classifies a tool result: ok, error or cancelled.
+// toolOutcome classifies a tool result: ok, error, cancelled, or denied (a
+// person or a hook refused the call: the server's error result
+// {"error": "denied: <reason>"}), which is no failure of the tool.
 export function toolOutcome(result) {
   if (!result) return 'pending';
   const v = parseJSON(result.result);
   if (v && typeof v === 'object' && v.cancelled === true) return 'cancelled';
+  if (result.is_error && v && typeof v === 'object' && typeof v.error === 'string' && /^denied(?::|$)/.test(v.error)) return 'denied';
   return result.is_error ? 'error' : 'ok';
 }
 
 const STATE_LABEL = {
   pending: 'Running…', waiting: 'Waiting for your result', ok: 'Done', error: 'Error',
-  cancelled: 'Cancelled', missing: 'No result', approval: 'Awaiting approval',
+  cancelled: 'Cancelled', denied: 'Denied', missing: 'No result', approval: 'Awaiting approval',
 };
 
 // toolLabel names a tool: an MCP tool as "server · tool" with its effect
@@ -100,7 +103,7 @@ export function toolCard(call, result, ctx) {
   if (links) card.append(links);
   if (result) {
     const v = parseJSON(result.result);
-    const label = state === 'cancelled' ? 'Cancelled' : state === 'error' ? 'Error' : 'Result';
+    const label = { cancelled: 'Cancelled', error: 'Error', denied: 'Denied' }[state] || 'Result';
     card.append(h('details', { class: 'tool-section', open: state === 'error' },
       h('summary', {}, label), h('pre', { class: 'json', tabindex: '0', text: prettyJSON(v ?? '') })));
   }

@@ -44,6 +44,12 @@ export class Sidebar {
       this.refresh();
     }, 200));
     this.search.addEventListener('keydown', (e) => {
+      if (e.key === 'ArrowDown') {
+        // Down from the search box walks into its results.
+        const first = this.list.querySelector('.chat-link');
+        if (first) { e.preventDefault(); first.focus(); }
+        return;
+      }
       if (e.key === 'Escape' && this.search.value) {
         e.stopPropagation();
         this.search.value = '';
@@ -57,6 +63,16 @@ export class Sidebar {
       this.refresh();
     });
     this.list = h('nav', { class: 'chat-list', 'aria-label': 'Chats' });
+    // Up and Down move between the chats (search results included); Up
+    // from the first goes back to the search box.
+    this.list.addEventListener('keydown', (e) => {
+      if ((e.key !== 'ArrowDown' && e.key !== 'ArrowUp') || !e.target.classList.contains('chat-link')) return;
+      const links = [...this.list.querySelectorAll('.chat-link')];
+      const next = links.indexOf(e.target) + (e.key === 'ArrowDown' ? 1 : -1);
+      e.preventDefault();
+      if (next < 0) this.search.focus();
+      else if (next < links.length) links[next].focus();
+    });
     this.archivedBtn = h('button', { type: 'button', class: 'side-btn', 'aria-pressed': 'false', onclick: () => this.toggleArchived() },
       icon('archive'), h('span', { text: 'Archived' }));
     this.userName = h('span', { class: 'user-name', text: app.me ? app.me.username : '' });
