@@ -253,3 +253,22 @@ func TestBrowserSettingsMCPForm(t *testing.T) {
 	b.t = t
 	b.checkNoProblems()
 }
+
+// TestBrowserSettingsAddModelNeedsProvider: with only the built-in demo
+// provider, Add model says to add a provider first (no empty provider list,
+// no UUID error from a blank provider) and leads to the provider form.
+func TestBrowserSettingsAddModelNeedsProvider(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	b.do(chromedp.Navigate(b.base + "/settings"))
+	b.waitJS("the Add model button", `document.querySelector('.add-model')`)
+	b.do(chromedp.Click(chromedp.CSS(`.add-model`)))
+	b.waitJS("the notice", `/Add a provider first/.test(document.querySelector('.set-need-provider')?.textContent || '')`)
+	require.False(t, eval[bool](b, `!!document.querySelector('.set-form [name="provider"]')`), "no model form with an empty provider list")
+	require.True(t, eval[bool](b, `document.activeElement === document.querySelector('.add-provider-first')`), "the way on is focused")
+	require.NotContains(t, eval[string](b, `document.body.textContent`), "invalid UUID")
+	b.do(chromedp.Click(chromedp.CSS(`.add-provider-first`)))
+	b.waitJS("the provider form, the notice gone", `document.querySelector('.set-form[aria-label="Add a provider"]') && !document.querySelector('.set-need-provider')`)
+	b.checkNoProblems()
+}

@@ -197,6 +197,10 @@ class ModelsSection extends Section {
   // edit opens the form for m (null: a new model; prefill: a discovered one).
   edit(m, prefill = {}) {
     const providers = this.providers.filter((p) => p.provider !== 'demo' || (m && p.id === m.ai_provider_id));
+    if (!m && !providers.length) {
+      this.needProvider();
+      return;
+    }
     const cur = m || {};
     const cfg = cur.model_config || {};
     const eff = cfg.reasoning_effort || null;
@@ -226,6 +230,24 @@ class ModelsSection extends Section {
       if (m) return api('PATCH', `/chats/model-configs/${m.id}`, body);
       return api('POST', '/chats/model-configs', { ...body, ai_provider_id: provider.value, model: model.value.trim() });
     });
+  }
+
+  // needProvider says why no model can be added yet (only the built-in demo
+  // provider exists, and it has its one model) and leads to the provider
+  // form.
+  needProvider() {
+    const providers = this.view.sections.find((s) => s instanceof ProvidersSection);
+    const note = h('div', { class: 'set-form set-need-provider', role: 'status' },
+      h('p', { text: 'Add a provider first: a model runs on a provider (OpenAI, an OpenAI-compatible server such as Ollama, or Anthropic).' }),
+      h('div', { class: 'row-end' },
+        h('button', { type: 'button', class: 'btn ghost', onclick: () => this.closeForm() }, 'Cancel'),
+        btn('Add a provider', () => {
+          this.closeForm();
+          providers.edit(null);
+          providers.el.scrollIntoView({ block: 'start' });
+        }, { iconName: 'plus', cls: 'btn primary add-provider-first' })));
+    this.formHost.replaceChildren(note);
+    note.querySelector('.add-provider-first').focus();
   }
 
   async remove(m) {
