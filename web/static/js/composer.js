@@ -65,8 +65,10 @@ export class Composer {
       h('div', { class: 'composer-bar' },
         att ? att.button : null, att ? att.input : null,
         opts.tools ? opts.tools.el : null, this.model, this.effort,
-        h('span', { class: 'spacer' }),
-        this.toggle, this.stopBtn, this.sendBtn));
+        // The busy toggle, Stop and Send stay together at the right; on a
+        // narrow screen they wrap below the pickers as one group rather
+        // than leave the window.
+        h('span', { class: 'composer-actions' }, this.toggle, this.stopBtn, this.sendBtn)));
     if (opts.tools) opts.tools.mount(this.form);
     if (att) att.mount(this.form, this.textarea);
     this.el = h('div', { class: 'composer-wrap' }, this.form,

@@ -1,0 +1,59 @@
+package ui_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
+)
+
+// jsComposerOffscreen lists the composer's controls (every rendered
+// button, picker and the message box) whose box is not wholly inside the
+// window: on a phone the Stop and Send buttons were pushed off the right
+// edge while a reply streamed.
+const jsComposerOffscreen = `[...document.querySelectorAll('.composer textarea, .composer-bar button, .composer-bar select, .composer-bar [role="group"]')]
+	.filter((e) => e.getClientRects().length > 0 && getComputedStyle(e).visibility !== 'hidden')
+	.filter((e) => { const r = e.getBoundingClientRect(); return r.left < -0.5 || r.right > innerWidth + 0.5 || r.top < -0.5 || r.bottom > innerHeight + 0.5; })
+	.map((e) => (e.getAttribute('aria-label') || e.className || e.tagName) + ' ' + [Math.round(e.getBoundingClientRect().left), Math.round(e.getBoundingClientRect().right)].join('..') + ' of ' + innerWidth)`
+
+// TestBrowserComposerFits: every control of the composer lies inside the
+// window at 360, 390, 768 and 1280 px wide, in both themes, idle and while
+// a reply streams (when Stop, the busy toggle and Send share the row).
+func TestBrowserComposerFits(t *testing.T) {
+	// A slow demo model: the reply streams until Stop.
+	b := startBrowserWith(t, func(c *app.Config) { c.DemoTokenDelay = 250 * time.Millisecond })
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	views := []view{
+		{"w360-dark", 360, 780, "dark"}, {"w390-light", 390, 844, "light"},
+		{"w768-dark", 768, 1000, "dark"}, {"w1280-light", 1280, 800, "light"},
+	}
+	check := func(state string) {
+		for _, v := range views {
+			b.at(v)
+			b.waitJS("the composer laid out", `document.querySelector('.composer-bar')?.getBoundingClientRect().width > 0`)
+			off := eval[[]string](b, jsComposerOffscreen)
+			if len(off) > 0 {
+				b.shot(fmt.Sprintf("composer-%s-%s", state, v.name))
+			}
+			require.Empty(t, off, "composer controls outside the window at %s, %s", v.name, state)
+			b.shot(fmt.Sprintf("72-composer-%s-%s", state, v.name))
+		}
+		b.desktop()
+	}
+
+	check("new-chat")
+	b.typeAndSend("Please write a long answer about streaming, with every detail you know about it.")
+	b.waitJS("the chat page", `/^\/chats\/[0-9a-f-]{36}$/.test(location.pathname)`)
+	b.waitJS("a reply streaming, Stop shown", jsPreviewLen+` > 5 && !document.querySelector('.stop-btn').hidden`)
+	check("streaming")
+	require.True(t, eval[bool](b, `!!document.querySelector('.thread .streaming')`), "the reply was still streaming while the widths were checked")
+	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.waitJS("the chat idle", jsIdle)
+	check("idle")
+	b.checkNoProblems()
+}
