@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
@@ -63,6 +64,22 @@ func TestBrowserAttachments(t *testing.T) {
 	eval[chromedp.Void](b, `document.querySelector('.attach-item.error .attach-remove').click()`)
 	b.waitJS("the refused file removed", `!document.querySelector('.attach-item.error')`)
 
+	// A file no model takes (a PDF, dropped): refused in the composer with
+	// the reason, never uploaded; the good files stay.
+	before, err := b.api.FileLimits(b.ctx)
+	require.NoError(t, err)
+	eval[chromedp.Void](b, `(() => { `+jsFiles+`
+		const form = document.querySelector('form.composer');
+		form.dispatchEvent(new DragEvent('drop', {dataTransfer: files([['paper.pdf', 'application/pdf', '%PDF-1.7 not really']]), bubbles: true, cancelable: true}));
+	})()`)
+	b.waitJS("the refused PDF", `document.querySelector('.attach-item.error')?.textContent.includes('A PDF cannot be given to a model')`)
+	require.Equal(t, 3, eval[int](b, `document.querySelectorAll('.attach-tray .attach-item.done').length`), "the good files stay")
+	after, err := b.api.FileLimits(b.ctx)
+	require.NoError(t, err)
+	require.Equal(t, before.UsedBytes, after.UsedBytes, "the PDF was never uploaded")
+	eval[chromedp.Void](b, `document.querySelector('.attach-item.error .attach-remove').click()`)
+	b.waitJS("the refused PDF removed", `!document.querySelector('.attach-item.error')`)
+
 	for _, v := range everyView {
 		b.at(v)
 		fits := eval[bool](b, `(() => { const t = document.querySelector('.attach-tray'); return t.scrollWidth <= t.clientWidth + 1 && t.getBoundingClientRect().right <= innerWidth; })()`)
@@ -112,5 +129,33 @@ func TestBrowserAttachments(t *testing.T) {
 		b.shot("71-attach-thread-" + v.name)
 	}
 	b.desktop()
+	b.checkNoProblems()
+}
+
+// A send the server refuses (here: the queue is full) keeps the composer's
+// attachments with the draft, so nothing has to be picked again.
+func TestBrowserRefusedSendKeepsAttachments(t *testing.T) {
+	b := startBrowserWith(t, func(c *app.Config) {
+		c.QueueLimit = 1
+		c.DemoTokenDelay = 250 * time.Millisecond // the first reply streams until Stop
+	})
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	b.typeAndSend("A long first turn, please.")
+	b.waitJS("the chat streaming", `/^\/chats\//.test(location.pathname) && !document.querySelector('.stop-btn').hidden`)
+	b.typeAndSend("queued one")
+	b.waitJS("the queued message", `document.querySelectorAll('.queue .queue-chip').length === 1`)
+
+	eval[chromedp.Void](b, `(() => { `+jsFiles+`
+		const input = document.querySelector('.attach-input');
+		input.files = files([['notes.txt', 'text/plain', 'feed the cat']]).files;
+		input.dispatchEvent(new Event('change', {bubbles: true}));
+	})()`)
+	b.waitJS("the upload", `document.querySelector('.attach-tray .attach-item.done')`)
+	b.typeAndSend("over the queue limit")
+	b.waitJS("the refusal", `/queue is full/i.test(document.querySelector('.toasts')?.textContent || '')`)
+	b.waitJS("the draft and the attachment back", `document.querySelector('#composer-input').value === 'over the queue limit' &&
+		[...document.querySelectorAll('.attach-tray .attach-item.done')].map(e => e.querySelector('.attach-name').textContent).join() === 'notes.txt'`)
+	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
 	b.checkNoProblems()
 }

@@ -10,6 +10,57 @@ import { h, icon } from './dom.js';
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
 const ACCEPT = IMAGE_TYPES.join(',') + ',text/*,.md,.txt,.csv,.json,.yaml,.yml,.toml,.xml,.log,.go,.js,.ts,.py,.rs,.java,.c,.h,.sh,.sql';
 
+// TEXT_EXTENSIONS are names a browser may give no text type (or
+// application/octet-stream) although the server stores them as text.
+const TEXT_EXTENSIONS = new Set(ACCEPT.split(',').filter((a) => a.startsWith('.')).map((a) => a.slice(1))
+  .concat(['html', 'css', 'tsx', 'jsx', 'rb', 'php', 'kt', 'swift', 'cpp', 'hpp', 'ini', 'env', 'makefile', 'dockerfile']));
+const TEXT_TYPES = new Set(['application/json', 'application/xml', 'application/yaml', 'application/x-yaml', 'application/toml',
+  'application/javascript', 'application/x-sh', 'application/sql']);
+
+// inspect decides what the server will make of a file, before anything is
+// uploaded: {error} when no model could be given it (the reason, shown in
+// the composer), else {type}, the Content-Type to upload it with. Images of
+// the four types and text pass (the server's rule: a declared text type,
+// or bytes that are UTF-8 without NUL); the bytes of a file the browser
+// typed as something else are read in part to tell text from binary, and
+// text found that way is uploaded untyped, so the server sniffs it as
+// text/plain (a browser calls a .ts file video/mp2t).
+export async function inspect(file) {
+  return verdictByType(file) || verdictByBytes(file);
+}
+
+// verdictByType is inspect's answer from the name and type alone, or null
+// when the bytes must be read.
+function verdictByType(file) {
+  const type = (file.type || '').toLowerCase();
+  if (IMAGE_TYPES.includes(type)) return { type };
+  if (type.startsWith('image/')) return { error: `${type.slice(6).toUpperCase()} images cannot be given to a model; use PNG, JPEG, GIF or WebP` };
+  if (type.startsWith('text/') || TEXT_TYPES.has(type) || type.endsWith('+json') || type.endsWith('+xml')) return { type };
+  const ext = (file.name || '').toLowerCase().split('.').pop();
+  if (type && type !== 'application/octet-stream' && !TEXT_EXTENSIONS.has(ext)) {
+    return { error: `${kindName(type, ext)} cannot be given to a model; attach images or text files` };
+  }
+  return null;
+}
+
+async function verdictByBytes(file) {
+  const head = new Uint8Array(await file.slice(0, 64 << 10).arrayBuffer());
+  if (head.includes(0)) return { error: 'A binary file cannot be given to a model; attach images or text files' };
+  try {
+    // stream: a UTF-8 sequence cut at the end of the slice is no error.
+    new TextDecoder('utf-8', { fatal: true }).decode(head, { stream: head.length < file.size });
+  } catch {
+    return { error: 'This file is not UTF-8 text; attach images or text files' };
+  }
+  return { type: 'application/octet-stream' };
+}
+
+function kindName(type, ext) {
+  if (type === 'application/pdf') return 'A PDF';
+  if (ext && ext !== type) return `A .${ext} file (${type})`;
+  return `A file of type ${type}`;
+}
+
 // formatBytes is a size for people: 512 B, 1.5 KB, 10 MB.
 export function formatBytes(n) {
   if (n < 1024) return `${n} B`;
@@ -92,22 +143,37 @@ export class Attachments {
     });
   }
 
-  // add checks each file against the limits, then uploads it.
-  add(files) {
-    for (const file of files) {
-      const item = { file, name: file.name || 'pasted file', size: file.size, type: file.type, progress: 0, state: 'uploading', error: '' };
-      const max = this.limits ? this.limits.max_file_bytes : 0;
-      if (max && file.size > max) {
-        item.state = 'error';
-        item.error = `${formatBytes(file.size)} is over the ${formatBytes(max)} limit`;
-      } else if (this.limits && file.size > this.limits.quota_bytes - this.limits.used_bytes) {
-        item.state = 'error';
-        item.error = `not enough space left (${formatBytes(Math.max(0, this.limits.quota_bytes - this.limits.used_bytes))})`;
-      }
-      this.items.push(item);
-      if (item.state === 'uploading') this.upload(item);
+  // add checks each file (its type, then the limits), then uploads it. A
+  // file no model can take is refused here, with the reason, and never
+  // uploaded.
+  async add(files) {
+    const added = files.map((file) => ({ file, name: file.name || 'pasted file', size: file.size, type: file.type, progress: 0, state: 'checking', error: '' }));
+    this.items.push(...added);
+    // Most files are judged by their type at once; the rest once their
+    // bytes are read (the item says "checking…" meanwhile).
+    for (const item of added) {
+      item.verdict = verdictByType(item.file);
+      if (item.verdict) this.check(item);
     }
     this.render();
+    for (const item of added.filter((x) => !x.verdict)) {
+      item.verdict = await verdictByBytes(item.file);
+      if (this.items.includes(item)) this.check(item); // else removed meanwhile
+      this.render();
+    }
+  }
+
+  // check applies an item's verdict and the limits, then uploads it.
+  check(item) {
+    const { file, verdict } = item;
+    const max = this.limits ? this.limits.max_file_bytes : 0;
+    const left = this.limits ? this.limits.quota_bytes - this.limits.used_bytes : Infinity;
+    item.type = verdict.type;
+    item.error = verdict.error
+      || (max && file.size > max ? `${formatBytes(file.size)} is over the ${formatBytes(max)} limit` : '')
+      || (file.size > left ? `not enough space left (${formatBytes(Math.max(0, left))})` : '');
+    item.state = item.error ? 'error' : 'uploading';
+    if (!item.error) this.upload(item);
   }
 
   upload(item) {
@@ -150,7 +216,21 @@ export class Attachments {
     return this.items.filter((x) => x.state === 'done').map((x) => ({ type: 'file', file_id: x.id }));
   }
 
-  get uploading() { return this.items.some((x) => x.state === 'uploading'); }
+  get uploading() { return this.items.some((x) => x.state === 'uploading' || x.state === 'checking'); }
+
+  // saved is what a send keeps of the uploaded files, so a refused send can
+  // put them back (restore) with the draft.
+  saved() {
+    return this.items.filter((x) => x.state === 'done')
+      .map(({ id, name, size, type, mediaType }) => ({ id, name, size, type, mediaType }));
+  }
+
+  restore(saved) {
+    if (!saved || !saved.length) return;
+    const have = new Set(this.items.map((x) => x.id));
+    for (const s of saved) if (!have.has(s.id)) this.items.push({ ...s, state: 'done', progress: 1, error: '' });
+    this.render();
+  }
 
   get ready() { return this.items.some((x) => x.state === 'done'); }
 
@@ -178,7 +258,9 @@ export class Attachments {
         preview,
         h('span', { class: 'attach-meta' },
           h('span', { class: 'attach-name', text: item.name }),
-          item.state === 'uploading'
+          item.state === 'checking'
+            ? h('span', { class: 'attach-size', text: 'checking…' })
+            : item.state === 'uploading'
             ? h('progress', { class: 'attach-progress', max: 1, value: item.progress, 'aria-label': `Uploading ${item.name}` })
             : h('span', { class: 'attach-size', text: item.state === 'error' ? item.error : formatBytes(item.size) })),
         h('button', { type: 'button', class: 'attach-remove', 'aria-label': `Remove ${item.name}`, title: 'Remove', onclick: () => this.remove(item) }, icon('x')));

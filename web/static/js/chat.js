@@ -44,6 +44,7 @@ export class ChatView {
       },
       onRefused: (e, p) => {
         if (!this.composer.value) this.composer.value = p.text;
+        if (this.composer.attachments) this.composer.attachments.restore(p.files);
         toast(e.code === 'QUEUE_FULL' ? 'The queue is full' : 'The message was not sent', 'error', e.message);
       },
     });
@@ -490,7 +491,8 @@ export class ChatView {
     const content = files.length ? [...(text ? textContent(text) : []), ...files] : textContent(text);
     const body = { content, request_id: newUUID(), ...this.modelFields() };
     if (isBusy(this.state.status)) body.busy_behavior = behavior === 'interrupt' ? 'interrupt' : 'queue';
-    if (!this.send.start(body, text)) {
+    const saved = fromComposer && this.composer.attachments ? this.composer.attachments.saved() : [];
+    if (!this.send.start(body, text, { files: saved })) {
       toast('A message is still unconfirmed', 'error', 'Check its outcome or discard it before sending another.');
       return;
     }

@@ -60,6 +60,7 @@ export class NewChatView {
       },
       onRefused: (e, p) => {
         if (!this.composer.value) this.composer.value = p.text;
+        if (this.composer.attachments) this.composer.attachments.restore(p.files);
         toast('The chat was not created', 'error', e.message);
       },
       reloadNote: 'The page was reloaded before the server answered.',
@@ -110,7 +111,7 @@ export class NewChatView {
         if (k.trim()) body.labels[k.trim()] = v.join(':').trim();
       }
     }
-    this.send.start(body, text);
+    this.send.start(body, text, { files: this.composer.attachments ? this.composer.attachments.saved() : [] });
     this.composer.clear();
     await this.send.post();
   }
