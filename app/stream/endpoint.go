@@ -279,7 +279,9 @@ type sink interface {
 // events.
 type funcSink func(ctx context.Context, events []sdk.ChatStreamEvent) error
 
-func (f funcSink) write(ctx context.Context, events []sdk.ChatStreamEvent) error { return f(ctx, events) }
+func (f funcSink) write(ctx context.Context, events []sdk.ChatStreamEvent) error {
+	return f(ctx, events)
+}
 
 func (f funcSink) writeParts(ctx context.Context, loop *Loop, parts []relayPart) error {
 	var events []sdk.ChatStreamEvent
