@@ -28,11 +28,14 @@ type ChatRequest struct {
 
 	// Tools are the app's client-side tools, in the shape of the native
 	// unsafe_dynamic_tools; they are the chat's from its first POST.
-	Tools           []sdk.DynamicTool `json:"tools"`
-	SystemPrompt    string            `json:"system_prompt"`
-	ToolApproval    string            `json:"tool_approval"`
-	ModelConfigID   *uuid.UUID        `json:"model_config_id"`
-	ReasoningEffort string            `json:"reasoning_effort"`
+	Tools []sdk.DynamicTool `json:"tools"`
+	// Title, SystemPrompt and ToolApproval are the chat's, set when the
+	// first POST creates it (without a title chatd generates one).
+	Title           string     `json:"title"`
+	SystemPrompt    string     `json:"system_prompt"`
+	ToolApproval    string     `json:"tool_approval"`
+	ModelConfigID   *uuid.UUID `json:"model_config_id"`
+	ReasoningEffort string     `json:"reasoning_effort"`
 	// BusyBehavior is the native send's: "queue" (default) or "interrupt".
 	BusyBehavior string `json:"busy_behavior"`
 }
@@ -81,7 +84,7 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, user uuid.UUID) {
 		return
 	}
 	c := loopback.Client(h.deps.API, r)
-	create := &sdk.CreateChatRequest{UnsafeDynamicTools: req.Tools, SystemPrompt: req.SystemPrompt, ToolApproval: req.ToolApproval,
+	create := &sdk.CreateChatRequest{Title: req.Title, UnsafeDynamicTools: req.Tools, SystemPrompt: req.SystemPrompt, ToolApproval: req.ToolApproval,
 		ModelConfigID: req.ModelConfigID, ReasoningEffort: req.ReasoningEffort}
 	chatID, err := h.resolveChat(r.Context(), c, user, req.ID, create)
 	if err != nil {
