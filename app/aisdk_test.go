@@ -103,6 +103,11 @@ func (s streamed) first(typ string) map[string]any {
 
 func (r *aisdkRig) do(t *testing.T, token, method, path string, body any) streamed {
 	t.Helper()
+	return readStream(t, r.request(t, token, method, path, body), nil)
+}
+
+func (r *aisdkRig) request(t *testing.T, token, method, path string, body any) *http.Response {
+	t.Helper()
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
@@ -117,8 +122,15 @@ func (r *aisdkRig) do(t *testing.T, token, method, path string, body any) stream
 	}
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
+	return resp
+}
+
+// readStream reads an answer to its end, handing each chunk to onChunk
+// (when set) as it arrives.
+func readStream(t *testing.T, resp *http.Response, onChunk func(map[string]any)) streamed {
 	defer resp.Body.Close()
 	out := streamed{status: resp.StatusCode, header: resp.Header}
+	var err error
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		out.body, err = io.ReadAll(resp.Body)
 		require.NoError(t, err)
@@ -138,6 +150,9 @@ func (r *aisdkRig) do(t *testing.T, token, method, path string, body any) stream
 		var c map[string]any
 		require.NoError(t, json.Unmarshal([]byte(data), &c), data)
 		out.chunks = append(out.chunks, c)
+		if onChunk != nil {
+			onChunk(c)
+		}
 	}
 	return out
 }
@@ -356,5 +371,57 @@ func TestAISDKEditAndRegenerate(t *testing.T) {
 		edit = submit("ed", userMsg("m1", "eins"))
 		edit["messageId"] = "m1"
 		require.Equal(t, "third", r.do(t, r.alice, http.MethodPost, "", edit).text())
+	})
+}
+
+func TestAISDKResumeAndInterrupt(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		r := startAISDK(t, newStore)
+		release := make(chan struct{})
+		reply := llmtest.Join(llmtest.TextChunks("Part one, "), llmtest.Pause(release), llmtest.TextChunks("part two."))
+		r.llm.Enqueue(reply)
+		posted := make(chan streamed, 1)
+		go func() { posted <- r.do(t, r.alice, http.MethodPost, "", submit("resumable", userMsg("m1", "go"))) }()
+		select {
+		case <-reply.Started():
+		case <-r.ctx.Done():
+			t.Fatal("the model never started")
+		}
+		// Mid-reply, another connection resumes: a replay from start, then
+		// live; the model goes on once the replay has reached the client.
+		resumed := make(chan streamed, 1)
+		resp := r.request(t, r.alice, http.MethodGet, "/resumable/stream", nil)
+		go func() {
+			var once bool
+			resumed <- readStream(t, resp, func(c map[string]any) {
+				if c["type"] == "text-delta" && !once {
+					once = true
+					close(release)
+				}
+			})
+		}()
+		p, s := <-posted, <-resumed
+		require.Equal(t, http.StatusOK, s.status, string(s.body))
+		require.Equal(t, "Part one, part two.", p.text())
+		require.Equal(t, "Part one, part two.", s.text(), "the resumed stream replays the reply once")
+		require.Equal(t, p.first("start")["messageId"], s.first("start")["messageId"])
+		require.Equal(t, "stop", s.first("finish")["finishReason"])
+
+		// An interrupt through the AI SDK route ends the stream with abort.
+		hold := make(chan struct{})
+		defer close(hold)
+		slow := llmtest.Join(llmtest.TextChunks("Begun"), llmtest.Pause(hold))
+		r.llm.Enqueue(slow)
+		go func() {
+			posted <- r.do(t, r.alice, http.MethodPost, "", submit("resumable", userMsg("m1", "go"), userMsg("m2", "more")))
+		}()
+		<-slow.Started()
+		stop := r.do(t, r.alice, http.MethodPost, "/resumable/interrupt", nil)
+		require.Equal(t, http.StatusOK, stop.status, string(stop.body))
+		p = <-posted
+		require.Contains(t, p.types(), "abort")
+		require.Equal(t, "interrupted", p.first("finish")["finishReason"])
+		require.Equal(t, "Begun", p.text())
 	})
 }

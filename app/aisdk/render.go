@@ -48,6 +48,7 @@ type renderer struct {
 	stopping  bool               // the turn was interrupted
 
 	anchor   int64 // the turn's user message, once found
+	over     bool  // a later user message ended the turn
 	started  bool
 	finished bool
 	rendered map[int64]bool
@@ -223,7 +224,8 @@ func (r *renderer) render() bool {
 	if _, ok := r.msgs[r.anchor]; !ok {
 		return true
 	}
-	replies, _ := r.turn()
+	replies, over := r.turn()
+	r.over = over
 	for _, m := range replies {
 		if r.rendered[m.ID] {
 			continue
@@ -274,8 +276,7 @@ func (r *renderer) advance() {
 		r.end(FinishInterrupted)
 		return
 	}
-	_, over := r.turn()
-	if over {
+	if r.over {
 		r.end(FinishStop)
 		return
 	}
@@ -409,10 +410,7 @@ func (r *renderer) addText(b *block, text string) {
 
 // live streams one part of the running step.
 func (r *renderer) live(p sdk.ChatMessagePart) {
-	if !r.started || r.finished {
-		return
-	}
-	if _, over := r.turn(); over {
+	if !r.started || r.finished || r.over {
 		return
 	}
 	r.openStep()
