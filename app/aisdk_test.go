@@ -247,6 +247,13 @@ func TestAISDKUsersKeptApart(t *testing.T) {
 		// Alice's chat UUID is not bob's to use: his id maps to his own chat.
 		other := r.do(t, r.bob, http.MethodGet, "/"+chatOf(a)+"/messages", nil)
 		require.JSONEq(t, "[]", string(other.body))
+		// Deleting the chat frees the id: the next POST makes a new chat.
+		require.NoError(t, r.aliceAPI.DeleteChat(r.ctx, uuid.MustParse(chatOf(a))))
+		require.JSONEq(t, "[]", string(r.do(t, r.alice, http.MethodGet, "/shared/messages", nil).body))
+		r.llm.Enqueue(llmtest.TextChunks("anew"))
+		fresh := r.do(t, r.alice, http.MethodPost, "", submit("shared", userMsg("m1", "hi")))
+		require.Equal(t, "anew", fresh.text())
+		require.NotEqual(t, chatOf(a), chatOf(fresh))
 		// Without credentials: 401 before any stream.
 		require.Equal(t, http.StatusUnauthorized, r.do(t, "", http.MethodPost, "", submit("x", userMsg("m1", "hi"))).status)
 		// Bad input: JSON 4xx before any stream.
@@ -330,6 +337,21 @@ func TestAISDKServerToolApproval(t *testing.T) {
 		require.Equal(t, "call_t", out["toolCallId"])
 		require.Equal(t, "Noted the time.", c.text())
 		require.Equal(t, "stop", c.first("finish")["finishReason"])
+
+		// A denial: the call's result is tool-output-denied.
+		r.llm.Enqueue(llmtest.ToolCall("call_d", "current_time", `{}`), llmtest.TextChunks("Fine, no time."))
+		body = submit("deny", userMsg("m1", "time?"))
+		body["tool_approval"] = "always"
+		s = r.do(t, r.alice, http.MethodPost, "", body)
+		require.NotNil(t, s.first("tool-approval-request"), "%v", s.types())
+		assistant["id"] = s.first("start")["messageId"]
+		assistant["parts"] = []any{map[string]any{"type": "dynamic-tool", "toolName": "current_time", "toolCallId": "call_d",
+			"state": "approval-responded", "input": map[string]any{}, "approval": map[string]any{"id": "call_d", "approved": false, "reason": "not now"}}}
+		cont = submit("deny", userMsg("m1", "time?"), assistant)
+		cont["messageId"] = assistant["id"]
+		c = r.do(t, r.alice, http.MethodPost, "", cont)
+		require.Equal(t, "call_d", c.first("tool-output-denied")["toolCallId"], "%v", c.types())
+		require.Equal(t, "Fine, no time.", c.text())
 	})
 }
 

@@ -303,7 +303,10 @@ func (h *Handler) continueTurn(ctx context.Context, c *sdk.Client, chatID uuid.U
 			return Target{}, err
 		}
 	}
-	t := Target{}
+	t := Target{Approved: map[string]bool{}}
+	for _, a := range answers.Approvals {
+		t.Approved[a.ToolCallID] = true
+	}
 	if n, ok := parseID(m.ID, "a-"); ok {
 		t.MessageID = n
 	} else {

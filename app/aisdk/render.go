@@ -24,6 +24,9 @@ type Target struct {
 	// and including this assistant message are already on the client (it
 	// answered their tool calls), so only what follows them is sent.
 	After int64
+	// Approved names the calls the client answered with an approval
+	// decision (a denial's result is then tool-output-denied).
+	Approved map[string]bool
 }
 
 // renderer turns the chat stream's events (stream.Server.Watch: the same
@@ -556,7 +559,7 @@ func (r *renderer) output(p sdk.ChatMessagePart) {
 		return
 	}
 	text := errorText(result)
-	if r.approvalSent[p.ToolCallID] && strings.HasPrefix(text, "denied") {
+	if (r.approvalSent[p.ToolCallID] || r.target.Approved[p.ToolCallID]) && strings.HasPrefix(text, "denied") {
 		r.emit(Chunk{Type: ChunkToolOutputDenied, ToolCallID: p.ToolCallID})
 		return
 	}
