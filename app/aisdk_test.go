@@ -447,3 +447,30 @@ func TestAISDKResumeAndInterrupt(t *testing.T) {
 		require.Equal(t, "Begun", p.text())
 	})
 }
+
+// TestAISDKStreamOutlivesRequestTimeouts: an AI SDK stream is a plain HTTP
+// response, not a hijacked connection, so the server's read and write
+// timeouts must not end it.
+func TestAISDKStreamOutlivesRequestTimeouts(t *testing.T) {
+	t.Parallel()
+	const timeout = 2 * time.Second
+	addr := serve(t, app.Config{ReadTimeout: timeout, WriteTimeout: timeout, StreamPingInterval: timeout / 4, DemoTokenDelay: timeout / 4})
+	r := &aisdkRig{url: "http://" + addr, alice: connToken}
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	resp := r.request(t, r.alice, http.MethodPost, "", submit("slow", userMsg("m1", "a long answer, please")))
+	start := time.Now()
+	interrupted := false
+	s := readStream(t, resp, func(c map[string]any) {
+		// Past both timeouts several times over, interrupt: the stream
+		// must still be there to say so.
+		if !interrupted && time.Since(start) > 5*timeout/2 {
+			interrupted = true
+			go func() { r.do(t, r.alice, http.MethodPost, "/slow/interrupt", nil) }()
+		}
+	})
+	require.True(t, interrupted, "the stream ended after %v: %v", time.Since(start), s.types())
+	require.True(t, s.done, "the stream ended with [DONE]")
+	require.Equal(t, "interrupted", s.first("finish")["finishReason"])
+}
