@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -103,38 +104,45 @@ func (s streamed) first(typ string) map[string]any {
 
 func (r *aisdkRig) do(t *testing.T, token, method, path string, body any) streamed {
 	t.Helper()
-	return readStream(t, r.request(t, token, method, path, body), nil)
+	out, err := r.try(token, method, path, body, nil)
+	require.NoError(t, err)
+	return out
 }
 
-func (r *aisdkRig) request(t *testing.T, token, method, path string, body any) *http.Response {
-	t.Helper()
+// try is do for other goroutines: errors are returned, never failed on.
+func (r *aisdkRig) try(token, method, path string, body any, onChunk func(map[string]any)) (streamed, error) {
 	var rd io.Reader
 	if body != nil {
 		raw, err := json.Marshal(body)
-		require.NoError(t, err)
+		if err != nil {
+			return streamed{}, err
+		}
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(r.ctx, method, r.url+"/api/v2/ai-sdk/chat"+path, rd)
-	require.NoError(t, err)
+	if err != nil {
+		return streamed{}, err
+	}
 	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	return resp
+	if err != nil {
+		return streamed{}, err
+	}
+	return readStream(resp, onChunk)
 }
 
 // readStream reads an answer to its end, handing each chunk to onChunk
 // (when set) as it arrives.
-func readStream(t *testing.T, resp *http.Response, onChunk func(map[string]any)) streamed {
+func readStream(resp *http.Response, onChunk func(map[string]any)) (streamed, error) {
 	defer resp.Body.Close()
 	out := streamed{status: resp.StatusCode, header: resp.Header}
 	var err error
 	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		out.body, err = io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return out
+		return out, err
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
@@ -148,13 +156,27 @@ func readStream(t *testing.T, resp *http.Response, onChunk func(map[string]any))
 			break
 		}
 		var c map[string]any
-		require.NoError(t, json.Unmarshal([]byte(data), &c), data)
+		if err := json.Unmarshal([]byte(data), &c); err != nil {
+			return out, fmt.Errorf("chunk %q: %w", data, err)
+		}
 		out.chunks = append(out.chunks, c)
 		if onChunk != nil {
 			onChunk(c)
 		}
 	}
-	return out
+	return out, sc.Err()
+}
+
+// result is a streamed answer from another goroutine.
+type result struct {
+	s   streamed
+	err error
+}
+
+func (res result) get(t *testing.T) streamed {
+	t.Helper()
+	require.NoError(t, res.err)
+	return res.s
 }
 
 func userMsg(id, text string) map[string]any {
@@ -403,8 +425,11 @@ func TestAISDKResumeAndInterrupt(t *testing.T) {
 		release := make(chan struct{})
 		reply := llmtest.Join(llmtest.TextChunks("Part one, "), llmtest.Pause(release), llmtest.TextChunks("part two."))
 		r.llm.Enqueue(reply)
-		posted := make(chan streamed, 1)
-		go func() { posted <- r.do(t, r.alice, http.MethodPost, "", submit("resumable", userMsg("m1", "go"))) }()
+		posted := make(chan result, 1)
+		go func() {
+			s, err := r.try(r.alice, http.MethodPost, "", submit("resumable", userMsg("m1", "go")), nil)
+			posted <- result{s, err}
+		}()
 		select {
 		case <-reply.Started():
 		case <-r.ctx.Done():
@@ -412,18 +437,18 @@ func TestAISDKResumeAndInterrupt(t *testing.T) {
 		}
 		// Mid-reply, another connection resumes: a replay from start, then
 		// live; the model goes on once the replay has reached the client.
-		resumed := make(chan streamed, 1)
-		resp := r.request(t, r.alice, http.MethodGet, "/resumable/stream", nil)
+		resumed := make(chan result, 1)
 		go func() {
 			var once bool
-			resumed <- readStream(t, resp, func(c map[string]any) {
+			s, err := r.try(r.alice, http.MethodGet, "/resumable/stream", nil, func(c map[string]any) {
 				if c["type"] == "text-delta" && !once {
 					once = true
 					close(release)
 				}
 			})
+			resumed <- result{s, err}
 		}()
-		p, s := <-posted, <-resumed
+		p, s := (<-posted).get(t), (<-resumed).get(t)
 		require.Equal(t, http.StatusOK, s.status, string(s.body))
 		require.Equal(t, "Part one, part two.", p.text())
 		require.Equal(t, "Part one, part two.", s.text(), "the resumed stream replays the reply once")
@@ -436,12 +461,13 @@ func TestAISDKResumeAndInterrupt(t *testing.T) {
 		slow := llmtest.Join(llmtest.TextChunks("Begun"), llmtest.Pause(hold))
 		r.llm.Enqueue(slow)
 		go func() {
-			posted <- r.do(t, r.alice, http.MethodPost, "", submit("resumable", userMsg("m1", "go"), userMsg("m2", "more")))
+			s, err := r.try(r.alice, http.MethodPost, "", submit("resumable", userMsg("m1", "go"), userMsg("m2", "more")), nil)
+			posted <- result{s, err}
 		}()
 		<-slow.Started()
 		stop := r.do(t, r.alice, http.MethodPost, "/resumable/interrupt", nil)
 		require.Equal(t, http.StatusOK, stop.status, string(stop.body))
-		p = <-posted
+		p = (<-posted).get(t)
 		require.Contains(t, p.types(), "abort")
 		require.Equal(t, "interrupted", p.first("finish")["finishReason"])
 		require.Equal(t, "Begun", p.text())
@@ -459,17 +485,19 @@ func TestAISDKStreamOutlivesRequestTimeouts(t *testing.T) {
 	var cancel context.CancelFunc
 	r.ctx, cancel = context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	resp := r.request(t, r.alice, http.MethodPost, "", submit("slow", userMsg("m1", "a long answer, please")))
 	start := time.Now()
 	interrupted := false
-	s := readStream(t, resp, func(c map[string]any) {
+	var stop streamed
+	s, err := r.try(r.alice, http.MethodPost, "", submit("slow", userMsg("m1", "a long answer, please")), func(c map[string]any) {
 		// Past both timeouts several times over, interrupt: the stream
 		// must still be there to say so.
 		if !interrupted && time.Since(start) > 5*timeout/2 {
 			interrupted = true
-			go func() { r.do(t, r.alice, http.MethodPost, "/slow/interrupt", nil) }()
+			stop, _ = r.try(r.alice, http.MethodPost, "/slow/interrupt", nil, nil)
 		}
 	})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, stop.status, string(stop.body))
 	require.True(t, interrupted, "the stream ended after %v: %v", time.Since(start), s.types())
 	require.True(t, s.done, "the stream ended with [DONE]")
 	require.Equal(t, "interrupted", s.first("finish")["finishReason"])
