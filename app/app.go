@@ -23,6 +23,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/chatd/chatd/app/admin"
+	"github.com/chatd/chatd/app/aisdk"
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
@@ -359,6 +360,7 @@ func (a *App) init(ctx context.Context) error {
 	srv.HandleChatStream("/chats/{chat}/stream", a.streams.HandleStream, nil)
 	srv.HandleChatStream("/chats/{chat}/stream/parts", a.streams.HandleParts, a.isReplica)
 	srv.HandleUserStream("/chats/watch", a.streams.HandleWatch)
+	aisdk.New(aisdk.Deps{API: srv, Store: a.store, Streams: a.streams, Clock: a.clock, Log: a.log}).Register(srv)
 	a.authed = func(r *http.Request) bool {
 		if a.isReplica(r) {
 			return true

@@ -318,6 +318,12 @@ func (s *Server) healthz(w http.ResponseWriter, r *http.Request) error {
 // /api/v2 and /api/experimental): the caller is authenticated and holds
 // one of their stream slots (CHATD_MAX_STREAMS_PER_USER) while h runs.
 func (s *Server) HandleUserStream(path string, h func(w http.ResponseWriter, r *http.Request, userID uuid.UUID)) {
+	s.HandleUserStreamMethod(http.MethodGet, path, h)
+}
+
+// HandleUserStreamMethod is HandleUserStream for another method, e.g. a
+// POST answered with a stream (app/aisdk).
+func (s *Server) HandleUserStreamMethod(method, path string, h func(w http.ResponseWriter, r *http.Request, userID uuid.UUID)) {
 	handler := s.handle(func(w http.ResponseWriter, r *http.Request) error {
 		u, err := s.Authenticate(r)
 		if err != nil {
@@ -334,7 +340,7 @@ func (s *Server) HandleUserStream(path string, h func(w http.ResponseWriter, r *
 		return nil
 	})
 	for _, prefix := range []string{"/api/v2", "/api/experimental"} {
-		s.mux.Handle("GET "+prefix+path, handler)
+		s.mux.Handle(method+" "+prefix+path, handler)
 	}
 }
 

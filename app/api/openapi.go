@@ -106,6 +106,12 @@ var operations = []operation{
 	{method: "POST", path: "/auth/login", summary: "Log in", request: sdk.LoginRequest{}, status: 200, response: sdk.User{}, noAuth: true},
 	{method: "POST", path: "/auth/logout", summary: "Log out", status: 204, noAuth: true},
 	{method: "GET", path: "/openapi.json", summary: "This document", status: 200, noAuth: true},
+	// The AI SDK UI message stream (app/aisdk; API.md): the bodies are the
+	// `ai` package's, not the SDK's.
+	{method: "POST", path: "/ai-sdk/chat", summary: "AI SDK: send ({id, messages, trigger, messageId}); answers the UI message stream (text/event-stream)", request: map[string]any{}, status: 200},
+	{method: "GET", path: "/ai-sdk/chat/{id}/stream", summary: "AI SDK: resume the running turn (text/event-stream; 204 when idle)", status: 200},
+	{method: "GET", path: "/ai-sdk/chat/{id}/messages", summary: "AI SDK: the chat's history as UIMessage[]", status: 200, response: []map[string]any{}},
+	{method: "POST", path: "/ai-sdk/chat/{id}/interrupt", summary: "AI SDK: interrupt the chat the id names", status: 200, response: sdk.Chat{}},
 }
 
 // OpenAPI returns the API's OpenAPI 3.1 document.

@@ -130,6 +130,10 @@ func (s *Server) untrack(cancel *context.CancelFunc) {
 	s.wg.Done()
 }
 
+// ErrClosed is Watch's answer once Close has begun: the server is shutting
+// down.
+var ErrClosed = errors.New("stream: server shutting down")
+
 // RestartReason is the close reason of the chat streams and watches that
 // Close ends, with status 1012 (Service Restart): the server is shutting
 // down, and the client should reconnect (behind a load balancer, to
@@ -244,6 +248,67 @@ func ParseOptions(q url.Values) (Options, error) {
 
 // ServeWith is Serve with the viewer's options.
 func (s *Server) ServeWith(ctx context.Context, conn *websocket.Conn, chatID uuid.UUID, opts Options) error {
+	return s.run(ctx, chatID, opts, &writer{conn: conn, partPrefix: partEventPrefix(chatID)}, conn)
+}
+
+// Watch runs the same stream loop as a viewer's WebSocket stream (the
+// bootstrap, then every change and every live part of the chat, relayed
+// from whichever replica runs it) and hands each batch of events to fn
+// instead of a connection: the protocol surfaces (app/aisdk) build their
+// streams from it. fn also gets an empty batch every ping interval, so the
+// caller can keep its own connection alive. Watch returns fn's error, the
+// context's, or store.ErrNotFound once the chat is deleted.
+func (s *Server) Watch(ctx context.Context, chatID uuid.UUID, fn func(ctx context.Context, events []sdk.ChatStreamEvent) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if !s.track(&cancel) {
+		return ErrClosed
+	}
+	defer s.untrack(&cancel)
+	return s.run(ctx, chatID, Options{}, funcSink(fn), nil)
+}
+
+// sink is where run sends a viewer's events: a WebSocket (writer) or a
+// function (Watch).
+type sink interface {
+	write(ctx context.Context, events []sdk.ChatStreamEvent) error
+	writeParts(ctx context.Context, loop *Loop, parts []relayPart) error
+}
+
+// funcSink hands events to a function, parts decoded into message_part
+// events.
+type funcSink func(ctx context.Context, events []sdk.ChatStreamEvent) error
+
+func (f funcSink) write(ctx context.Context, events []sdk.ChatStreamEvent) error {
+	return f(ctx, events)
+}
+
+func (f funcSink) writeParts(ctx context.Context, loop *Loop, parts []relayPart) error {
+	var events []sdk.ChatStreamEvent
+	for _, p := range parts {
+		var part sdk.ChatMessagePart
+		if len(p.Part) > 0 {
+			if err := json.Unmarshal(p.Part, &part); err != nil {
+				return fmt.Errorf("decode part: %w", err)
+			}
+		}
+		e, err := loop.Part(p.HistoryVersion, p.GenerationAttempt, p.Seq, part)
+		if err != nil {
+			return err
+		}
+		if e != nil {
+			events = append(events, *e)
+		}
+	}
+	if len(events) == 0 {
+		return nil
+	}
+	return f(ctx, events)
+}
+
+// run is the stream loop of one viewer; conn, when set, is the WebSocket
+// it pings (Watch has none: its sink gets an empty batch instead).
+func (s *Server) run(ctx context.Context, chatID uuid.UUID, opts Options, w sink, conn *websocket.Conn) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
@@ -270,7 +335,6 @@ func (s *Server) ServeWith(ctx context.Context, conn *websocket.Conn, chatID uui
 	defer rel.stop()
 	loop := NewLoop(chatID, rel.configure)
 	src := StoreSource{Store: s.store, HistoryLimit: opts.HistoryLimit}
-	w := &writer{conn: conn, partPrefix: partEventPrefix(chatID)}
 
 	// Keepalive runs in this loop: a goroutine exists only while a ping
 	// is out.
@@ -303,6 +367,12 @@ func (s *Server) ServeWith(ctx context.Context, conn *websocket.Conn, chatID uui
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-pings.C():
+			if conn == nil {
+				if err := w.write(ctx, nil); err != nil {
+					return err
+				}
+				continue
+			}
 			pings.ping(ctx, conn, &wg)
 		case err := <-pings.result():
 			pings.done()
