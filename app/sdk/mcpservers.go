@@ -48,7 +48,7 @@ type MCPServerConfig struct {
 	Access        MCPAccess `json:"access"`
 	AccessDefault bool      `json:"access_default"`
 	CreatedAt     time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // MCPServerRequest is the body of POST /chats/mcp-servers and PATCH
