@@ -297,7 +297,7 @@ func (a *App) init(ctx context.Context) error {
 		}
 		tp = a.tracing.Provider
 	}
-	a.projects = projects.New(a.store, a.clock)
+	a.projects = projects.New(a.store, a.clock, a.cfg.Projects)
 	wdeps := worker.Deps{
 		Tracer:  tp,
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: workerModels{a.models},

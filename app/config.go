@@ -13,6 +13,7 @@ import (
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/files"
+	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 )
@@ -109,6 +110,9 @@ type Config struct {
 
 	// Files are the attachment limits (zero fields: files.Default...).
 	Files files.Config
+	// Projects are the per-user caps of projects and memories (zero
+	// fields: projects.Default...; negative: unlimited).
+	Projects projects.Limits
 
 	// Worker tunes the chat worker (limits, retries, intervals).
 	Worker worker.Config

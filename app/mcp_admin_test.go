@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -17,6 +18,7 @@ import (
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/mcp/mcptest"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -97,15 +99,28 @@ func TestMCPServersAdminAPI(t *testing.T) {
 			"headers w/ cmd":  {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","headers":{"a":"b"}}`, 400, sdk.CodeValidation},
 			"array body":      {admin, "POST", "/api/v2/chats/mcp-servers", `[]`, 400, sdk.CodeValidation},
 			"name with space": {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"a b","command":"c"}`, 400, sdk.CodeValidation},
+			"access word":     {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","access":"everyone"}`, 400, sdk.CodeValidation},
+			"access users":    {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","access":"users"}`, 400, sdk.CodeValidation},
+			"access empty":    {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","access":[]}`, 400, sdk.CodeValidation},
+			"access number":   {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","access":1}`, 400, sdk.CodeValidation},
+			"access object":   {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","access":{"users":["bob"]}}`, 400, sdk.CodeValidation},
+			"access bad name": {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","access":["a b"]}`, 400, sdk.CodeValidation},
+			"access nobody":   {admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","access":["bob","nobody"]}`, 400, sdk.CodeValidation},
+			"access patch":    {admin, "PATCH", "/api/v2/chats/mcp-servers/" + uuid.NewString(), `{"access":"all"}`, 404, sdk.CodeNotFound},
 		} {
 			got := call(t, srv, tc.token, tc.method, tc.path, tc.body)
 			require.Equal(t, tc.status, got.status, "%s: %s", name, got.body)
 			var e sdk.Response
 			require.NoError(t, json.Unmarshal(got.body, &e), name)
 			require.Equal(t, tc.code, e.Code, name)
+			if strings.HasPrefix(name, "access") && tc.status == 400 {
+				require.Contains(t, e.Detail, "access", "%s: the answer names the field: %s", name, got.body)
+			}
 		}
+		got := call(t, srv, admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"x","command":"c","access":["bob","nobody"]}`)
+		require.Contains(t, string(got.body), `no user is named \"nobody\"`)
 
-		got := call(t, srv, admin, "POST", "/api/v2/chats/mcp-servers", string(create))
+		got = call(t, srv, admin, "POST", "/api/v2/chats/mcp-servers", string(create))
 		require.Equal(t, http.StatusCreated, got.status, "%s", got.body)
 		require.NotContains(t, string(got.body), "sekrit-value")
 		// At rest the env value is sealed (AES-GCM under the secret key).
@@ -138,27 +153,66 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Equal(t, []string{"everything__echo"}, toolNames(tested.Tools))
 
 		// The new server's tools are offered at once.
-		require.Len(t, a.MCP().Tools(t.Context(), nil), 1)
+		require.Len(t, a.MCP().Tools(t.Context(), anAdmin, nil), 1)
 
-		// The list: everyone sees the server, only an admin its config.
+		// Access: a server with env is the admins' by default, so bob does
+		// not see it; an admin sees it with its config.
+		require.Equal(t, sdk.MCPAccess{Mode: sdk.MCPAccessAdmins}, created.Config.Access)
+		require.True(t, created.Config.AccessDefault)
 		var list []sdk.MCPServer
 		got = call(t, srv, user, "GET", "/api/v2/chats/mcp-servers", "")
 		require.Equal(t, http.StatusOK, got.status)
+		require.JSONEq(t, `[]`, string(got.body), "bob may not use it")
+		got = call(t, srv, admin, "GET", "/api/v2/chats/mcp-servers", "")
+		require.NoError(t, json.Unmarshal(got.body, &list))
+		require.Len(t, list, 1)
+		require.NotNil(t, list[0].Config)
+		require.NotContains(t, string(got.body), "sekrit-value")
+		require.Contains(t, string(got.body), `"access":"admins","access_default":true`)
+
+		// Let bob in by name: he sees the server (not its config), and the
+		// stored access is read back by the manager (a reload from the row).
+		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":["bob","bob"]}`)
+		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
+		var patched sdk.MCPServer
+		require.NoError(t, json.Unmarshal(got.body, &patched))
+		require.Equal(t, sdk.MCPAccess{Mode: sdk.MCPAccessUsers, Users: []string{"bob"}}, patched.Config.Access)
+		require.False(t, patched.Config.AccessDefault)
+		require.Contains(t, string(got.body), `"access":["bob"],"access_default":false`)
+		got = call(t, srv, user, "GET", "/api/v2/chats/mcp-servers", "")
+		list = nil
 		require.NoError(t, json.Unmarshal(got.body, &list))
 		require.Len(t, list, 1)
 		require.Nil(t, list[0].Config)
 		require.Equal(t, sdk.MCPStateConnected, list[0].State)
-		got = call(t, srv, admin, "GET", "/api/v2/chats/mcp-servers", "")
-		require.NoError(t, json.Unmarshal(got.body, &list))
-		require.NotNil(t, list[0].Config)
-		require.NotContains(t, string(got.body), "sekrit-value")
+		bob := tools.User{Name: "bob"}
+		require.Len(t, a.MCP().Tools(t.Context(), bob, nil), 1)
+		require.Empty(t, a.MCP().Tools(t.Context(), tools.User{Name: "carol"}, nil))
+		require.NoError(t, a.Store().ReadTx(t.Context(), func(tx store.Reader) error {
+			row, err := tx.MCPServerGet(t.Context(), created.ID)
+			require.NoError(t, err)
+			var spec struct{ Access []string }
+			require.NoError(t, json.Unmarshal(row.Spec, &spec))
+			require.Equal(t, []string{"bob"}, spec.Access, "the access is stored in the spec")
+			return nil
+		}))
+		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":"all"}`)
+		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
+		require.Len(t, a.MCP().Tools(t.Context(), tools.User{Name: "carol"}, nil), 1, "all: every user")
+		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":null}`)
+		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
+		require.Contains(t, string(got.body), `"access":"admins","access_default":true`, "null: back to the default")
+		require.Empty(t, a.MCP().Tools(t.Context(), bob, nil))
+		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":"everyone"}`)
+		require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
+		require.Contains(t, string(got.body), `access: \"everyone\" is not \"all\", \"admins\", or an array of usernames`)
 
 		// Edit: the next step sees the new tool set.
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"tools":{"exclude":["echo"]}}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
 		require.NotContains(t, string(got.body), "sekrit-value")
 		var names []string
-		for _, tool := range a.MCP().Tools(t.Context(), nil) {
+		for _, tool := range a.MCP().Tools(t.Context(), anAdmin, nil) {
 			names = append(names, tool.Name())
 		}
 		require.NotEmpty(t, names)
@@ -168,13 +222,13 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"enabled":false}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
-		require.Empty(t, a.MCP().Tools(t.Context(), nil), "disabled: no tools")
+		require.Empty(t, a.MCP().Tools(t.Context(), anAdmin, nil), "disabled: no tools")
 
 		got = call(t, srv, admin, "DELETE", "/api/v2/chats/mcp-servers/"+id, "")
 		require.Equal(t, http.StatusNoContent, got.status, "%s", got.body)
 		got = call(t, srv, admin, "GET", "/api/v2/chats/mcp-servers", "")
 		require.JSONEq(t, `[]`, string(got.body))
-		require.False(t, slices.ContainsFunc(a.MCP().Status(t.Context()), func(s sdk.MCPServer) bool { return s.ID == created.ID }))
+		require.False(t, slices.ContainsFunc(a.MCP().Status(t.Context(), anAdmin), func(s sdk.MCPServer) bool { return s.ID == created.ID }))
 	})
 }
 

@@ -15,7 +15,11 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 )
+
+// anAdmin may use every MCP server, whatever its access.
+var anAdmin = tools.User{Name: "admin", Admin: true}
 
 func writeMCPConfig(t *testing.T, body string) string {
 	t.Helper()
@@ -45,8 +49,8 @@ func TestMCPWiring(t *testing.T) {
 	a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path, BootstrapToken: token}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
-	require.Empty(t, a.MCP().Tools(t.Context(), nil), "a server that cannot start offers nothing")
-	st := a.MCP().Status(t.Context())
+	require.Empty(t, a.MCP().Tools(t.Context(), anAdmin, nil), "a server that cannot start offers nothing")
+	st := a.MCP().Status(t.Context(), anAdmin)
 	require.Len(t, st, 2)
 	require.Equal(t, mcp.ServerID("broken"), st[0].ID)
 	require.Equal(t, sdk.MCPStateFailed, st[0].State)
@@ -74,7 +78,7 @@ func TestNoMCPConfigNoServers(t *testing.T) {
 	a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
-	require.Empty(t, a.MCP().Status(t.Context()))
+	require.Empty(t, a.MCP().Status(t.Context(), anAdmin))
 }
 
 func TestMCPConfigFromEnv(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/chatd/chatd/app/llm/openai"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/modelconfig"
+	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/stream"
 	"github.com/chatd/chatd/app/worker"
 )
@@ -208,6 +209,14 @@ var settings = []Setting{
 		More:  "(the client IP is the connection's peer, or behind a trusted proxy the client it names in `X-Forwarded-For`)"},
 	{Flag: "max-chats-per-user", Env: "CHATD_MAX_CHATS_PER_USER", Field: "Limits.MaxChatsPerUser", Default: itoa(api.DefaultMaxChatsPerUser), Preset: true,
 		Usage: "chats a user owns, archived and subagent chats included (429 `LIMIT_REACHED` on create); `0`: unlimited"},
+	{Flag: "max-projects-per-user", Env: "CHATD_MAX_PROJECTS_PER_USER", Field: "Projects.MaxProjectsPerUser", Default: itoa(projects.DefaultMaxProjectsPerUser), ZeroOff: true,
+		Usage: "projects a user owns (429 `LIMIT_REACHED` on create; delete one to free a place); `0`: unlimited"},
+	{Flag: "max-memories-per-user", Env: "CHATD_MAX_MEMORIES_PER_USER", Field: "Projects.MaxMemoriesPerUser", Default: itoa(projects.DefaultMaxMemoriesPerUser), ZeroOff: true,
+		Usage: "project memories of all a user's projects together (429 `LIMIT_REACHED` on saving a new name; the agent's `save_memory` gets an error result); `0`: unlimited",
+		More:  "(each project also holds at most " + itoa(projects.MaxMemories) + ")"},
+	{Flag: "max-files-per-user", Env: "CHATD_MAX_FILES_PER_USER", Field: "Files.MaxPerUser", Default: itoa(files.DefaultMaxPerUser), ZeroOff: true,
+		Usage: "uploaded files a user holds, used by a chat or not (429 `LIMIT_REACHED` on upload); `0`: unlimited",
+		More:  "(unused files go after `CHATD_FILE_RETENTION`, a chat's with the chat; `CHATD_FILE_QUOTA_BYTES` bounds their bytes)"},
 	{Flag: "max-streams-per-user", Env: "CHATD_MAX_STREAMS_PER_USER", Field: "Limits.MaxStreamsPerUser", Default: itoa(api.DefaultMaxStreamsPerUser), Preset: true,
 		Usage: "open chat streams (WebSockets) per user on each replica (429 `LIMIT_REACHED`); `0`: unlimited"},
 	{Flag: "max-dynamic-tools", Env: "CHATD_MAX_DYNAMIC_TOOLS", Field: "Limits.MaxDynamicTools", Default: itoa(api.DefaultMaxDynamicTools), Preset: true,

@@ -28,6 +28,13 @@ type ProjectReader interface {
 
 	// MemoryCount counts a project's memories.
 	MemoryCount(ctx context.Context, projectID uuid.UUID) (int64, error)
+
+	// ProjectCountByOwner counts the projects a user owns (the per-user cap).
+	ProjectCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error)
+
+	// MemoryCountByOwner counts the memories of every project a user owns
+	// (the per-user cap).
+	MemoryCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error)
 }
 
 // ProjectTx writes projects and their memories. It is part of Tx; the

@@ -210,6 +210,9 @@ type Reader interface {
 
 	// FileBytesByOwner sums the sizes of a user's files (the upload quota).
 	FileBytesByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error)
+
+	// FileCountByOwner counts a user's files (the per-user cap).
+	FileCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error)
 }
 
 // Tx is the set of data operations available inside a write transaction:

@@ -30,6 +30,7 @@ import (
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 )
 
@@ -80,12 +81,13 @@ type TitleGenerator interface {
 
 // MCPServers is the configured MCP servers (app/mcp.Manager).
 type MCPServers interface {
-	// Status lists every configured server with its state and tools,
-	// sorted by name. It starts connecting servers not yet used and does
-	// not wait for them.
-	Status(ctx context.Context) []sdk.MCPServer
-	// Has reports whether id is a configured server's id.
-	Has(id uuid.UUID) bool
+	// Status lists every configured server u may use with its state and
+	// tools, sorted by name. It starts connecting servers not yet used and
+	// does not wait for them.
+	Status(ctx context.Context, u tools.User) []sdk.MCPServer
+	// Allows reports whether id is a configured server's id that u may
+	// use.
+	Allows(id uuid.UUID, u tools.User) bool
 }
 
 // Deps are the API's collaborators.

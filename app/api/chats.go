@@ -94,7 +94,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		return err
 	}
 	// servers is the chat's MCP selection as stored (nil: every server).
-	servers, err := s.parseMCPServerIDs(req.MCPServerIDs)
+	servers, err := s.parseMCPServerIDs(req.MCPServerIDs, c)
 	if err != nil {
 		return err
 	}
@@ -412,7 +412,7 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 		ProjectID: project,
 	}
 	if req.MCPServerIDs != nil {
-		servers, err := s.parseMCPServerIDs(req.MCPServerIDs)
+		servers, err := s.parseMCPServerIDs(req.MCPServerIDs, c)
 		if err != nil {
 			return err
 		}

@@ -156,6 +156,8 @@ func fileError(err error) error {
 	switch {
 	case errors.Is(err, files.ErrTooLarge):
 		return newError(http.StatusRequestEntityTooLarge, sdk.CodeTooLarge, "The file is too large.", err.Error())
+	case errors.Is(err, files.ErrLimitReached):
+		return errLimitReached(err.Error())
 	case errors.Is(err, files.ErrQuota):
 		return newError(http.StatusConflict, sdk.CodeFileQuotaExceeded,
 			"Your files use up your storage quota; files no chat uses are removed after a while.", err.Error())

@@ -220,7 +220,7 @@ func errRateLimited(what string, retryAfter time.Duration) error {
 	}
 }
 
-func errLimitReached(detail string) error {
+func errLimitReached(detail string) *apiError {
 	return newError(http.StatusTooManyRequests, sdk.CodeLimitReached, "A limit of your account is reached.", detail)
 }
 

@@ -11,17 +11,19 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 )
 
 // listMCPServers answers GET /chats/mcp-servers: every configured MCP
-// server with its state and tools (an empty list when none is configured).
+// server the caller may use with its state and tools (an empty list when
+// none is). A server restricted to others is not listed at all.
 // The wire type has no env, headers or args, so they cannot leak here.
 // An admin also sees each server's stored settings (config; never the
 // values of env and headers).
 func (s *Server) listMCPServers(w http.ResponseWriter, r *http.Request, c *caller) error {
 	out := []sdk.MCPServer{}
 	if s.deps.MCP != nil {
-		if servers := s.deps.MCP.Status(r.Context()); servers != nil {
+		if servers := s.deps.MCP.Status(r.Context(), c.toolUser()); servers != nil {
 			out = servers
 		}
 	}
@@ -178,11 +180,18 @@ func (s *Server) testMCPServer(w http.ResponseWriter, r *http.Request, c *caller
 	})
 }
 
+// toolUser is the caller as the MCP servers' access rules see them.
+func (c *caller) toolUser() tools.User {
+	return tools.User{ID: c.user.ID, Name: c.user.Name, Admin: c.user.Admin}
+}
+
 // parseMCPServerIDs reads a body's mcp_server_ids. Absent or null is nil:
-// every configured server. A list (an empty one: none) must name
-// configured servers; a repeated id counts once (the first is kept, in
-// order). Anything else is a 400 naming the entry.
-func (s *Server) parseMCPServerIDs(raw json.RawMessage) ([]uuid.UUID, error) {
+// every configured server (the worker offers only those the chat's owner
+// may use). A list (an empty one: none) must name configured servers the
+// caller may use (one restricted to others answers like an unknown id);
+// a repeated id counts once (the first is kept, in order). Anything else
+// is a 400 naming the entry.
+func (s *Server) parseMCPServerIDs(raw json.RawMessage, c *caller) ([]uuid.UUID, error) {
 	const field = "mcp_server_ids"
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
@@ -210,7 +219,7 @@ func (s *Server) parseMCPServerIDs(raw json.RawMessage) ([]uuid.UUID, error) {
 		if s.deps.MCP == nil {
 			return nil, validation(entry, fmt.Sprintf("%s: no MCP servers are configured, so no server has id %s", entry, id))
 		}
-		if !s.deps.MCP.Has(id) {
+		if !s.deps.MCP.Allows(id, c.toolUser()) {
 			return nil, validation(entry, fmt.Sprintf("%s: no configured MCP server has id %s (GET /api/v2/chats/mcp-servers lists them)", entry, id))
 		}
 		seen[id] = true

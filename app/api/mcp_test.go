@@ -18,6 +18,7 @@ import (
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -29,9 +30,9 @@ type fakeMCP struct {
 
 var _ api.MCPServers = (*fakeMCP)(nil)
 
-func (f *fakeMCP) Status(context.Context) []sdk.MCPServer { return f.servers }
+func (f *fakeMCP) Status(context.Context, tools.User) []sdk.MCPServer { return f.servers }
 
-func (f *fakeMCP) Has(id uuid.UUID) bool {
+func (f *fakeMCP) Allows(id uuid.UUID, _ tools.User) bool {
 	for _, s := range f.servers {
 		if s.ID == id {
 			return true

@@ -44,6 +44,8 @@ func projectError(err error) (*apiError, bool) {
 	case errors.Is(err, projects.ErrNotEmpty):
 		return newError(http.StatusConflict, sdk.CodeProjectNotEmpty,
 			"The project still has chats; delete them or move them out of the project first.", err.Error()), true
+	case errors.Is(err, projects.ErrLimitReached):
+		return errLimitReached(err.Error()), true
 	case errors.Is(err, projects.ErrMemoryFull):
 		return newError(http.StatusConflict, sdk.CodeMemoryFull,
 			"The project's memory is full; delete a memory or fold this one into an existing one.", err.Error()), true

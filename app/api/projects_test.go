@@ -188,7 +188,7 @@ func TestProjectMemoriesAPI(t *testing.T) {
 
 		// Fill the project to the cap: a new name is refused, an existing
 		// one still replaced.
-		svc := projects.New(s, nil)
+		svc := projects.New(s, nil, projects.Limits{})
 		for i := 1; i < projects.MaxMemories; i++ {
 			_, err := svc.SaveMemory(ctx, p.ID, fmt.Sprintf("m%03d", i), "x", uuid.NullUUID{})
 			require.NoError(t, err)

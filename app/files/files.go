@@ -31,6 +31,7 @@ const (
 	DefaultQuotaBytes   int64 = 1 << 30  // 1 GiB per user
 	DefaultRetention          = 24 * time.Hour
 	DefaultMaxPerChat         = 50
+	DefaultMaxPerUser         = 10000 // files one user holds, linked or not
 	// MaxTextFileBytes caps how much of a text file a model is given.
 	MaxTextFileBytes = 256 << 10
 )
@@ -46,6 +47,9 @@ type Config struct {
 	// MaxPerChat is the most files one chat holds; the earliest uploaded
 	// are evicted beyond it (spec: CODER_CHAT_MAX_ATTACHMENTS_PER_CHAT).
 	MaxPerChat int
+	// MaxPerUser caps how many files a user holds, linked to a chat or
+	// not (ErrLimitReached beyond); negative: unlimited.
+	MaxPerUser int
 }
 
 // WithDefaults fills zero fields with the Defaults.
@@ -62,6 +66,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxPerChat <= 0 {
 		c.MaxPerChat = DefaultMaxPerChat
 	}
+	if c.MaxPerUser == 0 {
+		c.MaxPerUser = DefaultMaxPerUser
+	}
 	return c
 }
 
@@ -71,6 +78,8 @@ var (
 	ErrTooLarge = errors.New("file is too large")
 	// ErrQuota: the upload would take its owner past QuotaBytes.
 	ErrQuota = errors.New("file quota exceeded")
+	// ErrLimitReached: the owner holds MaxPerUser files.
+	ErrLimitReached = errors.New("file count limit reached")
 	// ErrBadContent: the bytes contradict the declared media type.
 	ErrBadContent = errors.New("file content does not match its type")
 	// ErrNotFound: no such file, or not the caller's.
@@ -118,6 +127,9 @@ func (s *Service) Upload(ctx context.Context, owner uuid.UUID, name, declared st
 			return fmt.Errorf("%w: %d bytes stored, this file has %d, the quota is %d",
 				ErrQuota, used, len(content), s.cfg.QuotaBytes)
 		}
+		if err := s.checkCount(ctx, tx, owner); err != nil {
+			return err
+		}
 		f, err = tx.FileInsert(ctx, store.FileInsertParams{
 			ID: uuid.New(), OwnerID: owner, Name: cleanName(name), MediaType: mediaType, Content: content, Now: s.clock.Now(),
 		})
@@ -127,6 +139,23 @@ func (s *Service) Upload(ctx context.Context, owner uuid.UUID, name, declared st
 		return store.File{}, fmt.Errorf("upload file: %w", err)
 	}
 	return f, nil
+}
+
+// checkCount refuses one more file when owner holds MaxPerUser; Upload
+// holds the owner's lock.
+func (s *Service) checkCount(ctx context.Context, tx store.Tx, owner uuid.UUID) error {
+	if s.cfg.MaxPerUser < 0 {
+		return nil
+	}
+	n, err := tx.FileCountByOwner(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if n >= int64(s.cfg.MaxPerUser) {
+		return fmt.Errorf("%w: you have %d files; at most %d (files no chat uses are removed after the retention; "+
+			"deleting a chat deletes its files)", ErrLimitReached, n, s.cfg.MaxPerUser)
+	}
+	return nil
 }
 
 // Get reads a file for its owner: another user's file is ErrNotFound, the

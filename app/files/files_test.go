@@ -2,7 +2,9 @@ package files_test
 
 import (
 	"context"
+	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,5 +114,64 @@ func TestUploadQuotaAndRetention(t *testing.T) {
 		require.Equal(t, int64(1), n)
 		_, err = svc.Get(ctx, owner.ID, f.ID)
 		require.ErrorIs(t, err, files.ErrNotFound)
+	})
+}
+
+// TestUploadCountCap: a user holding MaxPerUser files, linked or not, is
+// refused another (ErrLimitReached) until one is gone; other users are
+// not counted; concurrent uploads at the cap land exactly up to it.
+func TestUploadCountCap(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		ctx := context.Background()
+		s := newStore(t)
+		fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+		svc := files.New(s, fake, files.Config{MaxPerUser: 3, Retention: time.Hour})
+		var alice, bob store.User
+		require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
+			var err error
+			if alice, err = tx.UserInsert(ctx, store.UserInsertParams{ID: uuid.New(), Name: "alice", Now: fake.Now()}); err != nil {
+				return err
+			}
+			bob, err = tx.UserInsert(ctx, store.UserInsertParams{ID: uuid.New(), Name: "bob", Now: fake.Now()})
+			return err
+		}))
+		first, err := svc.Upload(ctx, alice.ID, "a.txt", "text/plain", []byte("a"))
+		require.NoError(t, err)
+		_, err = svc.Upload(ctx, bob.ID, "b.txt", "text/plain", []byte("b"))
+		require.NoError(t, err)
+
+		const writers = 4
+		errs := make([]error, writers)
+		var wg sync.WaitGroup
+		for i := range writers {
+			wg.Go(func() { _, errs[i] = svc.Upload(ctx, alice.ID, "c.txt", "text/plain", []byte("c")) })
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, files.ErrLimitReached):
+				t.Fatalf("unexpected error: %v", err)
+			}
+		}
+		require.Equal(t, 2, ok, "two places were left")
+		_, err = svc.Upload(ctx, alice.ID, "d.txt", "text/plain", []byte("d"))
+		require.ErrorIs(t, err, files.ErrLimitReached)
+		require.ErrorContains(t, err, "you have 3 files; at most 3")
+
+		require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
+			_, err := tx.FileDelete(ctx, first.ID)
+			return err
+		}))
+		_, err = svc.Upload(ctx, alice.ID, "e.txt", "text/plain", []byte("e"))
+		require.NoError(t, err, "a removed file frees its place")
+
+		unlimited := files.New(s, fake, files.Config{MaxPerUser: -1})
+		_, err = unlimited.Upload(ctx, alice.ID, "f.txt", "text/plain", []byte("f"))
+		require.NoError(t, err)
+		require.Equal(t, files.DefaultMaxPerUser, files.Config{}.WithDefaults().MaxPerUser)
 	})
 }

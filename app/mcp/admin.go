@@ -219,7 +219,7 @@ func (a *Servers) changed(ctx context.Context) error {
 }
 
 // editable are the fields of a server definition in the API.
-var editable = []string{"command", "args", "env", "url", "headers", "tools", "effects", "approval", "approvals", "timeout"}
+var editable = []string{"command", "args", "env", "url", "headers", "tools", "effects", "approval", "approvals", "timeout", "access"}
 
 // decodeBody splits an API body into its fields, refusing unknown ones.
 func decodeBody(body []byte) (map[string]json.RawMessage, error) {
@@ -278,6 +278,9 @@ func (a *Servers) Create(ctx context.Context, body []byte) (sdk.MCPServer, error
 		return sdk.MCPServer{}, err
 	}
 	err = a.opts.Store.InTx(ctx, func(tx store.Tx) error {
+		if err := checkUsers(ctx, tx, s); err != nil {
+			return err
+		}
 		row, err = tx.MCPServerInsert(ctx, row)
 		return err
 	})
@@ -343,6 +346,9 @@ func (a *Servers) Update(ctx context.Context, id uuid.UUID, body []byte) (sdk.MC
 			return fmt.Errorf("%w: %v", ErrInvalid, err)
 		}
 		s.ID, s.Disabled = old.ID, !enabled
+		if err := checkUsers(ctx, tx, s); err != nil {
+			return err
+		}
 		next, err := s.Row(old.Source, a.opts.Sealer, a.opts.Clock.Now())
 		if err != nil {
 			return err
@@ -354,6 +360,22 @@ func (a *Servers) Update(ctx context.Context, id uuid.UUID, body []byte) (sdk.MC
 		return sdk.MCPServer{}, err
 	}
 	return a.answer(ctx, s, row)
+}
+
+// checkUsers refuses an access list that names no user: a misspelt name
+// would let nobody in silently. (The config file may name users not
+// created yet.)
+func checkUsers(ctx context.Context, r store.Reader, s Server) error {
+	for _, name := range s.Users {
+		_, err := r.UserGetByName(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%w: access: no user is named %q", ErrInvalid, name)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // keepSecrets fills the null values of a body's env and headers objects

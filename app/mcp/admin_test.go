@@ -53,7 +53,7 @@ func TestServersSeedEditDelete(t *testing.T) {
 		require.NoError(t, a.Seed(t.Context()))
 		require.NoError(t, a.Reload(t.Context()))
 		require.False(t, f.m.Has(ServerID("unused")), "the stored servers replace NewManager's")
-		require.Equal(t, []string{"f__echo", "f__write"}, names(f.m.Tools(t.Context(), nil)))
+		require.Equal(t, []string{"f__echo", "f__write"}, names(f.m.Tools(t.Context(), anAdmin, nil)))
 
 		got := rows(t, st)
 		require.Len(t, got, 1)
@@ -67,11 +67,11 @@ func TestServersSeedEditDelete(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{"TOKEN"}, ans.Config.EnvKeys)
 		require.Equal(t, sdk.MCPSourceConfigFile, ans.Config.Source)
-		require.Equal(t, []string{"f__echo"}, names(f.m.Tools(t.Context(), nil)), "the edit reconnected the server")
+		require.Equal(t, []string{"f__echo"}, names(f.m.Tools(t.Context(), anAdmin, nil)), "the edit reconnected the server")
 		require.NoError(t, a.Seed(t.Context()))
 		require.NoError(t, a.Reload(t.Context()))
-		require.Equal(t, []string{"f__echo"}, names(f.m.Tools(t.Context(), nil)))
-		require.Equal(t, "always", find(t, f.m.Tools(t.Context(), nil), "f__echo").Approval())
+		require.Equal(t, []string{"f__echo"}, names(f.m.Tools(t.Context(), anAdmin, nil)))
+		require.Equal(t, "always", find(t, f.m.Tools(t.Context(), anAdmin, nil), "f__echo").Approval())
 
 		// Create: env values never come back.
 		ans, err = a.Create(t.Context(), []byte(`{"name":"n","command":"in-memory","env":{"KEY":"v4lue"},"tools":{"include":["idem"]}}`))
@@ -82,7 +82,7 @@ func TestServersSeedEditDelete(t *testing.T) {
 		out, err := json.Marshal(ans)
 		require.NoError(t, err)
 		require.NotContains(t, string(out), "v4lue")
-		require.Equal(t, []string{"f__echo", "n__idem"}, names(f.m.Tools(t.Context(), nil)))
+		require.Equal(t, []string{"f__echo", "n__idem"}, names(f.m.Tools(t.Context(), anAdmin, nil)))
 		cfgs, err := a.Configs(t.Context())
 		require.NoError(t, err)
 		require.Equal(t, []string{"KEY"}, cfgs[ServerID("n")].EnvKeys)
@@ -94,7 +94,7 @@ func TestServersSeedEditDelete(t *testing.T) {
 		require.Empty(t, ans.Config.Tools.Include)
 		require.False(t, ans.Config.Enabled)
 		require.Equal(t, sdk.MCPStateDisabled, ans.State)
-		require.Equal(t, []string{"f__echo"}, names(f.m.Tools(t.Context(), nil)), "disabled: its tools are gone")
+		require.Equal(t, []string{"f__echo"}, names(f.m.Tools(t.Context(), anAdmin, nil)), "disabled: its tools are gone")
 
 		for name, tc := range map[string]struct {
 			body string
@@ -134,7 +134,7 @@ func TestServersSeedEditDelete(t *testing.T) {
 		// Once the file no longer names it, a seeded server can go.
 		gone := newServers(t, st, f, Config{})
 		require.NoError(t, gone.Delete(t.Context(), ServerID("f")))
-		require.Empty(t, f.m.Tools(t.Context(), nil))
+		require.Empty(t, f.m.Tools(t.Context(), anAdmin, nil))
 		require.Empty(t, rows(t, st))
 	})
 }
@@ -151,7 +151,7 @@ func TestServersTest(t *testing.T) {
 	require.True(t, res.OK, "a disabled server can be tested")
 	require.Equal(t, "n__echo", res.Tools[0].Name)
 	require.Equal(t, 1, f.ts.dials())
-	require.Empty(t, f.m.Tools(t.Context(), nil), "the test left the shared connections alone")
+	require.Empty(t, f.m.Tools(t.Context(), anAdmin, nil), "the test left the shared connections alone")
 	_, err = a.Test(t.Context(), ServerID("nope"))
 	require.ErrorIs(t, err, ErrNotFound)
 
@@ -187,7 +187,7 @@ func TestServersReplicasConverge(t *testing.T) {
 		for !fb.m.Has(ans.ID) {
 			<-b.reloaded
 		}
-		require.Equal(t, []string{"n__echo"}, names(fb.m.Tools(t.Context(), nil)))
+		require.Equal(t, []string{"n__echo"}, names(fb.m.Tools(t.Context(), anAdmin, nil)))
 
 		require.False(t, fc.m.Has(ans.ID))
 		require.NoError(t, fake.BlockUntil(t.Context(), 1)) // c's resync ticker
@@ -199,6 +199,6 @@ func TestServersReplicasConverge(t *testing.T) {
 		for fb.m.Has(ans.ID) {
 			<-b.reloaded
 		}
-		require.Empty(t, fb.m.Tools(t.Context(), nil))
+		require.Empty(t, fb.m.Tools(t.Context(), anAdmin, nil))
 	})
 }

@@ -23,6 +23,9 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 )
 
@@ -74,6 +77,62 @@ type Server struct {
 	Timeout time.Duration
 	// Disabled servers are listed but never connected.
 	Disabled bool
+	// Access says who may use the server's tools, as the config gave it:
+	// AccessAll, AccessAdmins, AccessUsers (admins and the users named in
+	// Users), or "" when not given (DefaultAccess applies; EffectiveAccess).
+	Access string
+	// Users are the usernames AccessUsers lets in, sorted.
+	Users []string
+}
+
+// Who may use a server's tools (Server.Access).
+const (
+	// AccessAll: every user.
+	AccessAll = sdk.MCPAccessAll
+	// AccessAdmins: admins only.
+	AccessAdmins = sdk.MCPAccessAdmins
+	// AccessUsers: admins and the users named in Server.Users.
+	AccessUsers = sdk.MCPAccessUsers
+)
+
+// HasSecrets reports whether the server is given env or header values,
+// which may carry an admin's credentials to whoever calls its tools.
+func (s Server) HasSecrets() bool { return len(s.Env) > 0 || len(s.Headers) > 0 }
+
+// DefaultAccess is the access of a server whose config gives none:
+// admins only when it has env or header values, every user otherwise.
+func (s Server) DefaultAccess() string {
+	if s.HasSecrets() {
+		return AccessAdmins
+	}
+	return AccessAll
+}
+
+// EffectiveAccess is the access in force: the given one, else
+// DefaultAccess.
+func (s Server) EffectiveAccess() string {
+	if s.Access == "" {
+		return s.DefaultAccess()
+	}
+	return s.Access
+}
+
+// Allows reports whether u may use the server's tools. Admins may use
+// every server.
+func (s Server) Allows(u tools.User) bool {
+	switch {
+	case u.Admin:
+		return true
+	case u.Name == "":
+		return false // nobody in particular: only open to the named
+	}
+	switch s.EffectiveAccess() {
+	case AccessAll:
+		return true
+	case AccessUsers:
+		return slices.Contains(s.Users, u.Name)
+	}
+	return false
 }
 
 // ApprovalOf is the approval policy of the server's tool named mcpName (the
@@ -208,6 +267,12 @@ func parseServer(name string, raw json.RawMessage) (Server, error) {
 			return s, err
 		}
 	}
+	if raw, ok := fields["access"]; ok && string(raw) != "null" {
+		var err error
+		if s.Access, s.Users, err = parseAccess(raw); err != nil {
+			return s, err
+		}
+	}
 	s.Include, s.Exclude = toolsField.Include, toolsField.Exclude
 	switch {
 	case s.Command != "" && s.URL != "":
@@ -254,4 +319,38 @@ func parseServer(name string, raw json.RawMessage) (Server, error) {
 		s.Timeout = d
 	}
 	return s, nil
+}
+
+// accessWant describes the access field's forms for error messages.
+const accessWant = `"all", "admins", or an array of usernames (those users and the admins)`
+
+// parseAccess reads an access field: "all", "admins", or a non-empty array
+// of usernames (returned sorted, without repeats).
+func parseAccess(raw json.RawMessage) (access string, users []string, err error) {
+	var word string
+	if json.Unmarshal(raw, &word) == nil {
+		switch word {
+		case AccessAll, AccessAdmins:
+			return word, nil, nil
+		}
+		return "", nil, fmt.Errorf("access: %q is not %s", word, accessWant)
+	}
+	var names []string
+	if err := json.Unmarshal(raw, &names); err != nil {
+		return "", nil, fmt.Errorf("access: must be %s", accessWant)
+	}
+	if len(names) == 0 {
+		return "", nil, errors.New(`access: an empty list lets no user in; give "admins" for admins only`)
+	}
+	for i, name := range names {
+		if err := auth.ValidateUserName(name); err != nil {
+			var ve *auth.ValidationError
+			if errors.As(err, &ve) {
+				return "", nil, fmt.Errorf("access[%d]: %q is not a username: %s", i, name, ve.Detail)
+			}
+			return "", nil, fmt.Errorf("access[%d]: %q is not a username", i, name)
+		}
+	}
+	slices.Sort(names)
+	return AccessUsers, slices.Compact(names), nil
 }

@@ -52,7 +52,7 @@ func newHTTPManager(t *testing.T, s Server) *Manager {
 
 func callEcho(t *testing.T, m *Manager) {
 	t.Helper()
-	out, err := find(t, m.Tools(t.Context(), nil), "h__echo").Run(t.Context(), json.RawMessage(`{"message":"over http"}`))
+	out, err := find(t, m.Tools(t.Context(), anAdmin, nil), "h__echo").Run(t.Context(), json.RawMessage(`{"message":"over http"}`))
 	require.NoError(t, err)
 	require.JSONEq(t, `"over http"`, string(out))
 }
@@ -68,9 +68,9 @@ func checkHTTPTransport(t *testing.T, handler func(func(*http.Request) *mcp.Serv
 	t.Cleanup(hs.Close) // after the manager's Close (cleanups run last first)
 	m := newHTTPManager(t, Server{URL: hs.URL, Headers: map[string]string{"Authorization": auth}})
 
-	require.Len(t, m.Tools(t.Context(), nil), 6)
+	require.Len(t, m.Tools(t.Context(), anAdmin, nil), 6)
 	callEcho(t, m)
-	st := m.Status(t.Context())[0]
+	st := m.Status(t.Context(), anAdmin)[0]
 	require.Equal(t, transport, st.Transport)
 	require.Equal(t, sdk.MCPStateConnected, st.State)
 	for _, h := range rec.headers() {
@@ -91,7 +91,7 @@ func TestStreamableHTTPListChanged(t *testing.T) {
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ts.srv }, nil))
 	t.Cleanup(hs.Close) // after the manager's Close (cleanups run last first)
 	m := newHTTPManager(t, Server{URL: hs.URL})
-	require.Len(t, m.Tools(t.Context(), nil), 6)
+	require.Len(t, m.Tools(t.Context(), anAdmin, nil), 6)
 	ts.srv.RemoveTools("slow")
 	waitUntil(t, m, "h", func(s *server) bool { return len(s.tools) == 5 })
 }
@@ -115,8 +115,8 @@ func TestNoFallbackOnUnauthorized(t *testing.T) {
 	})))
 	t.Cleanup(hs.Close) // after the manager's Close (cleanups run last first)
 	m := newHTTPManager(t, Server{URL: hs.URL + "/mcp?key=hunter2"})
-	require.Empty(t, m.Tools(t.Context(), nil))
-	st := m.Status(t.Context())[0]
+	require.Empty(t, m.Tools(t.Context(), anAdmin, nil))
+	st := m.Status(t.Context(), anAdmin)[0]
 	require.Equal(t, sdk.MCPStateFailed, st.State)
 	require.Equal(t, sdk.MCPTransportStreamableHTTP, st.Transport)
 	require.Contains(t, *st.LastError, "streamable HTTP")
@@ -131,8 +131,8 @@ func TestFailedURLIsRedacted(t *testing.T) {
 	t.Parallel()
 	// Nothing listens on port 1.
 	m := newHTTPManager(t, Server{URL: "http://user:pw@127.0.0.1:1/mcp?token=hunter2"})
-	require.Empty(t, m.Tools(t.Context(), nil))
-	msg := *m.Status(t.Context())[0].LastError
+	require.Empty(t, m.Tools(t.Context(), anAdmin, nil))
+	msg := *m.Status(t.Context(), anAdmin)[0].LastError
 	require.NotContains(t, msg, "hunter2")
 	require.NotContains(t, msg, "pw@")
 	require.True(t, strings.Contains(msg, "127.0.0.1:1"), msg)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
+
+	"github.com/chatd/chatd/app/tools"
 )
 
 // helperEnv, set through a server's configured env, makes the test binary
@@ -49,3 +51,6 @@ func runHelper() {
 		})
 	_ = s.Run(context.Background(), &mcp.StdioTransport{})
 }
+
+// anAdmin may use every server, whatever its access.
+var anAdmin = tools.User{Name: "admin", Admin: true}

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -118,6 +119,7 @@ func NewManager(cfg Config, opts Options) *Manager {
 func (m *Manager) newServer(sc Server) *server {
 	s := &server{cfg: sc, refresh: make(chan struct{}, 1), changed: make(chan struct{}), stopped: make(chan struct{}), state: sdk.MCPStateConnecting}
 	s.ctx, s.cancel = context.WithCancel(m.ctx)
+	s.access.Store(&sc)
 	s.transport = sdk.MCPTransportStreamableHTTP
 	if sc.Stdio() {
 		s.transport = sdk.MCPTransportStdio
@@ -130,8 +132,9 @@ func (m *Manager) newServer(sc Server) *server {
 
 // Apply replaces the configured servers with cfg's, at run time. A new
 // server connects lazily, like those given to NewManager; a server whose
-// settings changed in any way (enabling or disabling it too) is
-// disconnected and connects again with the new settings on its next use;
+// access alone changed keeps its connection, under the new rule at once;
+// a server whose other settings changed in any way (enabling or disabling
+// it too) is disconnected and connects again with them on its next use;
 // a removed or disabled one is disconnected. Tools and Status see the new
 // set when Apply returns, which is after the retired connections are
 // closed (their stdio children stopped). A call in flight on a retired
@@ -144,8 +147,9 @@ func (m *Manager) Apply(cfg Config) {
 	kept := map[*server]bool{}
 	for _, sc := range cfg.Servers {
 		s, ok := m.byID[sc.ID]
-		if ok && reflect.DeepEqual(s.cfg, sc) {
+		if ok && sameConnection(s.cfg, sc) {
 			kept[s] = true
+			s.access.Store(&sc)
 		} else {
 			s = m.newServer(sc)
 		}
@@ -164,6 +168,13 @@ func (m *Manager) Apply(cfg Config) {
 	for _, s := range retired {
 		m.retire(s)
 	}
+}
+
+// sameConnection reports whether a and b differ at most in who may use
+// the server.
+func sameConnection(a, b Server) bool {
+	a.Access, a.Users, b.Access, b.Users = "", nil, "", nil
+	return reflect.DeepEqual(a, b)
 }
 
 // retire stops s's connection loop, closing its session, and waits for it.
@@ -215,18 +226,27 @@ func (m *Manager) Has(id uuid.UUID) bool {
 	return ok
 }
 
+// Allows reports whether id is a configured server's id (disabled ones
+// included) that u may use.
+func (m *Manager) Allows(id uuid.UUID, u tools.User) bool {
+	m.cfgMu.RLock()
+	defer m.cfgMu.RUnlock()
+	s, ok := m.byID[id]
+	return ok && s.allows(u)
+}
+
 // Tools lists the tools of the servers named by ids (nil: every
-// configured server; empty: none; unknown ids are ignored), sorted by
-// name. It starts connecting servers not yet used and waits for those
-// still connecting, at most the connect timeout and while ctx lasts.
-// Servers that are failed or disabled are left out.
-func (m *Manager) Tools(ctx context.Context, ids []uuid.UUID) []tools.Tool {
+// configured server; empty: none; unknown ids are ignored) that owner may
+// use, sorted by name. It starts connecting servers not yet used and
+// waits for those still connecting, at most the connect timeout and while
+// ctx lasts. Servers that are failed or disabled are left out.
+func (m *Manager) Tools(ctx context.Context, owner tools.User, ids []uuid.UUID) []tools.Tool {
 	if ids != nil && len(ids) == 0 || m.ctx.Err() != nil {
 		return nil // none asked for, or closed
 	}
 	var selected []*server
 	for _, s := range m.snapshot() {
-		if s.cfg.Disabled || ids != nil && !slices.Contains(ids, s.cfg.ID) {
+		if s.cfg.Disabled || ids != nil && !slices.Contains(ids, s.cfg.ID) || !s.allows(owner) {
 			continue
 		}
 		m.start(s)
@@ -276,13 +296,16 @@ func (m *Manager) awaitSettled(ctx context.Context, servers []*server) {
 	}
 }
 
-// Status lists every configured server, sorted by name, with its state
-// and tools. It starts connecting servers not yet used and does not wait
-// for them. It never shows a server's env, headers or args.
-func (m *Manager) Status(context.Context) []sdk.MCPServer {
+// Status lists every configured server u may use, sorted by name, with
+// its state and tools. It starts connecting servers not yet used and does
+// not wait for them. It never shows a server's env, headers or args.
+func (m *Manager) Status(_ context.Context, u tools.User) []sdk.MCPServer {
 	servers := m.snapshot()
 	out := make([]sdk.MCPServer, 0, len(servers))
 	for _, s := range servers {
+		if !s.allows(u) {
+			continue
+		}
 		if !s.cfg.Disabled {
 			m.start(s)
 		}
@@ -492,7 +515,12 @@ func (m *Manager) sleep(s *server, d time.Duration) bool {
 
 // server is one configured server and its connection state.
 type server struct {
-	cfg     Server
+	// cfg is what the connection was made with; its access fields are
+	// not read (access is).
+	cfg Server
+	// access holds the config whose access rule is in force: Apply
+	// changes it without a reconnection.
+	access  atomic.Pointer[Server]
 	once    sync.Once
 	refresh chan struct{} // notifications/tools/list_changed, coalesced
 	// ctx ends when the server is retired (Apply) or at Close; its
@@ -510,6 +538,9 @@ type server struct {
 	tools     []*Tool       // while connected, sorted by name
 	changed   chan struct{} // closed and replaced on every change
 }
+
+// allows reports whether u may use s's tools now.
+func (s *server) allows(u tools.User) bool { return s.access.Load().Allows(u) }
 
 // set records a state change and wakes the waiters. transport is kept
 // when empty.

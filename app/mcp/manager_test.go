@@ -199,7 +199,7 @@ func find(t *testing.T, ts []tools.Tool, name string) *Tool {
 func TestToolsListsAndClassifies(t *testing.T) {
 	t.Parallel()
 	f := setup(t, Server{Name: "t", Effects: map[string]string{"fail": store.EffectIdempotent, "echo": store.EffectEffectful}})
-	got := f.m.Tools(t.Context(), nil)
+	got := f.m.Tools(t.Context(), anAdmin, nil)
 	require.Equal(t, []string{"t__all", "t__echo", "t__fail", "t__idem", "t__slow", "t__write"}, names(got))
 
 	echo := find(t, got, "t__echo")
@@ -218,14 +218,14 @@ func TestToolsListsAndClassifies(t *testing.T) {
 		require.Equal(t, want, [2]string{tool.Effect(), tool.EffectSource()}, name)
 	}
 	// Listing again reuses the connection and its cached tools/list.
-	require.Len(t, f.m.Tools(t.Context(), nil), 6)
+	require.Len(t, f.m.Tools(t.Context(), anAdmin, nil), 6)
 	require.Equal(t, 1, f.ts.dials())
 }
 
 func TestAnnotationReadOnlyIsPure(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	tool := find(t, f.m.Tools(t.Context(), nil), "t__echo")
+	tool := find(t, f.m.Tools(t.Context(), anAdmin, nil), "t__echo")
 	require.Equal(t, store.EffectPure, tool.Effect())
 	require.Equal(t, sdk.MCPEffectSourceAnnotation, tool.EffectSource())
 }
@@ -233,12 +233,12 @@ func TestAnnotationReadOnlyIsPure(t *testing.T) {
 func TestToolsSelectsServers(t *testing.T) {
 	t.Parallel()
 	f := setup(t, Server{Name: "a", Include: []string{"echo"}}, Server{Name: "b", Include: []string{"echo"}}, Server{Name: "off", Disabled: true})
-	require.Nil(t, f.m.Tools(t.Context(), []uuid.UUID{}))
+	require.Nil(t, f.m.Tools(t.Context(), anAdmin, []uuid.UUID{}))
 	require.Equal(t, 0, f.ts.dials(), "an empty selection connects nothing")
-	require.Equal(t, []string{"b__echo"}, names(f.m.Tools(t.Context(), []uuid.UUID{ServerID("b"), uuid.New()})))
+	require.Equal(t, []string{"b__echo"}, names(f.m.Tools(t.Context(), anAdmin, []uuid.UUID{ServerID("b"), uuid.New()})))
 	require.Equal(t, 1, f.ts.dials(), "only the selected server is connected")
-	require.Equal(t, []string{"a__echo", "b__echo"}, names(f.m.Tools(t.Context(), nil)))
-	require.Empty(t, f.m.Tools(t.Context(), []uuid.UUID{ServerID("off")}))
+	require.Equal(t, []string{"a__echo", "b__echo"}, names(f.m.Tools(t.Context(), anAdmin, nil)))
+	require.Empty(t, f.m.Tools(t.Context(), anAdmin, []uuid.UUID{ServerID("off")}))
 	require.Equal(t, 2, f.ts.dials(), "a disabled server is never connected")
 
 	require.True(t, f.m.Has(ServerID("a")))
@@ -252,36 +252,36 @@ func TestIncludeExclude(t *testing.T) {
 		Server{Name: "inc", Include: []string{"echo", "fail", "write", "nope"}, Exclude: []string{"write"}},
 		Server{Name: "exc", Exclude: []string{"slow", "all"}})
 	require.Equal(t, []string{"exc__echo", "exc__fail", "exc__idem", "exc__write", "inc__echo", "inc__fail"},
-		names(f.m.Tools(t.Context(), nil)))
+		names(f.m.Tools(t.Context(), anAdmin, nil)))
 }
 
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	f := setup(t, Server{Name: "t", Include: []string{"echo", "write"}}, Server{Name: "off", Disabled: true})
-	f.m.Tools(t.Context(), nil) // connect and wait
+	f.m.Tools(t.Context(), anAdmin, nil) // connect and wait
 	require.Equal(t, []sdk.MCPServer{
 		{ID: ServerID("off"), Name: "off", Transport: sdk.MCPTransportStdio, State: sdk.MCPStateDisabled, Tools: []sdk.MCPTool{}},
 		{ID: ServerID("t"), Name: "t", Transport: sdk.MCPTransportStdio, State: sdk.MCPStateConnected, Tools: []sdk.MCPTool{
 			{Name: "t__echo", MCPName: "echo", Description: "Echoes.", Effect: store.EffectPure, EffectSource: sdk.MCPEffectSourceAnnotation},
 			{Name: "t__write", MCPName: "write", Effect: store.EffectEffectful, EffectSource: sdk.MCPEffectSourceDefault},
 		}},
-	}, f.m.Status(t.Context()))
+	}, f.m.Status(t.Context(), anAdmin))
 }
 
 func TestStatusConnectsWithoutWaiting(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	st := f.m.Status(t.Context())
+	st := f.m.Status(t.Context(), anAdmin)
 	require.Len(t, st, 1)
 	require.Contains(t, []string{sdk.MCPStateConnecting, sdk.MCPStateConnected}, st[0].State)
 	waitUntil(t, f.m, "t", func(s *server) bool { return s.state == sdk.MCPStateConnected })
-	require.Len(t, f.m.Status(t.Context())[0].Tools, 6)
+	require.Len(t, f.m.Status(t.Context(), anAdmin)[0].Tools, 6)
 }
 
 func TestRun(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	got := f.m.Tools(t.Context(), nil)
+	got := f.m.Tools(t.Context(), anAdmin, nil)
 
 	out, err := find(t, got, "t__echo").Run(t.Context(), json.RawMessage(`{"message":"hi"}`))
 	require.NoError(t, err)
@@ -304,7 +304,7 @@ func TestRun(t *testing.T) {
 func TestRunIsError(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	_, err := find(t, f.m.Tools(t.Context(), nil), "t__fail").Run(t.Context(), json.RawMessage(`{}`))
+	_, err := find(t, f.m.Tools(t.Context(), anAdmin, nil), "t__fail").Run(t.Context(), json.RawMessage(`{}`))
 	var te *ToolError
 	require.ErrorAs(t, err, &te)
 	require.Equal(t, "boom", err.Error())
@@ -314,7 +314,7 @@ func TestRunIsError(t *testing.T) {
 func TestRunTimeoutCancels(t *testing.T) {
 	t.Parallel()
 	f := setup(t, Server{Name: "t", Timeout: 20 * time.Millisecond})
-	_, err := find(t, f.m.Tools(t.Context(), nil), "t__slow").Run(t.Context(), json.RawMessage(`{}`))
+	_, err := find(t, f.m.Tools(t.Context(), anAdmin, nil), "t__slow").Run(t.Context(), json.RawMessage(`{}`))
 	require.ErrorContains(t, err, "MCP tool t__slow gave no result within 20ms; the call was cancelled")
 	// The server hears of it: notifications/cancelled ends the handler.
 	<-f.ts.cancelNotes
@@ -324,7 +324,7 @@ func TestRunTimeoutCancels(t *testing.T) {
 func TestRunInterruptedCancels(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	slow := find(t, f.m.Tools(t.Context(), nil), "t__slow")
+	slow := find(t, f.m.Tools(t.Context(), anAdmin, nil), "t__slow")
 	ctx, cancel := context.WithCancel(t.Context())
 	errc := make(chan error, 1)
 	go func() {
@@ -341,31 +341,31 @@ func TestRunInterruptedCancels(t *testing.T) {
 func TestListChangedRefreshes(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	require.Len(t, f.m.Tools(t.Context(), nil), 6)
+	require.Len(t, f.m.Tools(t.Context(), anAdmin, nil), 6)
 	f.ts.srv.AddTool(&mcp.Tool{Name: "new", InputSchema: objectSchema},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{}, nil
 		})
 	waitUntil(t, f.m, "t", func(s *server) bool { return len(s.tools) == 7 })
-	require.Contains(t, names(f.m.Tools(t.Context(), nil)), "t__new")
+	require.Contains(t, names(f.m.Tools(t.Context(), anAdmin, nil)), "t__new")
 
 	f.ts.srv.RemoveTools("new", "slow")
 	waitUntil(t, f.m, "t", func(s *server) bool { return len(s.tools) == 5 })
-	require.NotContains(t, names(f.m.Tools(t.Context(), nil)), "t__slow")
+	require.NotContains(t, names(f.m.Tools(t.Context(), anAdmin, nil)), "t__slow")
 	require.Equal(t, 1, f.ts.dials(), "a refresh keeps the connection")
 }
 
 func TestReconnectAfterServerDies(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	echo := find(t, f.m.Tools(t.Context(), nil), "t__echo")
+	echo := find(t, f.m.Tools(t.Context(), anAdmin, nil), "t__echo")
 	f.ts.kill()
 	var lost string
 	waitUntil(t, f.m, "t", func(s *server) bool { lost = s.lastErr; return lost != "" })
 	require.Contains(t, lost, "connection lost")
 	waitUntil(t, f.m, "t", func(s *server) bool { return s.state == sdk.MCPStateConnected })
 	require.Equal(t, 2, f.ts.dials())
-	require.Nil(t, f.m.Status(t.Context())[0].LastError, "connected again: no error to show")
+	require.Nil(t, f.m.Status(t.Context(), anAdmin)[0].LastError, "connected again: no error to show")
 	require.Equal(t, 1.0, testutil.ToFloat64(f.m.failures.WithLabelValues("t")))
 
 	// A tool from before the loss calls through the new session.
@@ -391,8 +391,8 @@ func TestFailedServerIsLeftOut(t *testing.T) {
 		}
 		return good(s)
 	}
-	require.Equal(t, []string{"good__echo"}, names(f.m.Tools(t.Context(), nil)))
-	st := f.m.Status(t.Context())
+	require.Equal(t, []string{"good__echo"}, names(f.m.Tools(t.Context(), anAdmin, nil)))
+	st := f.m.Status(t.Context(), anAdmin)
 	require.Equal(t, sdk.MCPStateFailed, st[0].State)
 	require.Contains(t, *st[0].LastError, "refused")
 	require.Empty(t, st[0].Tools)
@@ -404,7 +404,7 @@ func TestFailedServerIsLeftOut(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "chatd_mcp_server_failures_total", mfs[0].GetName())
 
-	_, err = find(t, f.m.Tools(t.Context(), nil), "good__echo").Run(t.Context(), json.RawMessage(`{"message":"x"}`))
+	_, err = find(t, f.m.Tools(t.Context(), anAdmin, nil), "good__echo").Run(t.Context(), json.RawMessage(`{"message":"x"}`))
 	require.NoError(t, err)
 }
 
@@ -431,21 +431,21 @@ func TestConnectTimeout(t *testing.T) {
 	m.dial = func(Server) mcp.Transport { return silentTransport{&peers} }
 
 	done := make(chan []tools.Tool)
-	go func() { done <- m.Tools(t.Context(), nil) }()
+	go func() { done <- m.Tools(t.Context(), anAdmin, nil) }()
 	// The attempt's watchdog and Tools' wait.
 	require.NoError(t, fake.BlockUntil(t.Context(), 2))
 	fake.Advance(5 * time.Second)
 	require.Empty(t, <-done)
 	waitUntil(t, m, "mute", func(s *server) bool { return s.state == sdk.MCPStateFailed })
-	require.Contains(t, *m.Status(t.Context())[0].LastError, "no answer within 5s")
+	require.Contains(t, *m.Status(t.Context(), anAdmin)[0].LastError, "no answer within 5s")
 }
 
 func TestClosedManagerOffersNothing(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	echo := find(t, f.m.Tools(t.Context(), nil), "t__echo")
+	echo := find(t, f.m.Tools(t.Context(), anAdmin, nil), "t__echo")
 	require.NoError(t, f.m.Close())
-	require.Empty(t, f.m.Tools(t.Context(), nil))
+	require.Empty(t, f.m.Tools(t.Context(), anAdmin, nil))
 	_, err := echo.Run(t.Context(), json.RawMessage(`{"message":"late"}`))
 	require.ErrorContains(t, err, "shutting down")
 	require.NoError(t, f.m.Close(), "Close is idempotent")
@@ -460,7 +460,7 @@ func TestUnknownConfiguredToolsAreLogged(t *testing.T) {
 		Options{Log: slog.New(slog.NewTextHandler(&buf, nil))})
 	defer m.Close()
 	m.dial = ts.dial(t)
-	require.Len(t, m.Tools(t.Context(), nil), 1)
+	require.Len(t, m.Tools(t.Context(), anAdmin, nil), 1)
 	require.Contains(t, buf.String(), "MCP config names tools the server does not list")
 	require.Contains(t, buf.String(), "tools=\"[ecko wirte fial]\"")
 }

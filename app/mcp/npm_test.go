@@ -23,7 +23,7 @@ func npmManager(t *testing.T, s Server) *Manager {
 
 func run(t *testing.T, m *Manager, name, args string) string {
 	t.Helper()
-	out, err := find(t, m.Tools(t.Context(), nil), name).Run(t.Context(), json.RawMessage(args))
+	out, err := find(t, m.Tools(t.Context(), anAdmin, nil), name).Run(t.Context(), json.RawMessage(args))
 	require.NoError(t, err)
 	return string(out)
 }
@@ -33,7 +33,7 @@ func TestNPMEverythingStdio(t *testing.T) {
 	index := mcptest.NPMServer(t, "server-everything")
 	m := npmManager(t, Server{Name: "everything", Command: "node", Args: []string{index, "stdio"}})
 	require.Contains(t, run(t, m, "everything__echo", `{"message":"hi"}`), "hi")
-	st := m.Status(t.Context())[0]
+	st := m.Status(t.Context(), anAdmin)[0]
 	require.Equal(t, sdk.MCPStateConnected, st.State)
 	require.Equal(t, sdk.MCPTransportStdio, st.Transport)
 	require.Greater(t, len(st.Tools), 5)
@@ -44,7 +44,7 @@ func TestNPMEverythingStreamableHTTP(t *testing.T) {
 	addr := mcptest.StartNode(t, mcptest.NPMServer(t, "server-everything"), "streamableHttp")
 	m := npmManager(t, Server{Name: "everything", URL: "http://" + addr + "/mcp"})
 	require.Contains(t, run(t, m, "everything__echo", `{"message":"over http"}`), "over http")
-	require.Equal(t, sdk.MCPTransportStreamableHTTP, m.Status(t.Context())[0].Transport)
+	require.Equal(t, sdk.MCPTransportStreamableHTTP, m.Status(t.Context(), anAdmin)[0].Transport)
 }
 
 func TestNPMEverythingSSEFallback(t *testing.T) {
@@ -52,7 +52,7 @@ func TestNPMEverythingSSEFallback(t *testing.T) {
 	addr := mcptest.StartNode(t, mcptest.NPMServer(t, "server-everything"), "sse")
 	m := npmManager(t, Server{Name: "everything", URL: "http://" + addr + "/sse"})
 	require.Contains(t, run(t, m, "everything__echo", `{"message":"old transport"}`), "old transport")
-	require.Equal(t, sdk.MCPTransportSSE, m.Status(t.Context())[0].Transport)
+	require.Equal(t, sdk.MCPTransportSSE, m.Status(t.Context(), anAdmin)[0].Transport)
 }
 
 func TestNPMFilesystem(t *testing.T) {
@@ -66,7 +66,7 @@ func TestNPMFilesystem(t *testing.T) {
 	args, err := json.Marshal(map[string]string{"path": file})
 	require.NoError(t, err)
 	require.Contains(t, run(t, m, "fs__read_text_file", string(args)), "hello from chatd")
-	read := find(t, m.Tools(t.Context(), nil), "fs__read_text_file")
+	read := find(t, m.Tools(t.Context(), anAdmin, nil), "fs__read_text_file")
 	require.Equal(t, "pure", read.Effect(), "the server marks it readOnlyHint")
 
 	// Outside the allowed directory: an isError result.

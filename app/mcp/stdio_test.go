@@ -26,7 +26,7 @@ func helperServer(t *testing.T, env map[string]string) Server {
 
 func childEnvOf(t *testing.T, m *Manager) map[string]string {
 	t.Helper()
-	out, err := find(t, m.Tools(t.Context(), nil), "child__env").Run(t.Context(), nil)
+	out, err := find(t, m.Tools(t.Context(), anAdmin, nil), "child__env").Run(t.Context(), nil)
 	require.NoError(t, err)
 	var text string
 	require.NoError(t, json.Unmarshal(out, &text))
@@ -56,14 +56,14 @@ func TestStdioChildEnvironment(t *testing.T) {
 		"PATH": os.Getenv("PATH"), "HOME": "/home/chatd", "LANG": "de_DE.UTF-8", "TMPDIR": os.TempDir(),
 		"API_TOKEN": "${OPENAI_API_KEY}", helperEnv: "1",
 	}, env)
-	require.Equal(t, sdk.MCPTransportStdio, m.Status(t.Context())[0].Transport)
+	require.Equal(t, sdk.MCPTransportStdio, m.Status(t.Context(), anAdmin)[0].Transport)
 }
 
 func TestStdioChildRestartsAfterExit(t *testing.T) {
 	t.Parallel()
 	m := NewManager(Config{Servers: []Server{helperServer(t, nil)}}, Options{MinBackoff: 1, MaxBackoff: 1})
 	defer m.Close()
-	exit := find(t, m.Tools(t.Context(), nil), "child__exit")
+	exit := find(t, m.Tools(t.Context(), anAdmin, nil), "child__exit")
 	_, err := exit.Run(t.Context(), nil)
 	require.Error(t, err, "the child died mid-call")
 
@@ -78,8 +78,8 @@ func TestStdioCommandNotFound(t *testing.T) {
 	t.Parallel()
 	m := NewManager(Config{Servers: []Server{{Name: "gone", ID: ServerID("gone"), Command: "chatd-no-such-mcp-server", Timeout: DefaultTimeout}}}, Options{})
 	defer m.Close()
-	require.Empty(t, m.Tools(t.Context(), nil))
-	st := m.Status(t.Context())[0]
+	require.Empty(t, m.Tools(t.Context(), anAdmin, nil))
+	st := m.Status(t.Context(), anAdmin)[0]
 	require.Equal(t, sdk.MCPStateFailed, st.State)
 	require.Contains(t, *st.LastError, "chatd-no-such-mcp-server")
 }

@@ -14,7 +14,7 @@ import (
 func TestCloseStopsTheChild(t *testing.T) {
 	t.Parallel()
 	m := NewManager(Config{Servers: []Server{helperServer(t, nil)}}, Options{})
-	out, err := find(t, m.Tools(t.Context(), nil), "child__pid").Run(t.Context(), nil)
+	out, err := find(t, m.Tools(t.Context(), anAdmin, nil), "child__pid").Run(t.Context(), nil)
 	require.NoError(t, err)
 	var text string
 	require.NoError(t, json.Unmarshal(out, &text))
@@ -30,7 +30,7 @@ func TestApplyStopsARemovedChild(t *testing.T) {
 	t.Parallel()
 	m := NewManager(Config{Servers: []Server{helperServer(t, nil)}}, Options{})
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
-	out, err := find(t, m.Tools(t.Context(), nil), "child__pid").Run(t.Context(), nil)
+	out, err := find(t, m.Tools(t.Context(), anAdmin, nil), "child__pid").Run(t.Context(), nil)
 	require.NoError(t, err)
 	var text string
 	require.NoError(t, json.Unmarshal(out, &text))
@@ -40,5 +40,5 @@ func TestApplyStopsARemovedChild(t *testing.T) {
 
 	m.Apply(Config{})
 	require.ErrorIs(t, syscall.Kill(pid, 0), syscall.ESRCH, "Apply ended and reaped the removed child")
-	require.Empty(t, m.Tools(t.Context(), nil))
+	require.Empty(t, m.Tools(t.Context(), anAdmin, nil))
 }

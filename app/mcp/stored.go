@@ -88,6 +88,14 @@ func (s Server) object() map[string]any {
 	if s.Disabled {
 		o["disabled"] = true
 	}
+	// Only when given: a server left to the default follows it when its
+	// env or headers change.
+	switch s.Access {
+	case AccessUsers:
+		o["access"] = s.Users
+	case AccessAll, AccessAdmins:
+		o["access"] = s.Access
+	}
 	return o
 }
 
@@ -175,5 +183,6 @@ func configOf(s Server, row store.MCPServer) sdk.MCPServerConfig {
 		Tools:   sdk.MCPToolFilter{Include: nonNil(s.Include), Exclude: nonNil(s.Exclude)},
 		Effects: orEmpty(s.Effects), Approval: s.policy(), Approvals: orEmpty(s.Approvals),
 		Timeout: s.Timeout.String(), CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+		Access: sdk.MCPAccess{Mode: s.EffectiveAccess(), Users: s.Users}, AccessDefault: s.Access == "",
 	}
 }

@@ -73,7 +73,9 @@ type SaveResult struct {
 
 // SaveMemory creates or replaces a memory under the project's memory lock.
 // chat is the chat that writes it (unset: a person). At MaxMemories a new
-// name is refused with ErrMemoryFull; replacing an existing one is not.
+// name is refused with ErrMemoryFull, and at the owner's
+// MaxMemoriesPerUser with ErrLimitReached; replacing an existing one is
+// not refused.
 func (s *Service) SaveMemory(ctx context.Context, projectID uuid.UUID, name, content string, chat uuid.NullUUID) (SaveResult, error) {
 	if err := CheckMemoryName(name); err != nil {
 		return SaveResult{}, err
@@ -84,10 +86,19 @@ func (s *Service) SaveMemory(ctx context.Context, projectID uuid.UUID, name, con
 	var res SaveResult
 	err := s.store.InTx(ctx, func(tx store.Tx) error {
 		res = SaveResult{}
-		if _, err := tx.ProjectLockMemory(ctx, projectID); err != nil {
-			if errors.Is(err, store.ErrNotFound) {
-				return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
-			}
+		// The owner's lock (for the per-user cap) before the project's,
+		// the order every writer takes them in.
+		project, err := tx.ProjectGet(ctx, projectID)
+		if err == nil && s.limits.MaxMemoriesPerUser >= 0 {
+			err = tx.UserLock(ctx, project.OwnerID)
+		}
+		if err == nil {
+			_, err = tx.ProjectLockMemory(ctx, projectID)
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("project %s: %w", projectID, ErrNotFound)
+		}
+		if err != nil {
 			return err
 		}
 		n, err := tx.MemoryCount(ctx, projectID)
@@ -100,6 +111,9 @@ func (s *Service) SaveMemory(ctx context.Context, projectID uuid.UUID, name, con
 			res.Created = true
 			if n >= MaxMemories {
 				return fmt.Errorf("project %s holds %d memories: %w", projectID, n, ErrMemoryFull)
+			}
+			if err := s.checkMemoriesOfOwner(ctx, tx, project.OwnerID); err != nil {
+				return err
 			}
 			n++
 		case err != nil:
@@ -139,4 +153,21 @@ func (s *Service) DeleteMemory(ctx context.Context, projectID uuid.UUID, name st
 		return err
 	})
 	return existed, count, err
+}
+
+// checkMemoriesOfOwner refuses a new memory when the owner's projects
+// hold MaxMemoriesPerUser together; SaveMemory holds the owner's lock.
+func (s *Service) checkMemoriesOfOwner(ctx context.Context, tx store.Tx, owner uuid.UUID) error {
+	limit := s.limits.MaxMemoriesPerUser
+	if limit < 0 {
+		return nil
+	}
+	n, err := tx.MemoryCountByOwner(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if n >= int64(limit) {
+		return fmt.Errorf("%w: your projects hold %d memories together; at most %d", ErrLimitReached, n, limit)
+	}
+	return nil
 }

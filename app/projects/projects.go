@@ -39,6 +39,37 @@ const (
 	MaxMemoryNameLen = 64
 )
 
+// Defaults of the per-user caps (Limits' zero values).
+const (
+	// DefaultMaxProjectsPerUser caps the projects one user owns.
+	DefaultMaxProjectsPerUser = 1000
+	// DefaultMaxMemoriesPerUser caps the memories of all of one user's
+	// projects together.
+	DefaultMaxMemoriesPerUser = 10000
+)
+
+// Limits are the per-user caps. A zero field takes its Default; a
+// negative one is unlimited.
+type Limits struct {
+	// MaxProjectsPerUser caps the projects a user owns (ErrLimitReached
+	// on create).
+	MaxProjectsPerUser int
+	// MaxMemoriesPerUser caps the memories of every project a user owns
+	// together (ErrLimitReached on saving a new name).
+	MaxMemoriesPerUser int
+}
+
+// WithDefaults fills zero fields with the Defaults.
+func (l Limits) WithDefaults() Limits {
+	if l.MaxProjectsPerUser == 0 {
+		l.MaxProjectsPerUser = DefaultMaxProjectsPerUser
+	}
+	if l.MaxMemoriesPerUser == 0 {
+		l.MaxMemoriesPerUser = DefaultMaxMemoriesPerUser
+	}
+	return l
+}
+
 // memoryName is the pattern of memory names.
 var memoryName = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
 
@@ -51,6 +82,9 @@ var (
 	// ErrMemoryFull: the project holds MaxMemories and the save was of a
 	// new name.
 	ErrMemoryFull = errors.New("projects: memory is full")
+	// ErrLimitReached: the owner holds as many projects, or memories over
+	// all their projects, as Limits allow.
+	ErrLimitReached = errors.New("projects: a per-user limit is reached")
 )
 
 // InputError is bad input, naming the field.
@@ -70,16 +104,43 @@ func (v Viewer) sees(p store.Project) bool { return v.Admin || p.OwnerID == v.Us
 
 // Service reads and writes projects and memories.
 type Service struct {
-	store store.Store
-	clock clock.Clock
+	store  store.Store
+	clock  clock.Clock
+	limits Limits
 }
 
-// New returns a service over s; c stamps created_at and updated_at.
-func New(s store.Store, c clock.Clock) *Service {
+// New returns a service over s; c stamps created_at and updated_at; l's
+// zero fields take the Defaults.
+func New(s store.Store, c clock.Clock, l Limits) *Service {
 	if c == nil {
 		c = clock.Real{}
 	}
-	return &Service{store: s, clock: c}
+	return &Service{store: s, clock: c, limits: l.WithDefaults()}
+}
+
+// Limits returns the caps in force (negative: unlimited).
+func (s *Service) Limits() Limits { return s.limits }
+
+// checkOwnerCap refuses one more of what count counts when the owner
+// holds limit already (unlimited when limit is negative). It takes the owner's
+// row lock first, so concurrent writers of one user count each other on
+// any number of replicas.
+func checkOwnerCap(ctx context.Context, tx store.Tx, owner uuid.UUID, limit int, what string,
+	count func(context.Context, uuid.UUID) (int64, error)) error {
+	if limit < 0 {
+		return nil
+	}
+	if err := tx.UserLock(ctx, owner); err != nil {
+		return err
+	}
+	n, err := count(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if n >= int64(limit) {
+		return fmt.Errorf("%w: you have %d %s; at most %d", ErrLimitReached, n, what, limit)
+	}
+	return nil
 }
 
 // Change is a PATCH of a project: set fields are written.
@@ -122,7 +183,10 @@ func (s *Service) Create(ctx context.Context, owner uuid.UUID, name, instruction
 	}
 	var p store.Project
 	err = s.store.InTx(ctx, func(tx store.Tx) error {
-		var err error
+		err := checkOwnerCap(ctx, tx, owner, s.limits.MaxProjectsPerUser, "projects", tx.ProjectCountByOwner)
+		if err != nil {
+			return err
+		}
 		p, err = tx.ProjectInsert(ctx, store.ProjectInsertParams{
 			ID: uuid.New(), OwnerID: owner, Name: name, Instructions: instructions, Now: s.clock.Now(),
 		})

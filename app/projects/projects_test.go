@@ -30,7 +30,7 @@ type fixture struct {
 func setup(t *testing.T, s store.Store) *fixture {
 	t.Helper()
 	f := &fixture{ctx: context.Background(), s: s, clock: clock.NewFake(time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC))}
-	f.svc = projects.New(s, f.clock)
+	f.svc = projects.New(s, f.clock, projects.Limits{})
 	for _, v := range []*projects.Viewer{&f.alice, &f.bob, &f.admin} {
 		v.UserID = uuid.New()
 	}

@@ -1,6 +1,10 @@
 package sdk
 
-import "time"
+import (
+	"encoding/json"
+	"errors"
+	"time"
+)
 
 // Error codes of the MCP server admin API.
 const (
@@ -37,9 +41,14 @@ type MCPServerConfig struct {
 	Approval   string            `json:"approval"`
 	Approvals  map[string]string `json:"approvals"`
 	// Timeout bounds one tools/call, a Go duration such as "60s".
-	Timeout   string    `json:"timeout"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	Timeout string `json:"timeout"`
+	// Access is who may use the server's tools, in force now.
+	// AccessDefault: the config gave none, so it follows the default
+	// (admins only for a server with env or headers, else all users).
+	Access        MCPAccess `json:"access"`
+	AccessDefault bool      `json:"access_default"`
+	CreatedAt     time.Time `json:"created_at"`
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // MCPServerRequest is the body of POST /chats/mcp-servers and PATCH
@@ -62,6 +71,52 @@ type MCPServerRequest struct {
 	Approvals map[string]string  `json:"approvals,omitempty"`
 	// Timeout bounds one tools/call, a Go duration such as "60s".
 	Timeout string `json:"timeout,omitempty"`
+	// Access is who may use the server's tools (nil: unchanged on PATCH,
+	// the default on POST).
+	Access *MCPAccess `json:"access,omitempty"`
+}
+
+// Who may use an MCP server's tools (MCPAccess.Mode).
+const (
+	MCPAccessAll    = "all"
+	MCPAccessAdmins = "admins"
+	MCPAccessUsers  = "users"
+)
+
+// MCPAccess is who may use an MCP server's tools. On the wire it is the
+// string "all" or "admins", or an array of usernames: those users and
+// every admin.
+type MCPAccess struct {
+	// Mode is MCPAccessAll, MCPAccessAdmins or MCPAccessUsers.
+	Mode string
+	// Users are MCPAccessUsers' usernames.
+	Users []string
+}
+
+// MarshalJSON writes the wire form.
+func (a MCPAccess) MarshalJSON() ([]byte, error) {
+	if a.Mode == MCPAccessUsers {
+		if a.Users == nil {
+			return []byte("[]"), nil
+		}
+		return json.Marshal(a.Users)
+	}
+	return json.Marshal(a.Mode)
+}
+
+// UnmarshalJSON reads the wire form; the server checks the values.
+func (a *MCPAccess) UnmarshalJSON(data []byte) error {
+	var mode string
+	if json.Unmarshal(data, &mode) == nil {
+		*a = MCPAccess{Mode: mode}
+		return nil
+	}
+	var users []string
+	if err := json.Unmarshal(data, &users); err != nil {
+		return errors.New(`MCP access: want "all", "admins" or an array of usernames`)
+	}
+	*a = MCPAccess{Mode: MCPAccessUsers, Users: users}
+	return nil
 }
 
 // MCPToolFilter keeps only Include's tools (when not empty), then drops

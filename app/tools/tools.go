@@ -35,11 +35,21 @@ type Tool interface {
 
 // Source supplies tools that come and go at run time: the MCP servers'.
 type Source interface {
-	// Tools lists the tools a chat may use now. servers restricts the MCP
-	// servers: nil means every configured server, empty none. A server
-	// still connecting may be waited for briefly (bounded by ctx); one
-	// that failed is left out.
-	Tools(ctx context.Context, servers []uuid.UUID) []Tool
+	// Tools lists the tools a chat of owner may use now: only those of
+	// servers owner may use. servers restricts the MCP servers further:
+	// nil means every configured server, empty none. A server still
+	// connecting may be waited for briefly (bounded by ctx); one that
+	// failed is left out.
+	Tools(ctx context.Context, owner User, servers []uuid.UUID) []Tool
+}
+
+// User is whom a chat's tools are for: its owner (a subagent's is its
+// parent's). Admins may restrict a Source's tools to admins or to named
+// users.
+type User struct {
+	ID    uuid.UUID
+	Name  string
+	Admin bool
 }
 
 // Registry holds the server's tools by name.

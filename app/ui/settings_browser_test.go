@@ -243,8 +243,20 @@ func TestBrowserSettings(t *testing.T) {
 		b.setValue(`.set-form [name="name"]`, "extra")
 		b.setValue(`.set-form [name="kind"]`, "http")
 		b.setValue(`.set-form [name="url"]`, closedPortURL(t))
+		b.setValue(`.set-form [name="access"]`, "users")
+		b.setValue(`.set-form [name="access_users"]`, " admin, ")
 		save()
 		b.waitJS("the new server", `!`+form+` && `+row("mcp", "extra"))
+		b.waitJS("its access in the row", row("mcp", "extra")+`.querySelector('.set-facts').textContent.includes('used by admin and admins')`)
+		b.waitJS("the default access shown", row("mcp", "everything")+`.querySelector('.set-facts').textContent.includes('used by all users (default)')`)
+		servers, err = b.api.MCPServers(b.ctx)
+		require.NoError(t, err)
+		for _, s := range servers {
+			if s.Name == "extra" {
+				require.Equal(t, sdk.MCPAccess{Mode: sdk.MCPAccessUsers, Users: []string{"admin"}}, s.Config.Access)
+				require.False(t, s.Config.AccessDefault)
+			}
+		}
 		b.shot("71-settings-mcp")
 		click(row("mcp", "extra"), ".delete")
 		confirm()

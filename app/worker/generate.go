@@ -225,7 +225,7 @@ func (ts toolset) sorted() []tools.Tool {
 // a clash means a misnamed built-in).
 func (r *runner) serverTools(ctx context.Context, v view) toolset {
 	ts := toolset{}
-	for _, t := range r.mcpTools(ctx, v.chat.MCPServerIDs) {
+	for _, t := range r.mcpTools(ctx, v.chat.OwnerID, v.chat.MCPServerIDs) {
 		ts[t.Name()] = t
 	}
 	for _, t := range r.w.deps.Tools.List() {
@@ -247,12 +247,24 @@ func (r *runner) serverTools(ctx context.Context, v view) toolset {
 }
 
 // mcpTools asks the MCP source for the tools of the chat's servers (nil:
-// every configured server; empty: none, and the source is not asked). It
-// waits at most MCPToolsWait for servers still connecting: then it cancels
-// the request, and the source answers with the servers it has.
-func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool {
+// every configured server; empty: none, and the source is not asked) that
+// its owner may use, as the owner is now (a subagent's owner is its
+// parent's). It waits at most MCPToolsWait for servers still connecting:
+// then it cancels the request, and the source answers with the servers it
+// has. An owner that cannot be read gets no MCP tools this step.
+func (r *runner) mcpTools(ctx context.Context, ownerID uuid.UUID, servers []uuid.UUID) []tools.Tool {
 	src := r.w.deps.MCP
 	if src == nil || servers != nil && len(servers) == 0 {
+		return nil
+	}
+	var owner store.User
+	err := r.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+		var err error
+		owner, err = tx.UserGet(ctx, ownerID)
+		return err
+	})
+	if err != nil {
+		r.log.Warn("MCP tools left out of this step: the chat's owner was not read", "err", err)
 		return nil
 	}
 	ctx, st := r.stage(ctx, StageMCPConnect)
@@ -260,7 +272,8 @@ func (r *runner) mcpTools(ctx context.Context, servers []uuid.UUID) []tools.Tool
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	got := make(chan []tools.Tool, 1)
-	go func() { got <- src.Tools(ctx, servers) }()
+	user := tools.User{ID: owner.ID, Name: owner.Name, Admin: owner.Admin}
+	go func() { got <- src.Tools(ctx, user, servers) }()
 	timer := r.w.clock.NewTimer(r.w.cfg.MCPToolsWait)
 	defer timer.Stop()
 	select {

@@ -128,7 +128,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 				})
 				out, runErr = r.runTool(callCtx, tool, c.Args)
 			} else {
-				runErr = fmt.Errorf("tool %q is unavailable: its MCP server is not connected or no longer configured; the call was not run", c.Name)
+				runErr = fmt.Errorf("tool %q is unavailable: its MCP server is not connected, no longer configured, or not open to this chat's owner; the call was not run", c.Name)
 			}
 			part := sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: out}
 			if runErr != nil {

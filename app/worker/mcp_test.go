@@ -32,7 +32,7 @@ type fakeSource struct {
 
 var _ tools.Source = (*fakeSource)(nil)
 
-func (f *fakeSource) Tools(ctx context.Context, servers []uuid.UUID) []tools.Tool {
+func (f *fakeSource) Tools(ctx context.Context, _ tools.User, servers []uuid.UUID) []tools.Tool {
 	f.mu.Lock()
 	f.asked = append(f.asked, slices.Clone(servers))
 	f.mu.Unlock()

@@ -121,7 +121,7 @@ func TestMemoryCapAndReminder(t *testing.T) {
 		})
 		p, err := e.c.CreateProject(e.ctx, sdk.CreateProjectRequest{Name: "Full"})
 		require.NoError(t, err)
-		svc := projects.New(e.app.Store(), nil)
+		svc := projects.New(e.app.Store(), nil, projects.Limits{})
 		for i := range projects.MaxMemories - 1 {
 			_, err := svc.SaveMemory(e.ctx, p.ID, fmt.Sprintf("m%03d", i), "x", uuid.NullUUID{})
 			require.NoError(t, err)

@@ -94,6 +94,16 @@ func (t *tx) FileBytesByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 	return n, nil
 }
 
+// FileCountByOwner counts a user's files.
+func (t *tx) FileCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
+	var n int64
+	if err := t.tx.QueryRowContext(ctx,
+		`SELECT count(*) FROM chat_files WHERE owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count files of user %s: %w", ownerID, translate(err))
+	}
+	return n, nil
+}
+
 // FileLink links a file to a chat.
 func (t *tx) FileLink(ctx context.Context, id, chatID uuid.UUID, now time.Time) error {
 	n, err := t.exec(ctx, `UPDATE chat_files SET chat_id = ?, linked_at = COALESCE(linked_at, ?) WHERE id = ?`,

@@ -174,6 +174,27 @@ func (t *tx) MemoryCount(ctx context.Context, projectID uuid.UUID) (int64, error
 	return n, nil
 }
 
+// ProjectCountByOwner counts the projects a user owns.
+func (t *tx) ProjectCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
+	var n int64
+	if err := t.tx.QueryRowContext(ctx,
+		`SELECT count(*) FROM projects WHERE owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count projects of user %s: %w", ownerID, translate(err))
+	}
+	return n, nil
+}
+
+// MemoryCountByOwner counts the memories of a user's projects.
+func (t *tx) MemoryCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
+	var n int64
+	if err := t.tx.QueryRowContext(ctx, `
+		SELECT count(*) FROM project_memories m JOIN projects p ON p.id = m.project_id
+		WHERE p.owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count memories of user %s: %w", ownerID, translate(err))
+	}
+	return n, nil
+}
+
 // MemoryUpsert writes a memory by (project, name).
 func (t *tx) MemoryUpsert(ctx context.Context, m store.Memory) (store.Memory, error) {
 	out, err := scanMemory(t.tx.QueryRowContext(ctx, `

@@ -431,6 +431,14 @@ function nameList(kind, label, names, offered, hint) {
 const EFFECT_OPTIONS = [['pure', 'pure'], ['idempotent', 'idempotent'], ['effectful', 'effectful']];
 const TOOL_APPROVAL_OPTIONS = [['', 'Server policy'], ['never', 'Never'], ['effectful', 'If effectful'], ['always', 'Always']];
 
+// accessText says who may use a server, for its row (admins see config).
+function accessText(cfg) {
+  const a = cfg.access;
+  if (a === undefined) return null;
+  const who = Array.isArray(a) ? `${a.join(', ')} and admins` : a === 'admins' ? 'admins only' : 'all users';
+  return `used by ${who}${cfg.access_default ? ' (default)' : ''}`;
+}
+
 // toolSettings sets each tool's effect class and approval: a row per tool
 // name offered, and an input to add one the server has not shown yet.
 function toolSettings(names, effects, approvals, tools) {
@@ -500,7 +508,7 @@ class MCPSection extends Section {
     return h('li', { class: 'set-row mcp-row' + (cfg.enabled === false ? ' off' : ''), dataset: { id: s.id, name: s.name } },
       h('div', { class: 'set-main' },
         h('div', { class: 'set-name' }, s.name, ' ', h('span', { class: `mcp-state mcp-state-${s.state}`, text: MCP_STATE[s.state] || s.state })),
-        h('div', { class: 'muted small set-facts', text: [s.transport, cfg.url || [cfg.command, ...(cfg.args || [])].filter(Boolean).join(' '), cfg.source === 'config_file' ? 'from the config file' : null].filter(Boolean).join(' · ') }),
+        h('div', { class: 'muted small set-facts', text: [s.transport, cfg.url || [cfg.command, ...(cfg.args || [])].filter(Boolean).join(' '), cfg.source === 'config_file' ? 'from the config file' : null, accessText(cfg)].filter(Boolean).join(' · ') }),
         s.last_error ? h('div', { class: 'mcp-error', text: s.last_error }) : null,
         s.tools.length ? tools : null, result),
       h('div', { class: 'set-row-actions' },
@@ -534,6 +542,16 @@ class MCPSection extends Section {
     const approval = select([['', 'Deployment default'], ['never', 'Never'], ['effectful', 'Effectful tools'], ['always', 'Always']], cfg.approval || '', { name: 'approval' });
     const timeout = input({ name: 'timeout', value: cfg.timeout || '', placeholder: '60s' });
     const enabled = h('input', { type: 'checkbox', name: 'enabled', checked: s ? cfg.enabled !== false : true });
+    // Access: the default (admins when env or headers are set, else all),
+    // all users, admins only, or named users (and the admins).
+    const given = s && cfg.access !== undefined && !cfg.access_default ? cfg.access : null;
+    const access = select([['', 'Default: admins if it has env or headers, else all users'], ['all', 'All users'], ['admins', 'Admins only'], ['users', 'These users (and admins)']],
+      given === null ? '' : Array.isArray(given) ? 'users' : given, { name: 'access' });
+    const accessUsers = input({ name: 'access_users', value: Array.isArray(given) ? given.join(', ') : '', placeholder: 'alice, bob', autocomplete: 'off' });
+    const accessUsersField = field('Users', accessUsers, 'Usernames, separated by commas.');
+    const syncAccess = () => { accessUsersField.hidden = access.value !== 'users'; };
+    access.addEventListener('change', syncAccess);
+    syncAccess();
     const env = secretRows('env', 'Environment variables', cfg.env_keys || []);
     const headers = secretRows('headers', 'Headers', cfg.header_keys || []);
     // The tool names to offer: the connected server's, and those the config names.
@@ -553,12 +571,14 @@ class MCPSection extends Section {
     const fields = h('div', {},
       h('div', { class: 'set-grid' }, field('Name', name), field('Kind', kind)), cmdFields, urlFields,
       h('div', { class: 'set-grid' }, field('Approval', approval, 'Which calls wait for a person.'), field('Timeout per call', timeout)),
+      h('div', { class: 'set-grid' }, field('Who may use it', access, 'Others do not see the server or its tools.'), accessUsersField),
       h('div', { class: 'set-grid' }, include.el, exclude.el), perTool.el,
       h('label', { class: 'set-check' }, enabled, ' Enabled'));
     this.openForm(s ? `Edit ${s.name}` : 'Add an MCP server', fields, () => {
       // Every field is sent, so what the form shows is what is stored; null
       // resets a field, and a null env or header value keeps the stored one.
       const body = { enabled: enabled.checked, approval: approval.value || null, timeout: timeout.value.trim() || null };
+      body.access = access.value === 'users' ? accessUsers.value.split(',').map((u) => u.trim()).filter(Boolean) : access.value || null;
       if (kind.value === 'stdio') {
         Object.assign(body, { command: command.value.trim(), args: args.value.split('\n').map((a) => a.trim()).filter(Boolean), env: env.value(), url: null, headers: null });
       } else {
