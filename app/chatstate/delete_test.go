@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -121,16 +122,36 @@ func dlRequireAdmitted(t *testing.T, f *fixture, id uuid.UUID, what string) {
 	require.Empty(t, inv.Outcome, "%s: outcome", what)
 }
 
-// dlUpdates decodes the chat:update notifications by chat and fails on any
-// other channel.
-func dlUpdates(t *testing.T, pubs []published) map[uuid.UUID][]chatstate.UpdatePayload {
+// dlUpdates decodes the chat:update notifications by chat, and the
+// chat:ownership ones, which a delete publishes only for the chats that
+// held a slot of the concurrent agent limiter (their slot is free), into
+// freed; it fails on anything else.
+func dlUpdates(t *testing.T, pubs []published) (updates map[uuid.UUID][]chatstate.UpdatePayload, freed []uuid.UUID) {
 	t.Helper()
-	out := map[uuid.UUID][]chatstate.UpdatePayload{}
+	updates = map[uuid.UUID][]chatstate.UpdatePayload{}
 	for _, p := range pubs {
+		if p.Channel == pubsub.ChannelOwnership {
+			var o chatstate.OwnershipPayload
+			require.NoError(t, json.Unmarshal(p.Payload, &o))
+			require.True(t, o.SlotFreed, "a deleted chat needs no owner: only its slot is announced")
+			freed = append(freed, o.ChatID)
+			continue
+		}
 		var u chatstate.UpdatePayload
 		require.NoError(t, json.Unmarshal(p.Payload, &u), "payload on %s", p.Channel)
-		require.Equal(t, "chat:update:"+u.ChatID.String(), p.Channel, "only chat:update is published for a delete")
-		out[u.ChatID] = append(out[u.ChatID], u)
+		require.Equal(t, "chat:update:"+u.ChatID.String(), p.Channel, "only chat:update and chat:ownership are published for a delete")
+		updates[u.ChatID] = append(updates[u.ChatID], u)
+	}
+	return updates, freed
+}
+
+// dlHeldSlots lists the chats among ids that held a slot in before.
+func dlHeldSlots(before map[uuid.UUID]snapshot, ids ...uuid.UUID) []uuid.UUID {
+	var out []uuid.UUID
+	for _, id := range ids {
+		if c := before[id].Chat; chatstate.HoldsSlot(c.Status, c.WorkerID) {
+			out = append(out, id)
+		}
 	}
 	return out
 }
@@ -182,7 +203,8 @@ func TestDeleteCascadesToDescendants(t *testing.T) {
 			require.Equal(t, doneBefore, done)
 			dlRequireAdmitted(t, f, otherTurn, "another family's request")
 
-			updates := dlUpdates(t, f.pub.take())
+			updates, freed := dlUpdates(t, f.pub.take())
+			require.ElementsMatch(t, dlHeldSlots(before, fam.root, fam.child, fam.grandchild), freed, "a deleted chat's slot is announced")
 			require.Len(t, updates, 3, "one chat:update per deleted chat, none for others")
 			for _, id := range []uuid.UUID{fam.root, fam.child, fam.grandchild} {
 				require.Len(t, updates[id], 1, "chat:update for %s", id)
@@ -197,6 +219,10 @@ func TestDeleteCascadesToDescendants(t *testing.T) {
 			f := setup(t, newStore)
 			fam := dlSeed(t, f)
 			rootBefore := f.snap(t, fam.root)
+			before := map[uuid.UUID]snapshot{}
+			for _, id := range []uuid.UUID{fam.child, fam.grandchild} {
+				before[id] = f.snap(t, id)
+			}
 			f.pub.take()
 
 			var res chatstate.Result
@@ -216,7 +242,8 @@ func TestDeleteCascadesToDescendants(t *testing.T) {
 			dlRequireAdmitted(t, f, fam.rootTurn, "root's running turn")
 			dlRequireAdmitted(t, f, fam.rootQueued, "root's queued message")
 
-			updates := dlUpdates(t, f.pub.take())
+			updates, freed := dlUpdates(t, f.pub.take())
+			require.ElementsMatch(t, dlHeldSlots(before, fam.child, fam.grandchild), freed, "a deleted chat's slot is announced")
 			require.Len(t, updates, 2)
 			require.Len(t, updates[fam.child], 1)
 			require.Len(t, updates[fam.grandchild], 1)

@@ -111,6 +111,10 @@ type Tx struct {
 	tx      store.Tx
 	now     time.Time
 	touched []uuid.UUID
+	// heldSlot marks the touched chats that held a slot when the bundle
+	// first locked them (HoldsSlot): one that no longer does after it, or
+	// is deleted, frees its slot for a chat waiting for one.
+	heldSlot map[uuid.UUID]bool
 	// titled lists chats whose title a write changed (WriteTitle): only
 	// their owner's watch channel is told, after commit.
 	titled []uuid.UUID
@@ -130,8 +134,12 @@ type Tx struct {
 
 // Do runs fn as one transaction and, once it has committed, publishes
 // chat:update (and chat:watch:{owner}) for every chat it touched and
-// chat:ownership for those left runnable and unowned. A rejected transition or any error rolls back
-// everything and publishes nothing.
+// chat:ownership for those left runnable and unowned and for those that
+// gave up a slot of the concurrent agent limiter (HoldsSlot before, not
+// after: a finished, failed, interrupted or deleted turn, one that waits
+// in requires_action, a release), so every replica's acquisition loop
+// starts a chat waiting for the slot at once. A rejected transition or any
+// error rolls back everything and publishes nothing.
 func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 	var (
 		final    []notice
@@ -152,14 +160,14 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 	err := m.store.InTx(ctx, func(stx store.Tx) error {
 		rollBack(admitted) // a store that runs fn again starts over
 		admitted = nil
-		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Clock.Now().UTC(), deleted: map[uuid.UUID]store.Chat{}}
+		t := &Tx{ctx: ctx, m: m, tx: stx, now: m.cfg.Clock.Now().UTC(), deleted: map[uuid.UUID]store.Chat{}, heldSlot: map[uuid.UUID]bool{}}
 		if err := fn(t); err != nil {
 			return err
 		}
 		final = final[:0]
 		for _, id := range t.touched {
 			if last, ok := t.deleted[id]; ok {
-				final = append(final, notice{chat: last, deleted: true})
+				final = append(final, notice{chat: last, deleted: true, slotFreed: t.heldSlot[id]})
 				continue
 			}
 			c, err := stx.ChatGet(ctx, id)
@@ -185,7 +193,8 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 					orphan = false
 				}
 			}
-			final = append(final, notice{chat: c, needsOwner: orphan})
+			freed := t.heldSlot[id] && !HoldsSlot(c.Status, c.WorkerID)
+			final = append(final, notice{chat: c, needsOwner: orphan, slotFreed: freed})
 		}
 		for _, id := range t.titled {
 			if slices.Contains(t.touched, id) {
@@ -225,6 +234,7 @@ func rollBack(admitted []Admission) {
 type notice struct {
 	chat       store.Chat
 	needsOwner bool
+	slotFreed  bool
 	deleted    bool
 	watchOnly  bool // a title write: only the owner's watch channel
 }
@@ -262,10 +272,14 @@ type UpdatePayload struct {
 	Deleted bool `json:"deleted,omitempty"`
 }
 
-// OwnershipPayload is the chat:ownership payload.
+// OwnershipPayload is the chat:ownership payload: the chat needs an owner,
+// or (SlotFreed) it gave up a slot of the concurrent agent limiter that a
+// chat waiting for one can take. Either way receivers run an acquisition
+// pass.
 type OwnershipPayload struct {
 	ChatID          uuid.UUID `json:"chat_id"`
 	SnapshotVersion int64     `json:"snapshot_version"`
+	SlotFreed       bool      `json:"slot_freed,omitempty"`
 }
 
 // NewUpdatePayload projects a chat row to its notification payload.
@@ -300,11 +314,18 @@ func (m *Machine) publish(ctx context.Context, n notice) {
 	if err := m.pub.Publish(ctx, pubsub.ChannelWatch(c.OwnerID.String()), payload); err != nil {
 		m.cfg.Log.Warn("publish chat watch", "chat_id", c.ID, "err", err)
 	}
-	if n.needsOwner {
-		payload, _ := json.Marshal(OwnershipPayload{ChatID: c.ID, SnapshotVersion: c.SnapshotVersion})
-		if err := m.pub.Publish(ctx, pubsub.ChannelOwnership, payload); err != nil {
-			m.cfg.Log.Warn("publish chat ownership", "chat_id", c.ID, "err", err)
-		}
+	if n.needsOwner || n.slotFreed {
+		m.publishOwnership(ctx, c, n.slotFreed)
+	}
+}
+
+// publishOwnership asks every replica's acquisition loop for a pass: c
+// needs an owner, or (slotFreed) gave up its slot.
+func (m *Machine) publishOwnership(ctx context.Context, c store.Chat, slotFreed bool) {
+	ctx = context.WithoutCancel(ctx)
+	payload, _ := json.Marshal(OwnershipPayload{ChatID: c.ID, SnapshotVersion: c.SnapshotVersion, SlotFreed: slotFreed})
+	if err := m.pub.Publish(ctx, pubsub.ChannelOwnership, payload); err != nil {
+		m.cfg.Log.Warn("publish chat ownership", "chat_id", c.ID, "err", err)
 	}
 }
 
@@ -346,6 +367,7 @@ func (t *Tx) lock(id uuid.UUID) (store.Chat, bool, error) {
 		return store.Chat{}, false, fmt.Errorf("bump snapshot of chat %s: %w", id, err)
 	}
 	t.touched = append(t.touched, id)
+	t.heldSlot[id] = HoldsSlot(c.Status, c.WorkerID)
 	c.SnapshotVersion = v
 	return c, true, nil
 }

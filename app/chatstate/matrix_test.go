@@ -658,7 +658,9 @@ func mxSettled(s chatstate.State) bool {
 }
 
 // notified: exactly one chat:update:{id} carrying the committed row, and a
-// chat:ownership only when the chat is left runnable with no owner.
+// chat:ownership only when the chat is left runnable with no owner or gives
+// up a slot of the concurrent agent limiter (owned and not in
+// requires_action before, not after).
 func (r *mxRun) notified(t *testing.T) {
 	t.Helper()
 	a := r.after.Chat
@@ -695,13 +697,16 @@ func (r *mxRun) notified(t *testing.T) {
 	}
 	require.Equal(t, want, got, "chat:update payload is the committed row")
 
-	if mxRunnable(r.after.State) && (!a.WorkerID.Valid || !a.RunnerID.Valid) {
-		require.Len(t, owns, 1, "chat:ownership for a runnable, unowned chat")
+	b := r.before.Chat
+	freed := b.WorkerID.Valid && b.Status != store.ChatStatusRequiresAction &&
+		(!a.WorkerID.Valid || a.Status == store.ChatStatusRequiresAction)
+	if mxRunnable(r.after.State) && (!a.WorkerID.Valid || !a.RunnerID.Valid) || freed {
+		require.Len(t, owns, 1, "chat:ownership for a runnable, unowned chat or a freed slot")
 		var op chatstate.OwnershipPayload
 		require.NoError(t, json.Unmarshal(owns[0].Payload, &op))
-		require.Equal(t, chatstate.OwnershipPayload{ChatID: a.ID, SnapshotVersion: a.SnapshotVersion}, op)
+		require.Equal(t, chatstate.OwnershipPayload{ChatID: a.ID, SnapshotVersion: a.SnapshotVersion, SlotFreed: freed}, op)
 	} else {
-		require.Empty(t, owns, "chat:ownership only for runnable, unowned chats")
+		require.Empty(t, owns, "chat:ownership only for runnable, unowned chats and freed slots")
 	}
 }
 

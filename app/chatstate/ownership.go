@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -101,6 +102,16 @@ func RunnableWithoutOwner(status store.ChatStatus, archived bool, workerID, runn
 	return !archived && isRunnableStatus(status) && (!workerID.Valid || !runnerID.Valid)
 }
 
+// HoldsSlot reports whether a chat takes a slot of the concurrent agent
+// limiter as far as its row tells: it is owned and not waiting on a person
+// or an operator (requires_action takes no slot; docs/ARCHITECTURE.md,
+// "Concurrent agent limiter"). The store's count (ChatCountOwned) also asks
+// for a live owner. A bundle after which a chat no longer holds one
+// announces the free slot on chat:ownership (Machine.Do).
+func HoldsSlot(status store.ChatStatus, workerID uuid.NullUUID) bool {
+	return workerID.Valid && status != store.ChatStatusRequiresAction
+}
+
 // LockAdmission serialises admission against the concurrent agent limits
 // until the transaction ends, so two acquisitions cannot both take the
 // last slot (a Postgres advisory lock; SQLite's writer lock already does).
@@ -166,8 +177,17 @@ func (m *Machine) leaseFresh(ctx context.Context, tx store.Reader, c store.Chat,
 // the admission lock, so a lease that admission counted as stale cannot
 // come back; a stale lease is never revived. Leases are rows only with
 // several replicas (Postgres).
+//
+// A lease it could not renew is lost: its chat needs a new owner, and the
+// slot it held is free. Nothing else says so (no transition happened), so
+// it announces each such chat on chat:ownership once the renewal has
+// committed, and every replica's acquisition loop looks at once rather
+// than at its next timed pass.
 func (m *Machine) RenewLeases(ctx context.Context, leases []store.Lease, w store.LeaseWindow) ([]store.Lease, error) {
-	var renewed []store.Lease
+	var (
+		renewed []store.Lease
+		lost    []store.Chat
+	)
 	err := m.store.InTx(ctx, func(tx store.Tx) error {
 		if err := tx.AdmissionLock(ctx); err != nil {
 			return fmt.Errorf("lock admission: %w", err)
@@ -177,9 +197,39 @@ func (m *Machine) RenewLeases(ctx context.Context, leases []store.Lease, w store
 		if err != nil {
 			return fmt.Errorf("renew %d leases: %w", len(leases), err)
 		}
-		return nil
+		lost, err = lostLeaseChats(ctx, tx, leases, renewed)
+		return err
 	})
-	return renewed, err
+	if err != nil {
+		return renewed, err
+	}
+	for _, c := range lost {
+		m.publishOwnership(ctx, c, HoldsSlot(c.Status, c.WorkerID))
+	}
+	return renewed, nil
+}
+
+// lostLeaseChats reads the chats of the leases that were not renewed (a
+// deleted chat is left out).
+func lostLeaseChats(ctx context.Context, tx store.Reader, leases, renewed []store.Lease) ([]store.Chat, error) {
+	ok := make(map[store.Lease]bool, len(renewed))
+	for _, l := range renewed {
+		ok[l] = true
+	}
+	var ids []uuid.UUID
+	for _, l := range leases {
+		if !ok[l] && !slices.Contains(ids, l.ChatID) {
+			ids = append(ids, l.ChatID)
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	chats, err := tx.ChatGetMany(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read chats of %d lost leases: %w", len(ids), err)
+	}
+	return chats, nil
 }
 
 // DeleteStaleLeases removes lease rows whose heartbeat is older than w

@@ -1591,7 +1591,8 @@ func TestRuleBundle(t *testing.T) {
 // --- 9. notifications ---
 
 // Spec, "Pubsub": chat:update carries the committed row; chat:ownership
-// announces chats left runnable and unowned.
+// announces chats left runnable and unowned, and (chatd's addition) chats
+// that gave up a slot of the concurrent agent limiter, marked slot_freed.
 func TestRuleNotifications(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
@@ -1600,98 +1601,101 @@ func TestRuleNotifications(t *testing.T) {
 
 		// expect checks what the last bundle published: one chat:update with
 		// the committed row, and chat:ownership only when announced.
-		expect := func(t *testing.T, announced bool) {
+		expect := func(t *testing.T, announced, freed bool) {
 			t.Helper()
 			row := f.snap(t, id).Chat
 			updates, ownership := rlNotices(t, f)
 			require.Equal(t, map[uuid.UUID][]chatstate.UpdatePayload{id: {rlWantPayload(row)}}, updates)
-			if !announced {
+			if !announced && !freed {
 				require.Empty(t, ownership)
 				return
 			}
-			require.Equal(t, []map[string]any{{
-				"chat_id": id.String(), "snapshot_version": float64(row.SnapshotVersion),
-			}}, ownership)
+			want := map[string]any{"chat_id": id.String(), "snapshot_version": float64(row.SnapshotVersion)}
+			if freed {
+				want["slot_freed"] = true
+			}
+			require.Equal(t, []map[string]any{want}, ownership)
 		}
 		worker2 := uuid.New()
+		// announced: left runnable and unowned; freed: gave up a slot.
 		steps := []struct {
-			name      string
-			apply     func(tx *chatstate.Tx) error
-			announced bool
+			name             string
+			apply            func(tx *chatstate.Tx) error
+			announced, freed bool
 		}{
 			{"Create with content (unowned R0)", func(tx *chatstate.Tx) error {
 				res, err := tx.Create(chatstate.CreateParams{OwnerID: f.user.ID, Title: "n", Input: f.input("hello")})
 				id = res.Chat.ID
 				return err
-			}, true},
+			}, true, false},
 			{"Acquire", func(tx *chatstate.Tx) error {
 				_, err := tx.Acquire(id, f.worker, uuid.New())
 				return err
-			}, false},
+			}, false, false},
 			{"RecordGenerationAttempt", func(tx *chatstate.Tx) error {
 				_, err := tx.RecordGenerationAttempt(id)
 				return err
-			}, false},
+			}, false, false},
 			{"RecordRetryState", func(tx *chatstate.Tx) error {
 				_, err := tx.RecordRetryState(id, sdk.ChatRetry{Attempt: 1, DelayMS: 500, Error: "overloaded", Kind: sdk.ChatErrorOverloaded})
 				return err
-			}, false},
+			}, false, false},
 			{"SendMessage(queue)", func(tx *chatstate.Tx) error {
 				_, err := tx.SendMessage(id, f.input("queued"), chatstate.BusyQueue)
 				return err
-			}, false},
+			}, false, false},
 			{"CommitStep", func(tx *chatstate.Tx) error {
 				_, err := tx.CommitStep(id, assistantStep("answer"))
 				return err
-			}, false},
+			}, false, false},
 			{"Abandon a running chat", func(tx *chatstate.Tx) error {
 				_, err := tx.Abandon(id)
 				return err
-			}, true},
+			}, true, true},
 			{"Acquire by another worker", func(tx *chatstate.Tx) error {
 				_, err := tx.Acquire(id, worker2, uuid.New())
 				return err
-			}, false},
-			{"FinishTurn promoting", func(tx *chatstate.Tx) error { return rlFinishTurnStep(tx, id) }, false},
+			}, false, false},
+			{"FinishTurn promoting", func(tx *chatstate.Tx) error { return rlFinishTurnStep(tx, id) }, false, false},
 			{"CommitStep with a dynamic call", func(tx *chatstate.Tx) error {
 				_, err := tx.CommitStep(id, rlCallsStep("c1"))
 				return err
-			}, false},
+			}, false, false},
 			{"EnterRequiresAction", func(tx *chatstate.Tx) error {
 				_, err := tx.EnterRequiresAction(id)
 				return err
-			}, false},
+			}, false, true},
 			{"Abandon a chat waiting for action", func(tx *chatstate.Tx) error {
 				_, err := tx.Abandon(id)
 				return err
-			}, true},
-			{"CancelRequiresAction (unowned)", func(tx *chatstate.Tx) error { return rlCancelAction(tx, id) }, true},
+			}, true, false},
+			{"CancelRequiresAction (unowned)", func(tx *chatstate.Tx) error { return rlCancelAction(tx, id) }, true, false},
 			{"Acquire again", func(tx *chatstate.Tx) error {
 				_, err := tx.Acquire(id, f.worker, uuid.New())
 				return err
-			}, false},
-			{"FinishTurn to W", func(tx *chatstate.Tx) error { return rlFinishTurnStep(tx, id) }, false},
+			}, false, false},
+			{"FinishTurn to W", func(tx *chatstate.Tx) error { return rlFinishTurnStep(tx, id) }, false, false},
 			{"Abandon an idle chat", func(tx *chatstate.Tx) error {
 				_, err := tx.Abandon(id)
 				return err
-			}, false},
-			{"SetArchived(true)", func(tx *chatstate.Tx) error { return rlArchiveStep(true)(tx, id) }, false},
-			{"SetArchived(false)", func(tx *chatstate.Tx) error { return rlArchiveStep(false)(tx, id) }, false},
+			}, false, true},
+			{"SetArchived(true)", func(tx *chatstate.Tx) error { return rlArchiveStep(true)(tx, id) }, false, false},
+			{"SetArchived(false)", func(tx *chatstate.Tx) error { return rlArchiveStep(false)(tx, id) }, false, false},
 			{"SendMessage to an unowned idle chat", func(tx *chatstate.Tx) error {
 				_, err := tx.SendMessage(id, f.input("again"), chatstate.BusyQueue)
 				return err
-			}, true},
+			}, true, false},
 			{"Create without content (W)", func(tx *chatstate.Tx) error {
 				res, err := tx.Create(chatstate.CreateParams{OwnerID: f.user.ID, Title: "idle"})
 				id = res.Chat.ID
 				return err
-			}, false},
+			}, false, false},
 		}
 		for _, step := range steps {
 			t.Run(step.name, func(t *testing.T) {
 				f.pub.take()
 				f.do(t, step.apply)
-				expect(t, step.announced)
+				expect(t, step.announced, step.freed)
 			})
 		}
 

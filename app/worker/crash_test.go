@@ -9,17 +9,20 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 	"github.com/chatd/chatd/store/postgres"
 )
@@ -266,4 +269,122 @@ func TestCrashRecoveryPostgresReplicaTakesOver(t *testing.T) {
 	requireOneTurn(t, cB, chat, "A long question", "Answer from replica B.")
 	require.Len(t, llmSrv.Requests(), 2)
 	require.NotEqual(t, a.Worker().ID(), b.Worker().ID())
+}
+
+// TestCrashWithQueuedDurableRequest: a process dies (the in-process
+// equivalent of kill -9: its worker stops, nothing is released or
+// committed on the way out) while one durable request's turn streams and a
+// second waits in the queue behind it. The next owner (the next process on
+// the SQLite file, another replica on Postgres) runs both turns exactly
+// once, in order; replaying either request returns its saved turn and
+// runs nothing again.
+func TestCrashWithQueuedDurableRequest(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		ctx := context.Background()
+		hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
+		llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("Answer one."), llmtest.TextChunks("Answer two."))
+		token := auth.NewToken()
+		cfg := app.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
+		first, second := crashPair(t, newStore, cfg)
+
+		runCtx, crash := context.WithCancel(ctx)
+		a1, c1 := first(runCtx)
+		chat, err := c1.CreateChat(ctx, sdk.CreateChatRequest{Title: "queued crash"})
+		require.NoError(t, err)
+		r1, r2 := uuid.New(), uuid.New()
+		sent, err := c1.SendMessage(ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text("first"), RequestID: &r1})
+		require.NoError(t, err)
+		require.False(t, sent.Queued)
+		waitClosed(t, hang.Started(), "the first turn to stream")
+		sent, err = c1.SendMessage(ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text("second"), RequestID: &r2})
+		require.NoError(t, err)
+		require.True(t, sent.Queued, "the second request waits behind the first")
+
+		crash()
+		a1.Stop()
+		dead := storeChat(t, a1.Store(), chat.ID)
+		require.Equal(t, a1.Worker().ID(), dead.WorkerID.UUID, "the chat stays owned by the dead worker")
+		require.Equal(t, store.ChatStatusRunning, dead.Status)
+
+		_, c2 := second(ctx)
+		require.Eventually(t, func() bool {
+			page, err := c2.ChatMessages(ctx, chat.ID, sdk.MessagesOptions{Limit: 100})
+			return err == nil && len(page.QueuedMessages) == 0 && len(page.Messages) == 4
+		}, 30*time.Second, 10*time.Millisecond, "both turns finish")
+		done := waitClientStatus(t, c2, chat, sdk.ChatStatusWaiting)
+		require.Nil(t, done.LastError)
+		want := []string{"user: first", "assistant: Answer one.", "user: second", "assistant: Answer two."}
+		page, err := c2.ChatMessages(ctx, chat.ID, sdk.MessagesOptions{Limit: 100})
+		require.NoError(t, err)
+		require.Equal(t, want, transcript(page.Messages), "each turn ran once, in order")
+		require.Len(t, llmSrv.Requests(), 3, "the interrupted attempt, its retry, the queued turn")
+
+		for _, r := range []struct {
+			id           uuid.UUID
+			text, answer string
+		}{{r1, "first", "Answer one."}, {r2, "second", "Answer two."}} {
+			again, err := c2.SendMessage(ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text(r.text), RequestID: &r.id})
+			require.NoError(t, err)
+			require.NotNil(t, again.Replayed)
+			require.True(t, *again.Replayed, "request %q is replayed", r.text)
+			require.NotNil(t, again.Outcome)
+			require.Equal(t, "completed", again.Outcome.Status)
+			require.Equal(t, []string{"user: " + r.text, "assistant: " + r.answer}, transcript(again.Messages))
+		}
+		page, err = c2.ChatMessages(ctx, chat.ID, sdk.MessagesOptions{Limit: 100})
+		require.NoError(t, err)
+		require.Equal(t, want, transcript(page.Messages), "the replays added nothing")
+		require.Len(t, llmSrv.Requests(), 3, "the replays called no model")
+	})
+}
+
+// crashPair returns how to start the process that will crash (first) and
+// the one that takes over after it (second) on one database: the next
+// process on the same SQLite file (started once the first is closed), or
+// on Postgres another replica with short leases on a store of its own.
+// Each returns the app, serving on its own HTTP server, and a client with
+// cfg's bootstrap token; cleanups stop and close them.
+func crashPair(t *testing.T, newStore func(t testing.TB) store.Store, cfg app.Config) (first, second func(runCtx context.Context) (*app.App, *sdk.Client)) {
+	t.Helper()
+	ctx := context.Background()
+	if path.Base(t.Name()) == "sqlite" { // dbtest.Each's subtest
+		cfg.DB = filepath.Join(t.TempDir(), "chatd.db")
+		var a1 *app.App
+		first = func(runCtx context.Context) (*app.App, *sdk.Client) {
+			a, err := app.New(ctx, cfg, io.Discard)
+			require.NoError(t, err)
+			a1 = a
+			require.NoError(t, a.Start(runCtx))
+			srv := httptest.NewServer(a.Handler())
+			t.Cleanup(srv.Close)
+			return a, &sdk.Client{BaseURL: srv.URL, Token: cfg.BootstrapToken, HTTP: srv.Client()}
+		}
+		second = func(runCtx context.Context) (*app.App, *sdk.Client) {
+			a1.Stop()
+			require.NoError(t, a1.Close()) // one process owns the file
+			a, err := app.New(ctx, cfg, io.Discard)
+			return a, serveApp(t, runCtx, cfg.BootstrapToken, a, err)
+		}
+		return first, second
+	}
+	cfg.Worker.HeartbeatInterval, cfg.Worker.LeaseTimeout = 100*time.Millisecond, 300*time.Millisecond
+	dsn, schema := dbtest.PostgresSchema(t)
+	open := func() *postgres.Store {
+		s, err := postgres.Open(ctx, dsn, postgres.Options{SearchPath: schema})
+		require.NoError(t, err)
+		return s
+	}
+	sA := open()
+	migrations, err := sA.Migrations()
+	require.NoError(t, err)
+	_, err = migrations.Up(ctx)
+	require.NoError(t, err)
+	replica := func(s *postgres.Store) func(context.Context) (*app.App, *sdk.Client) {
+		return func(runCtx context.Context) (*app.App, *sdk.Client) {
+			a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
+			return a, serveApp(t, runCtx, cfg.BootstrapToken, a, err)
+		}
+	}
+	return replica(sA), replica(open())
 }

@@ -378,10 +378,12 @@ func (r *runner) commit(ctx context.Context, f fence, fn func(t *chatstate.Tx) e
 	st.end(stepFailure(ctx, err))
 	if err == nil {
 		r.turnCommitted(ctx, f, after)
-		if !after.WorkerID.Valid {
-			// The commit gave the chat up (a finished turn; see
-			// finishTurnTx): its slot is free for a chat waiting for one,
-			// and no notification says so.
+		if !chatstate.HoldsSlot(after.Status, after.WorkerID) {
+			// The commit gave the slot up (a finished turn, see
+			// finishTurnTx; a turn waiting in requires_action): a chat
+			// waiting for one can start. The bundle announced it on
+			// chat:ownership for every replica; this replica need not
+			// wait for the notice to come back.
 			r.w.wakeAcquire()
 		}
 		r.notify(eventFromChat(after))
