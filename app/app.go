@@ -35,6 +35,7 @@ import (
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/app/redact"
 	"github.com/chatd/chatd/app/stream"
 	"github.com/chatd/chatd/app/telemetry"
 	"github.com/chatd/chatd/app/tools"
@@ -63,6 +64,10 @@ type App struct {
 	mcp        *mcp.Manager
 	mcpServers *mcp.Servers // the stored MCP servers a.mcp follows
 	cipher     *modelconfig.Cipher
+	// secrets are the secrets held in clear (provider keys, MCP env and
+	// header values, the hook secret), masked out of every error text on
+	// its way out of the provider, MCP and hook layers and out of the log.
+	secrets *redact.Secrets
 	poller     *stream.Poller
 	streams    *stream.Server
 	replicaTok string
@@ -202,9 +207,11 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
 	}
-	if cfg.SecretKey, err = secretKey(cfg); err != nil {
+	if err := requireSecretKey(cfg); err != nil {
 		return nil, err
 	}
+	// The store first: opening it takes the database's lock, so a start
+	// that is refused writes no key file (models.go, loadKeyFile).
 	s, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", describeDB(cfg.DB), err)
@@ -223,6 +230,12 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		s.Close()
 		return nil, fmt.Errorf("migrate %s: %w", describeDB(cfg.DB), err)
 	}
+	if cfg.SecretKey == "" {
+		if cfg.SecretKey, cfg.secretKeyFile, err = loadKeyFile(ctx, cfg.DB, s); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	a, err := NewWithStore(ctx, cfg, s, logOut)
 	if err != nil {
 		s.Close()
@@ -239,7 +252,9 @@ func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writ
 	if err != nil {
 		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, clock: cfg.Clock, store: s}
+	secrets := redact.New()
+	log = slog.New(secrets.Handler(log.Handler()))
+	a := &App{cfg: cfg, log: log, clock: cfg.Clock, store: s, secrets: secrets}
 	if err := a.init(ctx); err != nil {
 		if a.closePub != nil {
 			a.closePub()
@@ -312,6 +327,7 @@ func (a *App) init(ctx context.Context) error {
 	if a.cfg.HookURL != "" {
 		if wdeps.Hooks, err = hooks.New(hooks.Config{
 			URL: a.cfg.HookURL, Secret: a.cfg.HookSecret, MaxConcurrent: a.cfg.HookMaxConcurrent, Clock: a.clock,
+			Secrets: a.secrets,
 		}); err != nil {
 			return fmt.Errorf("lifecycle hooks (CHATD_HOOK_URL, CHATD_HOOK_SECRET): %w", err)
 		}

@@ -101,6 +101,9 @@ type Config struct {
 	// is empty and refuses PostgreSQL without one. SecretKeyPrevious, during
 	// a rotation, opens keys sealed before; they are sealed again at start.
 	SecretKey, SecretKeyPrevious string
+	// secretKeyFile is the SQLite key file SecretKey was read from (New
+	// sets it), for errors.
+	secretKeyFile string
 	// ModelCacheTTL bounds how long a replica serves its cached model
 	// configuration without a change hint (modelconfig.DefaultCacheTTL).
 	ModelCacheTTL time.Duration
