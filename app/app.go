@@ -67,7 +67,7 @@ type App struct {
 	// secrets are the secrets held in clear (provider keys, MCP env and
 	// header values, the hook secret), masked out of every error text on
 	// its way out of the provider, MCP and hook layers and out of the log.
-	secrets *redact.Secrets
+	secrets    *redact.Secrets
 	poller     *stream.Poller
 	streams    *stream.Server
 	replicaTok string
