@@ -573,9 +573,15 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 			ln.Close()
 			return fmt.Errorf("first start: login code: %w", err)
 		}
-		a.log.Info("first start: created user admin; open the login link (single use, expires in 15 minutes); the API token is shown only once",
-			"login_url", admin.LoginURL("http://"+ln.Addr().String(), code), "expires_at", exp.UTC().Format(time.RFC3339),
-			"api_token", a.firstToken)
+		a.log.Info("first start: created user admin; open the login link (single use, expires in 15 minutes)",
+			"login_url", admin.LoginURL("http://"+ln.Addr().String(), code), "expires_at", exp.UTC().Format(time.RFC3339))
+		// The long-lived token never goes to the log, which outlives the
+		// terminal (journald, docker logs, a log shipper).
+		if a.cfg.FirstTokenOut != nil {
+			fmt.Fprintf(a.cfg.FirstTokenOut, "\nThe admin's API token (shown only this once, and not logged):\n\n    %s\n\n", a.firstToken)
+		} else {
+			a.log.Info("first start: the admin's API token is shown only on a terminal and never logged; run `chatd token create --user admin` for one")
+		}
 		a.firstToken = ""
 	} else {
 		a.log.Info("to log in to the web UI, run `chatd login-link` (with this server's --db) for a one-time login link")

@@ -67,6 +67,11 @@ type Config struct {
 	// BootstrapToken, when set, is the admin user's token (automation,
 	// tests); a start with a different one revokes the previous one.
 	BootstrapToken string
+	// FirstTokenOut receives, once and outside the log, the admin's API
+	// token that a first start without BootstrapToken creates (`chatd
+	// serve` passes its stderr when that is a terminal). Nil: the token is
+	// written nowhere; `chatd token create --user admin` makes another.
+	FirstTokenOut io.Writer
 	// SessionTTL: a web session ends when unused this long (sliding;
 	// default auth.DefaultSessionTTL, 7 days; auth.NoExpiry: never).
 	SessionTTL time.Duration

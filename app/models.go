@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -366,6 +367,19 @@ func keyFiles(db string) []string {
 		return []string{abs + keyFileSuffix}
 	}
 	return []string{real + keyFileSuffix, abs + keyFileSuffix}
+}
+
+// SecretKeyFile is the key file a start on the SQLite database db reads
+// when CHATD_SECRET_KEY is unset: the first of keyFiles that exists, else
+// where a first start creates it.
+func SecretKeyFile(db string) string {
+	files := keyFiles(db)
+	for _, f := range files {
+		if _, err := os.Stat(f); err == nil {
+			return f
+		}
+	}
+	return files[0]
 }
 
 // loadKeyFile returns the SQLite secret key and its file, for a store
