@@ -53,43 +53,41 @@ func (s *Secrets) Set(owner, label string, values ...string) {
 	if s == nil {
 		return
 	}
-	var keep []string
-	for _, v := range values {
-		if len(v) >= MinLength {
-			keep = append(keep, v)
-		}
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	old, had := s.owners[owner]
-	if len(keep) == 0 {
-		if !had {
-			return
-		}
-		delete(s.owners, owner)
-	} else {
-		if had && old.label == label && slices.Equal(old.values, keep) {
-			return
-		}
-		s.owners[owner] = owned{label: label, values: keep}
-	}
-	s.rebuild()
+	s.setLocked(owner, label, values)
 }
 
-// Add adds values to owner's secrets (Set keeps the others).
+// Add adds values to owner's secrets, keeping those it has.
 func (s *Secrets) Add(owner, label string, values ...string) {
 	if s == nil {
 		return
 	}
-	s.mu.RLock()
-	have := append([]string(nil), s.owners[owner].values...)
-	s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.setLocked(owner, label, append(slices.Clone(s.owners[owner].values), values...))
+}
+
+// setLocked is Set; s.mu is held.
+func (s *Secrets) setLocked(owner, label string, values []string) {
+	var keep []string
 	for _, v := range values {
-		if !slices.Contains(have, v) {
-			have = append(have, v)
+		if len(v) >= MinLength && !slices.Contains(keep, v) {
+			keep = append(keep, v)
 		}
 	}
-	s.Set(owner, label, have...)
+	old, had := s.owners[owner]
+	switch {
+	case len(keep) == 0 && !had:
+		return
+	case len(keep) == 0:
+		delete(s.owners, owner)
+	case had && old.label == label && slices.Equal(old.values, keep):
+		return
+	default:
+		s.owners[owner] = owned{label: label, values: keep}
+	}
+	s.rebuild()
 }
 
 // rebuild makes the replacer of the current values. s.mu is held.
