@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -82,4 +84,19 @@ func TestErrorsMaskConfiguredSecrets(t *testing.T) {
 	// errors.Is still sees the cause of a masked error.
 	masked := &maskedError{msg: "x", err: context.Canceled}
 	require.True(t, errors.Is(masked, context.Canceled))
+}
+
+// A stdio server's stderr is logged with the secrets masked (a server may
+// print its own env).
+func TestStderrMasked(t *testing.T) {
+	t.Parallel()
+	const secret = "mcp-env-secret-16180339"
+	secrets := redact.New()
+	secrets.Set("mcp:x", redact.LabelSecret, secret)
+	var buf bytes.Buffer
+	l := &lineLog{log: slog.New(slog.NewTextHandler(&buf, nil)), server: "x", secrets: secrets}
+	_, err := l.Write([]byte("starting with TOKEN=" + secret + "\n"))
+	require.NoError(t, err)
+	require.NotContains(t, buf.String(), secret)
+	require.Contains(t, buf.String(), "TOKEN=[secret]")
 }

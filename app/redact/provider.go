@@ -37,6 +37,3 @@ func (r *provider) ListModels(ctx context.Context) ([]llm.ListedModel, error) {
 	models, err := l.ListModels(ctx)
 	return models, r.s.Error(err)
 }
-
-// Unwrap returns the provider p masks (tests and type checks).
-func (r *provider) Unwrap() llm.Provider { return r.p }
