@@ -36,6 +36,7 @@ import (
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/pubsub"
+	"github.com/chatd/chatd/app/redact"
 	"github.com/chatd/chatd/app/stream"
 	"github.com/chatd/chatd/app/telemetry"
 	"github.com/chatd/chatd/app/tools"
@@ -64,6 +65,10 @@ type App struct {
 	mcp        *mcp.Manager
 	mcpServers *mcp.Servers // the stored MCP servers a.mcp follows
 	cipher     *modelconfig.Cipher
+	// secrets are the secrets held in clear (provider keys, MCP env and
+	// header values, the hook secret), masked out of every error text on
+	// its way out of the provider, MCP and hook layers and out of the log.
+	secrets    *redact.Secrets
 	poller     *stream.Poller
 	streams    *stream.Server
 	replicaTok string
@@ -203,9 +208,11 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
 	}
-	if cfg.SecretKey, err = secretKey(cfg); err != nil {
+	if err := requireSecretKey(cfg); err != nil {
 		return nil, err
 	}
+	// The store first: opening it takes the database's lock, so a start
+	// that is refused writes no key file (models.go, loadKeyFile).
 	s, err := OpenStore(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", describeDB(cfg.DB), err)
@@ -224,6 +231,12 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		s.Close()
 		return nil, fmt.Errorf("migrate %s: %w", describeDB(cfg.DB), err)
 	}
+	if cfg.SecretKey == "" {
+		if cfg.SecretKey, cfg.secretKeyFile, err = loadKeyFile(ctx, cfg.DB, s); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	a, err := NewWithStore(ctx, cfg, s, logOut)
 	if err != nil {
 		s.Close()
@@ -240,7 +253,9 @@ func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writ
 	if err != nil {
 		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
 	}
-	a := &App{cfg: cfg, log: log, clock: cfg.Clock, store: s}
+	secrets := redact.New()
+	log = slog.New(secrets.Handler(log.Handler()))
+	a := &App{cfg: cfg, log: log, clock: cfg.Clock, store: s, secrets: secrets}
 	if err := a.init(ctx); err != nil {
 		if a.closePub != nil {
 			a.closePub()
@@ -313,6 +328,7 @@ func (a *App) init(ctx context.Context) error {
 	if a.cfg.HookURL != "" {
 		if wdeps.Hooks, err = hooks.New(hooks.Config{
 			URL: a.cfg.HookURL, Secret: a.cfg.HookSecret, MaxConcurrent: a.cfg.HookMaxConcurrent, Clock: a.clock,
+			Secrets: a.secrets,
 		}); err != nil {
 			return fmt.Errorf("lifecycle hooks (CHATD_HOOK_URL, CHATD_HOOK_SECRET): %w", err)
 		}
@@ -559,9 +575,15 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 			ln.Close()
 			return fmt.Errorf("first start: login code: %w", err)
 		}
-		a.log.Info("first start: created user admin; open the login link (single use, expires in 15 minutes); the API token is shown only once",
-			"login_url", admin.LoginURL("http://"+ln.Addr().String(), code), "expires_at", exp.UTC().Format(time.RFC3339),
-			"api_token", a.firstToken)
+		a.log.Info("first start: created user admin; open the login link (single use, expires in 15 minutes)",
+			"login_url", admin.LoginURL("http://"+ln.Addr().String(), code), "expires_at", exp.UTC().Format(time.RFC3339))
+		// The long-lived token never goes to the log, which outlives the
+		// terminal (journald, docker logs, a log shipper).
+		if a.cfg.FirstTokenOut != nil {
+			fmt.Fprintf(a.cfg.FirstTokenOut, "\nThe admin's API token (shown only this once, and not logged):\n\n    %s\n\n", a.firstToken)
+		} else {
+			a.log.Info("first start: the admin's API token is shown only on a terminal and never logged; run `chatd token create --user admin` for one")
+		}
 		a.firstToken = ""
 	} else {
 		a.log.Info("to log in to the web UI, run `chatd login-link` (with this server's --db) for a one-time login link")

@@ -8,11 +8,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
 
@@ -65,4 +68,31 @@ func TestRunServesUntilCancelled(t *testing.T) {
 
 	cancel()
 	require.NoError(t, <-done, "graceful shutdown returns nil")
+}
+
+// The first start writes the admin's API token to FirstTokenOut (a
+// terminal, for `chatd serve`) and never to the log; the token works.
+func TestFirstTokenShownOutsideTheLog(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs, shown strings.Builder
+	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "chatd.db"), NoWorker: true,
+		FirstTokenOut: &shown}, &logs)
+	require.NoError(t, err)
+	defer a.Close()
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx, func(addr net.Addr) { addrc <- addr }) }()
+	addr := <-addrc
+
+	_, after, ok := strings.Cut(shown.String(), auth.TokenPrefix)
+	require.True(t, ok, "the token was shown: %q", shown.String())
+	token := auth.TokenPrefix + strings.Fields(after)[0]
+	me, err := sdk.New("http://"+addr.String(), token).Me(ctx)
+	require.NoError(t, err)
+	require.Equal(t, "admin", me.Name)
+	cancel()
+	require.NoError(t, <-done)
+	require.NotContains(t, logs.String(), token)
+	require.Contains(t, logs.String(), "/login#code=")
 }

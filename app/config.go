@@ -68,6 +68,11 @@ type Config struct {
 	// BootstrapToken, when set, is the admin user's token (automation,
 	// tests); a start with a different one revokes the previous one.
 	BootstrapToken string
+	// FirstTokenOut receives, once and outside the log, the admin's API
+	// token that a first start without BootstrapToken creates (`chatd
+	// serve` passes its stderr when that is a terminal). Nil: the token is
+	// written nowhere; `chatd token create --user admin` makes another.
+	FirstTokenOut io.Writer
 	// SessionTTL: a web session ends when unused this long (sliding;
 	// default auth.DefaultSessionTTL, 7 days; auth.NoExpiry: never).
 	SessionTTL time.Duration
@@ -102,6 +107,9 @@ type Config struct {
 	// is empty and refuses PostgreSQL without one. SecretKeyPrevious, during
 	// a rotation, opens keys sealed before; they are sealed again at start.
 	SecretKey, SecretKeyPrevious string
+	// secretKeyFile is the SQLite key file SecretKey was read from (New
+	// sets it), for errors.
+	secretKeyFile string
 	// ModelCacheTTL bounds how long a replica serves its cached model
 	// configuration without a change hint (modelconfig.DefaultCacheTTL).
 	ModelCacheTTL time.Duration

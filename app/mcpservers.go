@@ -25,7 +25,7 @@ func (a *App) openMCP(ctx context.Context) error {
 		}
 	}
 	// Nothing connects before the first chat or status asks.
-	a.mcp = mcp.NewManager(mcp.Config{}, mcp.Options{Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock})
+	a.mcp = mcp.NewManager(mcp.Config{}, mcp.Options{Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock, Secrets: a.secrets})
 	a.mcpServers = mcp.NewServers(a.mcp, mcp.ServersOptions{
 		Store: a.store, Pubsub: a.pubsub, Clock: a.clock, Log: a.log, File: file,
 		ResyncInterval: a.cfg.MCPResyncInterval,

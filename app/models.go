@@ -6,7 +6,10 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,7 +20,9 @@ import (
 	"github.com/chatd/chatd/app/llm/anthropic"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/llm/openai"
+	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/modelconfig"
+	"github.com/chatd/chatd/app/redact"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
@@ -143,8 +148,24 @@ func presetsFromConfig(cfg Config) ([]modelconfig.Preset, uuid.NullUUID, error) 
 }
 
 // llmFactory builds the LLM clients of provider configs. Each round trip
-// of a chat's model call is a provider_attempt stage.
-func llmFactory(cfg Config, clk clock.Clock) modelconfig.Factory {
+// of a chat's model call is a provider_attempt stage. Every client masks
+// the secrets out of its errors (redact.Provider), its own key learnt
+// first.
+func llmFactory(cfg Config, clk clock.Clock, secrets *redact.Secrets) modelconfig.Factory {
+	build := rawFactory(cfg, clk)
+	return func(p store.AIProvider, apiKey string, useResponsesAPI *bool) (llm.Provider, error) {
+		// A replaced key stays masked: a late error may still quote it.
+		secrets.Add("provider:"+p.ID.String(), redact.LabelAPIKey, apiKey)
+		l, err := build(p, apiKey, useResponsesAPI)
+		if err != nil {
+			return nil, err
+		}
+		return redact.Provider(l, secrets), nil
+	}
+}
+
+// rawFactory is llmFactory without the masking.
+func rawFactory(cfg Config, clk clock.Clock) modelconfig.Factory {
 	httpClient := &http.Client{Transport: worker.ProviderTransport(nil)}
 	demoClient := demo.New(demo.Config{TokenDelay: cfg.DemoTokenDelay, Clock: clk})
 	return func(p store.AIProvider, apiKey string, useResponsesAPI *bool) (llm.Provider, error) {
@@ -210,9 +231,13 @@ func (a *App) initModels(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("CHATD_SECRET_KEY: %w", err)
 	}
+	// Before anything is sealed with it (presets, a rotation).
+	if err := a.checkSecretKey(ctx, cipher); err != nil {
+		return err
+	}
 	a.cipher = cipher // the MCP servers' secrets too (mcpservers.go)
 	a.models = modelconfig.New(a.store, modelconfig.Options{Cipher: cipher, Clock: a.clock, Publisher: a.pubsub,
-		Factory: llmFactory(a.cfg, a.clock), CacheTTL: a.cfg.ModelCacheTTL})
+		Factory: llmFactory(a.cfg, a.clock, a.secrets), CacheTTL: a.cfg.ModelCacheTTL})
 	presets, def, err := presetsFromConfig(a.cfg)
 	if err != nil {
 		return fmt.Errorf("models: %w", err)
@@ -236,19 +261,156 @@ func (a *App) initModels(ctx context.Context) error {
 	return nil
 }
 
-// secretKey is the key that seals provider API keys: CHATD_SECRET_KEY, or
-// on SQLite a key file next to the database (created 0600). Replicas on
-// Postgres must share one key, so there it is required.
-func secretKey(cfg Config) (string, error) {
-	if cfg.SecretKey != "" {
-		return cfg.SecretKey, nil
-	}
-	if IsPostgres(cfg.DB) {
-		return "", errors.New("CHATD_SECRET_KEY is required with PostgreSQL: every replica must seal provider API keys with the same key")
-	}
-	key, err := modelconfig.LoadKeyFile(cfg.DB + ".secret-key")
+// sealedSecret is a secret stored sealed: a provider's API key, an MCP
+// server's env and header values.
+type sealedSecret struct {
+	owner string // "provider:<id>" or "mcp:<id>", as a.secrets names them
+	what  string // for messages
+	data  []byte
+}
+
+// sealedSecrets lists the secrets in the database that a secret key
+// sealed (MCP rows written before sealing existed, "plain:", are not).
+func sealedSecrets(ctx context.Context, s store.Store) ([]sealedSecret, error) {
+	var out []sealedSecret
+	err := s.ReadTx(ctx, func(tx store.Reader) error {
+		providers, err := tx.AIProviderList(ctx)
+		if err != nil {
+			return err
+		}
+		for _, p := range providers {
+			if len(p.APIKeyCipher) > 0 {
+				out = append(out, sealedSecret{"provider:" + p.ID.String(), "provider " + p.DisplayName, p.APIKeyCipher})
+			}
+		}
+		servers, err := tx.MCPServerList(ctx)
+		if err != nil {
+			return err
+		}
+		for _, m := range servers {
+			if _, err := (mcp.PlainSealer{}).Open(m.Secrets); len(m.Secrets) > 0 && err != nil {
+				out = append(out, sealedSecret{"mcp:" + m.ID.String(), "MCP server " + m.Name, m.Secrets})
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return "", fmt.Errorf("CHATD_SECRET_KEY unset: %w", err)
+		return nil, fmt.Errorf("read the sealed secrets: %w", err)
 	}
-	return key, nil
+	return out, nil
+}
+
+// checkSecretKey refuses a secret key that opens none of the secrets
+// already sealed in the database: it is not the key they were sealed with
+// (a key file created next to another path to the database, a wrong
+// CHATD_SECRET_KEY), and running on would drop the MCP servers and fail
+// every provider until their secrets were entered again. The secrets it
+// opens are learnt for masking.
+func (a *App) checkSecretKey(ctx context.Context, c *modelconfig.Cipher) error {
+	sealed, err := sealedSecrets(ctx, a.store)
+	if err != nil {
+		return err
+	}
+	opened := 0
+	for _, sec := range sealed {
+		plain, _, err := c.Open(sec.data)
+		if err != nil {
+			continue
+		}
+		opened++
+		if strings.HasPrefix(sec.owner, "provider:") {
+			a.secrets.Add(sec.owner, redact.LabelAPIKey, plain)
+		} // an MCP server's values are learnt when the manager gets its config
+	}
+	if len(sealed) == 0 || opened > 0 {
+		return nil
+	}
+	return fmt.Errorf("%s opens none of the %d secrets sealed in the database (%s, ...): it is not the key they were sealed with; "+
+		"start with that key (CHATD_SECRET_KEY, or on SQLite the key file next to the path the database was first served from)",
+		a.secretKeySource(), len(sealed), sealed[0].what)
+}
+
+// secretKeySource names where the secret key came from, for errors.
+func (a *App) secretKeySource() string {
+	switch {
+	case a.cfg.secretKeyFile != "":
+		return "the secret key in " + a.cfg.secretKeyFile
+	case a.cfg.SecretKey != "":
+		return "CHATD_SECRET_KEY"
+	}
+	return "the random secret key of an app without Config.SecretKey"
+}
+
+// requireSecretKey refuses PostgreSQL without CHATD_SECRET_KEY: replicas
+// must share one key.
+func requireSecretKey(cfg Config) error {
+	if cfg.SecretKey == "" && IsPostgres(cfg.DB) {
+		return errors.New("CHATD_SECRET_KEY is required with PostgreSQL: every replica must seal provider API keys with the same key")
+	}
+	return nil
+}
+
+// keyFileSuffix names the SQLite key file after the database file.
+const keyFileSuffix = ".secret-key"
+
+// keyFiles are where the SQLite key file of db may be: next to the
+// database's real path (symlinks resolved, so every symlinked route finds
+// the same file), then next to db itself when db is a symlink (where
+// versions before this one put it).
+func keyFiles(db string) []string {
+	abs, err := filepath.Abs(db)
+	if err != nil {
+		return []string{db + keyFileSuffix}
+	}
+	real, err := filepath.EvalSymlinks(abs)
+	if err != nil || real == abs {
+		return []string{abs + keyFileSuffix}
+	}
+	return []string{real + keyFileSuffix, abs + keyFileSuffix}
+}
+
+// SecretKeyFile is the key file a start on the SQLite database db reads
+// when CHATD_SECRET_KEY is unset: the first of keyFiles that exists, else
+// where a first start creates it.
+func SecretKeyFile(db string) string {
+	files := keyFiles(db)
+	for _, f := range files {
+		if _, err := os.Stat(f); err == nil {
+			return f
+		}
+	}
+	return files[0]
+}
+
+// loadKeyFile returns the SQLite secret key and its file, for a store
+// that is open (so this process holds the database's lock: a start that
+// is refused writes nothing) and migrated. A missing key file is created
+// next to the database's real path, unless the database already holds
+// sealed secrets: a new key could not open them, so the start is refused,
+// naming the file it looked for.
+func loadKeyFile(ctx context.Context, db string, s store.Store) (key, file string, err error) {
+	files := keyFiles(db)
+	for _, f := range files {
+		key, err := modelconfig.ReadKeyFile(f)
+		if err == nil {
+			return key, f, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return "", "", fmt.Errorf("CHATD_SECRET_KEY unset: %w", err)
+		}
+	}
+	sealed, err := sealedSecrets(ctx, s)
+	if err != nil {
+		return "", "", err
+	}
+	if len(sealed) > 0 {
+		return "", "", fmt.Errorf("CHATD_SECRET_KEY unset and no key file %s, but the database holds %d sealed secrets (%s, ...); "+
+			"a new key could not open them. Copy the key file they were sealed with (next to the path the database was first "+
+			"served from; a hard link or a moved database has none) to %s, mode 0600, or set CHATD_SECRET_KEY",
+			files[0], len(sealed), sealed[0].what, files[0])
+	}
+	if key, err = modelconfig.CreateKeyFile(files[0]); err != nil {
+		return "", "", fmt.Errorf("CHATD_SECRET_KEY unset: %w", err)
+	}
+	return key, files[0], nil
 }

@@ -36,8 +36,9 @@ const (
 // one small real generation through the config's provider and model,
 // with its reasoning effort (the default, clamped to its max) and at most
 // modelTestMaxTokens output tokens, bounded by providerTestTimeout. A
-// provider failure is a 200 with ok false and the provider's error; the
-// API key never shows, even where a provider echoes it.
+// provider failure is a 200 with ok false and the provider's error, which
+// the client has masked (the API key never shows, even where a provider
+// echoes it).
 func (s *Server) testModelConfig(w http.ResponseWriter, r *http.Request, c *caller) error {
 	svc, err := s.modelAdmin(c)
 	if err != nil {
@@ -62,10 +63,6 @@ func (s *Server) testModelConfig(w http.ResponseWriter, r *http.Request, c *call
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
-	key := ""
-	if pa, ok := svc.(ProviderAccess); ok {
-		_, key, _ = pa.ProviderAccess(r.Context(), m.Provider.ID)
-	}
 	maxTokens := modelTestMaxTokens
 	if m.MaxOutputTokens > 0 {
 		maxTokens = min(maxTokens, m.MaxOutputTokens)
@@ -82,7 +79,8 @@ func (s *Server) testModelConfig(w http.ResponseWriter, r *http.Request, c *call
 	res, err := m.Client.Stream(ctx, req, nil)
 	out.LatencyMS = s.deps.Clock.Now().Sub(start).Milliseconds()
 	if err != nil {
-		out.Error = clipRunes(redactKey(err.Error(), key), modelTestErrorRunes)
+		// The client masks the key out of its errors (redact.Provider).
+		out.Error = clipRunes(err.Error(), modelTestErrorRunes)
 		writeJSON(w, http.StatusOK, out)
 		return nil
 	}
@@ -93,17 +91,9 @@ func (s *Server) testModelConfig(w http.ResponseWriter, r *http.Request, c *call
 		}
 	}
 	out.OK = true
-	out.Sample = clipRunes(redactKey(strings.TrimSpace(text.String()), key), modelTestSampleRunes)
+	out.Sample = clipRunes(strings.TrimSpace(text.String()), modelTestSampleRunes)
 	writeJSON(w, http.StatusOK, out)
 	return nil
-}
-
-// redactKey hides key in text (a provider may quote the key it refused).
-func redactKey(text, key string) string {
-	if key == "" {
-		return text
-	}
-	return strings.ReplaceAll(text, key, "[api key]")
 }
 
 // clipRunes shortens s to at most n runes, marking the cut.

@@ -2,22 +2,15 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/chatd/chatd/app/llm/anthropic"
-	"github.com/chatd/chatd/app/llm/openai"
+	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
-	"github.com/chatd/chatd/store"
 )
 
 // ModelConfigs administers providers and model configs
@@ -170,11 +163,11 @@ func (s *Server) deleteModelConfig(w http.ResponseWriter, r *http.Request, c *ca
 
 // --- connection test and model discovery ---
 
-// ProviderAccess gives a provider's wire view and its API key in clear
-// for the connection test (modelconfig.Service has it). The key is only
-// ever sent to the provider itself.
-type ProviderAccess interface {
-	ProviderAccess(ctx context.Context, id uuid.UUID) (sdk.ChatProviderConfig, string, error)
+// ProviderClient gives a provider's wire view and a client of it for the
+// connection test (modelconfig.Service has it). The client holds the API
+// key and masks it out of its errors; the key never reaches the API.
+type ProviderClient interface {
+	ProviderClient(ctx context.Context, id uuid.UUID) (sdk.ChatProviderConfig, llm.Provider, error)
 }
 
 // providerTestTimeout bounds one connection test.
@@ -200,11 +193,11 @@ func (s *Server) testProvider(w http.ResponseWriter, r *http.Request, c *caller)
 	if err != nil {
 		return err
 	}
-	access, ok := svc.(ProviderAccess)
+	access, ok := svc.(ProviderClient)
 	if !ok {
 		return errNoModelAdmin
 	}
-	p, key, err := access.ProviderAccess(r.Context(), id)
+	p, client, err := access.ProviderClient(r.Context(), id)
 	switch {
 	case errors.Is(err, modelconfig.ErrKeyUnreadable):
 		// The provider cannot be reached until its key is set again.
@@ -215,7 +208,7 @@ func (s *Server) testProvider(w http.ResponseWriter, r *http.Request, c *caller)
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), providerTestTimeout)
 	defer cancel()
-	models, err := listProviderModels(ctx, p, key)
+	models, err := listProviderModels(ctx, client)
 	out := providerTest{OK: err == nil, Models: models}
 	if err != nil {
 		out.Error = err.Error()
@@ -232,77 +225,22 @@ func (s *Server) testProvider(w http.ResponseWriter, r *http.Request, c *caller)
 	return nil
 }
 
-// listProviderModels lists p's models: GET {base}/models for OpenAI and
-// OpenAI-compatible servers (openai.ListModels, which also finds Ollama's
-// context windows), GET {base}/v1/models for Anthropic. The demo provider
-// needs no connection and lists nothing.
-func listProviderModels(ctx context.Context, p sdk.ChatProviderConfig, key string) ([]discoveredModel, error) {
-	switch p.Provider {
-	case store.ProviderDemo:
+// listProviderModels lists the models of the provider client talks to
+// (llm.ModelLister: GET {base}/models for OpenAI and OpenAI-compatible
+// servers, which also finds Ollama's context windows, GET {base}/v1/models
+// for Anthropic). The demo provider lists nothing.
+func listProviderModels(ctx context.Context, client llm.Provider) ([]discoveredModel, error) {
+	l, ok := client.(llm.ModelLister)
+	if !ok {
 		return nil, nil
-	case store.ProviderAnthropic:
-		return anthropicModels(ctx, p.BaseURL, key)
 	}
-	listed, err := openai.ListModels(ctx, openai.Config{Name: p.DisplayName, APIKey: key, BaseURL: p.BaseURL})
+	listed, err := l.ListModels(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]discoveredModel, 0, len(listed))
 	for _, m := range listed {
-		out = append(out, discoveredModel{ID: m.ID, ContextLimit: m.ContextLimit})
+		out = append(out, discoveredModel{ID: m.ID, DisplayName: m.DisplayName, ContextLimit: m.ContextLimit})
 	}
-	return out, nil
-}
-
-// anthropicModels reads Anthropic's GET /v1/models (its first page, up to
-// 1,000 models).
-func anthropicModels(ctx context.Context, base, key string) ([]discoveredModel, error) {
-	if base == "" {
-		base = anthropic.DefaultBaseURL
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(base, "/")+"/v1/models?limit=1000", nil)
-	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
-	}
-	req.Header.Set("x-api-key", key)
-	req.Header.Set("anthropic-version", "2023-06-01")
-	res, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("list models: %w", err)
-	}
-	defer res.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(res.Body, 4<<20))
-	if err != nil {
-		return nil, fmt.Errorf("list models: read answer: %w", err)
-	}
-	if res.StatusCode != http.StatusOK {
-		var e struct {
-			Error struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Error.Message != "" {
-			msg = e.Error.Message
-		}
-		if len(msg) > 300 {
-			msg = msg[:300]
-		}
-		return nil, fmt.Errorf("list models: %s: %s", res.Status, msg)
-	}
-	var list struct {
-		Data []struct {
-			ID          string `json:"id"`
-			DisplayName string `json:"display_name"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return nil, fmt.Errorf("list models: decode answer: %w", err)
-	}
-	out := make([]discoveredModel, 0, len(list.Data))
-	for _, m := range list.Data {
-		out = append(out, discoveredModel{ID: m.ID, DisplayName: m.DisplayName})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }

@@ -21,6 +21,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/redact"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -181,6 +183,9 @@ type Config struct {
 	Client *http.Client
 	// Clock stamps webhook-timestamp (clock.Real when nil).
 	Clock clock.Clock
+	// Secrets learns Secret and masks every secret chatd knows out of a
+	// failed dispatch's error and a decision's reason (nil: nothing).
+	Secrets *redact.Secrets
 }
 
 // Dispatcher sends events to the consumer. A nil *Dispatcher has hooks
@@ -223,6 +228,7 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
+	cfg.Secrets.Set("hooks", redact.LabelSecret, cfg.Secret, strings.TrimPrefix(cfg.Secret, "whsec_"))
 	return &Dispatcher{
 		cfg: cfg, signer: signer,
 		all:   make(chan struct{}, cfg.MaxConcurrent),
@@ -258,8 +264,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, class Class, req Request) (Re
 	defer release()
 	resp, err := d.send(ctx, req)
 	if err != nil {
-		return Response{}, &Error{Event: req.Event, Err: err}
+		return Response{}, &Error{Event: req.Event, Err: d.cfg.Secrets.Error(err)}
 	}
+	resp.Reason = d.cfg.Secrets.Text(resp.Reason)
 	return resp, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/hooks"
+	"github.com/chatd/chatd/app/redact"
 )
 
 var secret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("a test secret of some length"))
@@ -322,4 +323,28 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		_, err := hooks.New(cfg)
 		require.Error(t, err, name)
 	}
+}
+
+// A consumer that quotes the signing secret (or another secret chatd
+// knows) in a reason or in an invalid answer gets it masked: the reason
+// and the error are shown to users and logged.
+func TestSecretsMasked(t *testing.T) {
+	t.Parallel()
+	c := newConsumer(t)
+	secrets := redact.New()
+	secrets.Set("provider:p", redact.LabelAPIKey, "sk-provider-key-0123")
+	d := dispatcher(t, c, func(cfg *hooks.Config) { cfg.Secrets = secrets })
+
+	c.answer(http.StatusOK, `{"decision":"deny","reason":"secret `+secret+` and key sk-provider-key-0123"}`)
+	got, err := d.Dispatch(context.Background(), hooks.Admitted, hooks.Request{Event: hooks.PreToolUse, ChatID: uuid.New()})
+	require.NoError(t, err)
+	require.Equal(t, "secret [secret] and key [api key]", got.Reason)
+	c.next(t)
+
+	c.answer(http.StatusOK, `{"decision":"`+secret+`"}`)
+	_, err = d.Dispatch(context.Background(), hooks.Admitted, hooks.Request{Event: hooks.PreToolUse, ChatID: uuid.New()})
+	require.ErrorIs(t, err, hooks.ErrInvalidResponse)
+	require.NotContains(t, err.Error(), secret)
+	require.Contains(t, err.Error(), "[secret]")
+	c.next(t)
 }

@@ -103,6 +103,23 @@ type Provider interface {
 	Stream(ctx context.Context, req Request, onPart func(sdk.ChatMessagePart)) (Response, error)
 }
 
+// ListedModel is one model a provider's server lists.
+type ListedModel struct {
+	// ID is the model's name in requests (Request.Model).
+	ID string
+	// DisplayName is the server's human name for it ("" when none).
+	DisplayName string
+	// ContextLimit is the context window the server reports in tokens; 0
+	// when it reports none.
+	ContextLimit int64
+}
+
+// ModelLister is a Provider that can list its server's models (the
+// connection test, "discover models"). Errors are *Error, as Stream's.
+type ModelLister interface {
+	ListModels(ctx context.Context) ([]ListedModel, error)
+}
+
 // Error is a classified provider failure.
 type Error struct {
 	Kind       sdk.ChatErrorKind

@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/redact"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
 )
@@ -51,6 +52,11 @@ type Options struct {
 	ConnectTimeout time.Duration
 	// MinBackoff, MaxBackoff: DefaultMinBackoff, DefaultMaxBackoff when zero.
 	MinBackoff, MaxBackoff time.Duration
+	// Secrets learns every configured server's env and header values and
+	// masks them (and every other secret chatd knows) out of the errors
+	// the manager gives back: tool call errors, a server's last error, a
+	// connection test's. Nil masks only URL credentials.
+	Secrets *redact.Secrets
 }
 
 // Manager holds the connections to the configured MCP servers, shared by
@@ -60,6 +66,7 @@ type Manager struct {
 	clock                                  clock.Clock
 	connectTimeout, minBackoff, maxBackoff time.Duration
 	failures                               *prometheus.CounterVec
+	secrets                                *redact.Secrets
 
 	cfgMu   sync.RWMutex // guards servers and byID, which Apply replaces
 	servers []*server    // sorted by name
@@ -85,7 +92,7 @@ var (
 // until the first Tools or Status call.
 func NewManager(cfg Config, opts Options) *Manager {
 	m := &Manager{
-		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{},
+		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{}, secrets: opts.Secrets,
 		connectTimeout: opts.ConnectTimeout, minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 	}
 	if m.log == nil {
@@ -117,7 +124,10 @@ func NewManager(cfg Config, opts Options) *Manager {
 
 // newServer is sc's server, not connected.
 func (m *Manager) newServer(sc Server) *server {
-	s := &server{cfg: sc, refresh: make(chan struct{}, 1), changed: make(chan struct{}), stopped: make(chan struct{}), state: sdk.MCPStateConnecting}
+	// Values of an earlier config of the server stay masked: a late error
+	// may still quote them.
+	m.secrets.Add("mcp:"+sc.ID.String(), redact.LabelSecret, sc.secretValues()...)
+	s := &server{cfg: sc, secrets: m.secrets, refresh: make(chan struct{}, 1), changed: make(chan struct{}), stopped: make(chan struct{}), state: sdk.MCPStateConnecting}
 	s.ctx, s.cancel = context.WithCancel(m.ctx)
 	s.access.Store(&sc)
 	s.transport = sdk.MCPTransportStreamableHTTP
@@ -515,12 +525,17 @@ func (m *Manager) sleep(s *server, d time.Duration) bool {
 
 // server is one configured server and its connection state.
 type server struct {
+<<<<<<< HEAD
 	// cfg is what the connection was made with; its access fields are
 	// not read (access is).
 	cfg Server
 	// access holds the config whose access rule is in force: Apply
 	// changes it without a reconnection.
 	access  atomic.Pointer[Server]
+=======
+	cfg     Server
+	secrets *redact.Secrets
+>>>>>>> rel-secrets
 	once    sync.Once
 	refresh chan struct{} // notifications/tools/list_changed, coalesced
 	// ctx ends when the server is retired (Apply) or at Close; its
@@ -600,8 +615,13 @@ func (m *Manager) current(ctx context.Context, s *server) (*session, error) {
 
 // redact removes the configured URL's credentials and query from a
 // message that is shown to users, in whatever form the message spells
-// the URL.
+// the URL, and every secret chatd knows (the env and header values).
 func (s *server) redact(msg string) string {
+	return s.secrets.Text(s.redactURL(msg))
+}
+
+// redactURL is redact for the configured URL alone.
+func (s *server) redactURL(msg string) string {
 	if s.cfg.URL == "" {
 		return msg
 	}

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/chatd/chatd/app/redact"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -120,7 +121,7 @@ func (m *Manager) open(ctx context.Context, client *mcp.Client, s *server) (cs *
 	case s.cfg.Stdio():
 		cmd := exec.Command(s.cfg.Command, s.cfg.Args...)
 		cmd.Env = childEnv(s.cfg.Env)
-		cmd.Stderr = &lineLog{log: m.log, server: s.cfg.Name}
+		cmd.Stderr = &lineLog{log: m.log, server: s.cfg.Name, secrets: m.secrets}
 		cmd.WaitDelay = childGrace // a grandchild holding stderr open cannot stall Close
 		cs, err = client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: childGrace}, nil)
 		if err != nil {
@@ -224,11 +225,13 @@ func redactURL(u string) string {
 	return p.String()
 }
 
-// lineLog logs a stdio child's stderr line by line.
+// lineLog logs a stdio child's stderr line by line, the secrets masked
+// (a server may print its own env).
 type lineLog struct {
-	log    *slog.Logger
-	server string
-	buf    []byte
+	log     *slog.Logger
+	server  string
+	secrets *redact.Secrets
+	buf     []byte
 }
 
 // maxLogLine caps one logged stderr line.
@@ -255,7 +258,8 @@ func (l *lineLog) emit(line []byte) {
 	if len(line) == 0 {
 		return
 	}
-	l.log.Info("MCP server stderr", "mcp_server", l.server, "line", string(line[:min(len(line), maxLogLine)]))
+	text := l.secrets.Text(string(line)) // before the cut, which could halve a secret
+	l.log.Info("MCP server stderr", "mcp_server", l.server, "line", text[:min(len(text), maxLogLine)])
 }
 
 // errNotObject is returned for tool arguments that are not a JSON object.

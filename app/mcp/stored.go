@@ -25,9 +25,11 @@ type Sealer interface {
 // encrypting Sealer can tell them apart and re-seal them.
 const plainPrefix = "plain:"
 
-// PlainSealer stores secrets unencrypted (marked "plain:"). It stands in
-// until an encrypting Sealer (AES-GCM, app/secrets) is wired in; the API
-// never returns the values either way.
+// PlainSealer stores secrets unencrypted (marked "plain:"). chatd itself
+// seals with AES-GCM under CHATD_SECRET_KEY (app's mcpSealer), which
+// still opens rows that versions before it wrote with PlainSealer;
+// NewServers without a Sealer (tests) uses it. The API never returns the
+// values either way.
 type PlainSealer struct{}
 
 // Seal marks plain.

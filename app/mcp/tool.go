@@ -61,8 +61,35 @@ func (t *Tool) EffectSource() string { return t.effectSource }
 // Run calls the tool (tools/call with the server's own name), bounded by
 // the server's timeout. A timeout or a cancelled ctx sends MCP
 // cancellation (notifications/cancelled, done by the go-sdk) and returns
-// an error. A result with isError set returns a *ToolError.
+// an error. A result with isError set returns a *ToolError. Errors come
+// out with every secret chatd knows masked (the server's env and header
+// values too): the worker stores and shows them.
 func (t *Tool) Run(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
+	out, err := t.run(ctx, args)
+	if err == nil {
+		return out, nil
+	}
+	var te *ToolError
+	if errors.As(err, &te) {
+		return nil, &ToolError{Result: t.m.secrets.JSON(te.Result), msg: t.server.redact(te.msg)}
+	}
+	if clean := t.server.redact(err.Error()); clean != err.Error() {
+		return nil, &maskedError{msg: clean, err: err}
+	}
+	return nil, err
+}
+
+// maskedError is an error whose text had secrets masked; errors.Is still
+// sees the original chain, nothing unwraps to the original text.
+type maskedError struct {
+	msg string
+	err error
+}
+
+func (e *maskedError) Error() string        { return e.msg }
+func (e *maskedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+func (t *Tool) run(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	var arguments any = map[string]any{}
 	if trimmed := strings.TrimSpace(string(args)); trimmed != "" && trimmed != "null" {
 		var obj map[string]json.RawMessage

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -15,10 +16,11 @@ import (
 // secret keys do not open (see "Secret key rotation" in docs/API.md).
 var ErrKeyUnreadable = errors.New("the stored API key cannot be opened with CHATD_SECRET_KEY; set the key again")
 
-// ProviderAccess returns provider id's wire view and its API key in clear
-// ("" when it has none), for an admin's connection test. The key must not
-// leave the process: callers only send it to the provider itself.
-func (s *Service) ProviderAccess(ctx context.Context, id uuid.UUID) (sdk.ChatProviderConfig, string, error) {
+// ProviderClient returns provider id's wire view and a client of it built
+// by the factory (as a chat's, so its errors come out masked), for an
+// admin's connection test; the API key stays inside the client.
+// ErrKeyUnreadable when the stored key does not open.
+func (s *Service) ProviderClient(ctx context.Context, id uuid.UUID) (sdk.ChatProviderConfig, llm.Provider, error) {
 	var p store.AIProvider
 	err := s.store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
@@ -26,13 +28,20 @@ func (s *Service) ProviderAccess(ctx context.Context, id uuid.UUID) (sdk.ChatPro
 		return err
 	})
 	if err != nil {
-		return sdk.ChatProviderConfig{}, "", fmt.Errorf("read provider %s: %w", id, translate(err))
+		return sdk.ChatProviderConfig{}, nil, fmt.Errorf("read provider %s: %w", id, translate(err))
 	}
 	key := ""
 	if len(p.APIKeyCipher) > 0 {
 		if key, _, err = s.cipher.Open(p.APIKeyCipher); err != nil {
-			return sdk.ChatProviderConfig{}, "", fmt.Errorf("provider %s: %w: %w", p.DisplayName, ErrKeyUnreadable, err)
+			return sdk.ChatProviderConfig{}, nil, fmt.Errorf("provider %s: %w: %w", p.DisplayName, ErrKeyUnreadable, err)
 		}
 	}
-	return ProviderView(p), key, nil
+	if s.cache.factory == nil {
+		return sdk.ChatProviderConfig{}, nil, errors.New("modelconfig: no client factory")
+	}
+	cl, err := s.cache.factory(p, key, nil)
+	if err != nil {
+		return sdk.ChatProviderConfig{}, nil, fmt.Errorf("provider %s: %w", p.DisplayName, err)
+	}
+	return ProviderView(p), cl, nil
 }

@@ -86,26 +86,12 @@ func (c *Cipher) Open(sealed []byte) (plain string, stale bool, err error) {
 	return "", false, ErrSecretKey
 }
 
-// LoadKeyFile reads the key in path, creating it (32 random bytes, hex,
-// mode 0600) when it does not exist. A key file others can read is refused.
-func LoadKeyFile(path string) (string, error) {
+// ReadKeyFile reads the key in path; fs.ErrNotExist when there is no such
+// file. A key file others can read is refused, as is an empty one.
+func ReadKeyFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		raw := make([]byte, 32)
-		_, _ = rand.Read(raw)
-		key := hex.EncodeToString(raw)
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if err != nil {
-			return "", fmt.Errorf("create secret key file: %w", err)
-		}
-		if _, err := f.WriteString(key + "\n"); err != nil {
-			f.Close()
-			return "", fmt.Errorf("write secret key file: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return "", fmt.Errorf("write secret key file: %w", err)
-		}
-		return key, nil
+		return "", err
 	}
 	if err != nil {
 		return "", fmt.Errorf("read secret key file: %w", err)
@@ -120,6 +106,26 @@ func LoadKeyFile(path string) (string, error) {
 	key := strings.TrimSpace(string(b))
 	if key == "" {
 		return "", fmt.Errorf("secret key file %s is empty", path)
+	}
+	return key, nil
+}
+
+// CreateKeyFile writes a new key (32 random bytes, hex) to path, mode
+// 0600; it fails when path exists.
+func CreateKeyFile(path string) (string, error) {
+	raw := make([]byte, 32)
+	_, _ = rand.Read(raw)
+	key := hex.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create secret key file: %w", err)
+	}
+	if _, err := f.WriteString(key + "\n"); err != nil {
+		f.Close()
+		return "", fmt.Errorf("write secret key file: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("write secret key file: %w", err)
 	}
 	return key, nil
 }

@@ -58,7 +58,7 @@ func secretKeyNote(from, to string) string {
 		return "Sealed provider keys and MCP secrets were copied as they are: serve the target with this same CHATD_SECRET_KEY."
 	}
 	if !app.IsPostgres(from) {
-		keyFile := from + ".secret-key"
+		keyFile := app.SecretKeyFile(from)
 		if _, err := os.Stat(keyFile); err == nil {
 			return "Sealed provider keys and MCP secrets were copied as they are: serve the target with CHATD_SECRET_KEY set to the key in " + keyFile + " (the one the SQLite server used)."
 		}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/chatd/chatd/app"
 )
@@ -19,12 +20,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	cfg.FirstTokenOut = terminal(stderr)
 	a, err := app.New(ctx, cfg, stderr)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 	return a.Run(ctx, nil)
+}
+
+// terminal is w when it is a terminal (a person reads it as it is written,
+// and nothing keeps it), else nil.
+func terminal(w io.Writer) io.Writer {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	if fi, err := f.Stat(); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return nil
+	}
+	return w
 }
 
 // serveConfig is the Config of `chatd serve`: each setting of the table

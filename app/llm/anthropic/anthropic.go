@@ -49,6 +49,7 @@ type Provider struct {
 	name      string
 	maxTokens int64
 	client    sdkanthropic.Client
+	cfg       Config // for ListModels
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -81,7 +82,7 @@ func New(cfg Config) *Provider {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey), option.WithHeader("x-api-key", cfg.APIKey))
 	}
 	client := sdkanthropic.NewClient(opts...)
-	return &Provider{name: cfg.Name, maxTokens: cfg.MaxTokens, client: client}
+	return &Provider{name: cfg.Name, maxTokens: cfg.MaxTokens, client: client, cfg: cfg}
 }
 
 // Name implements llm.Provider.

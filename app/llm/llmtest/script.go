@@ -63,6 +63,7 @@ type Reply struct {
 	steps   []step
 	status  int    // HTTP error status; 0 = stream
 	message string // HTTP error message
+	echo    bool   // the message quotes the request's headers
 	usage   *Usage
 	finish  string
 	raw     []string // Raw: the whole stream, verbatim
@@ -109,6 +110,14 @@ func Raw(events ...string) Reply {
 // HTTPError answers with status and the provider's real JSON error body.
 func HTTPError(status int, message string) Reply {
 	return Reply{status: status, message: message}
+}
+
+// EchoHeaders answers with status and an error message that quotes every
+// request header, credentials included ("...; request headers:
+// Authorization: Bearer sk-...; ..."), as some OpenAI-compatible gateways
+// do: the shape of a provider error that carries the API key.
+func EchoHeaders(status int, message string) Reply {
+	return Reply{status: status, message: message, echo: true}
 }
 
 // StreamError ends an open stream with the provider's in-stream error

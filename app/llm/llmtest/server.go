@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"sort"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -67,6 +69,8 @@ type Server struct {
 	reqs   []Request
 	models []ListedModel
 	shows  map[string]OllamaShow
+	// listFail, when its status is set, answers GET {base}/models.
+	listFail Reply
 }
 
 // ListedModel is one entry of a fake server's GET /v1/models list.
@@ -116,6 +120,14 @@ func (s *Server) SetModels(models ...ListedModel) {
 	s.models = models
 }
 
+// FailModels makes GET {base}/models answer r's HTTP error (HTTPError or
+// EchoHeaders) instead of the list.
+func (s *Server) FailModels(r Reply) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listFail = r
+}
+
 // SetOllamaShow makes POST /api/show (at the server root, as Ollama has it)
 // answer for model; models without one get Ollama's 404. Without any
 // SetOllamaShow the route does not exist, as on servers other than Ollama.
@@ -161,8 +173,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.reqs = append(s.reqs, Request{Method: r.Method, Path: r.URL.Path, Header: r.Header.Clone(), Body: body})
 	switch {
 	case r.Method == http.MethodGet && r.URL.Path == s.base+"/models":
-		list := s.modelList()
+		list, fail := s.modelList(), s.listFail
 		s.mu.Unlock()
+		if fail.status != 0 {
+			s.proto.writeError(w, fail.status, fail.errorMessage(r))
+			return
+		}
 		writeJSON(w, http.StatusOK, list)
 		return
 	case r.Method == http.MethodPost && r.URL.Path == "/api/show" && s.shows != nil:
@@ -208,7 +224,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if reply.status != 0 {
-		s.proto.writeError(w, reply.status, reply.message)
+		s.proto.writeError(w, reply.status, reply.errorMessage(r))
 		return
 	}
 	st := &streamer{w: w, r: r, closed: s.closed}
@@ -226,6 +242,26 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.proto.stream(st, m, reply)
+}
+
+// errorMessage is r's error message, with req's headers when r echoes
+// them.
+func (r Reply) errorMessage(req *http.Request) string {
+	if !r.echo {
+		return r.message
+	}
+	names := make([]string, 0, len(req.Header))
+	for name := range req.Header {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString(r.message)
+	b.WriteString("; request headers:")
+	for _, name := range names {
+		fmt.Fprintf(&b, " %s: %s;", name, strings.Join(req.Header[name], ", "))
+	}
+	return b.String()
 }
 
 // modelList renders the models in the list shape of GET /v1/models.

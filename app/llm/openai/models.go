@@ -67,6 +67,21 @@ func ListModels(ctx context.Context, cfg Config) ([]Model, error) {
 	return out, nil
 }
 
+var _ llm.ModelLister = (*Provider)(nil)
+
+// ListModels implements llm.ModelLister: ListModels with p's settings.
+func (p *Provider) ListModels(ctx context.Context) ([]llm.ListedModel, error) {
+	listed, err := ListModels(ctx, p.cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]llm.ListedModel, 0, len(listed))
+	for _, m := range listed {
+		out = append(out, llm.ListedModel{ID: m.ID, ContextLimit: m.ContextLimit})
+	}
+	return out, nil
+}
+
 // listedContext reads the context window from a list entry's extra fields.
 func listedContext(m sdkopenai.Model) int64 {
 	for _, key := range contextFields {

@@ -54,6 +54,7 @@ type Provider struct {
 	name         string
 	client       sdkopenai.Client
 	useResponses *bool
+	cfg          Config // for ListModels
 }
 
 var _ llm.Provider = (*Provider)(nil)
@@ -69,7 +70,7 @@ func New(cfg Config) *Provider {
 		option.WithMaxRetries(cfg.MaxRetries),
 		option.WithAPIKey(cfg.APIKey),
 	}
-	return &Provider{name: cfg.Name, client: sdkopenai.NewClient(opts...), useResponses: cfg.UseResponsesAPI}
+	return &Provider{name: cfg.Name, client: sdkopenai.NewClient(opts...), useResponses: cfg.UseResponsesAPI, cfg: cfg}
 }
 
 // withDefaults fills cfg's zero values from the Default constants.
