@@ -321,8 +321,9 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 	if over != nil {
 		prep.end(nil)
 		step.set(actionAttr("error"))
-		r.stepLog(ev, v.turnRequest()).Info("still over the context limit after compaction", "detail", over.Detail)
-		r.w.deps.Metrics.failed(over.Kind)
+		// Not a model call: chatd_generation_errors_total does not count
+		// it; the turn's error outcome and this line do.
+		r.stepLog(ev, v.turnRequest()).Warn("still over the context limit after compaction", "detail", over.Detail)
 		return r.commit(ctx, f, func(t *chatstate.Tx) error {
 			_, err := t.FinishError(r.chatID, *over)
 			return err
