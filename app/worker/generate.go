@@ -620,8 +620,10 @@ func (r *runner) interrupt(ctx context.Context, ev event) error {
 // compact summarizes the history since the latest boundary into a
 // compressed triplet; trailing user messages the assistant has not
 // answered are not summarized but re-committed after it as model-only
-// rows (spec: "Manual compaction"). The CommitStep clears the one-shot
-// request.
+// rows (spec: "Manual compaction"). An automatic compaction inside a turn
+// (after tool results) re-commits the turn's prompt as well, so the turn
+// goes on with its request (midTurnPrompt). The CommitStep clears the
+// one-shot request.
 func (r *runner) compact(ctx context.Context, ev event, v view, source string) (err error) {
 	ctx, st := r.stage(ctx, StageCompaction, attribute.String("compaction_source", source))
 	defer func() { st.end(stepFailure(ctx, err)) }()
