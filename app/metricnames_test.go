@@ -49,6 +49,7 @@ func TestRuntimeMetricNames(t *testing.T) {
 	for name, want := range map[string]family{
 		"chatd_queue_depth":                {dto.MetricType_GAUGE, nil},
 		"chatd_running_chats":              {dto.MetricType_GAUGE, []string{"pool"}},
+		"chatd_stage_anomalies_total":      {dto.MetricType_COUNTER, []string{"reason"}},
 		"chatd_stream_viewers":             {dto.MetricType_GAUGE, nil},
 		"chatd_stream_relay_connections":   {dto.MetricType_GAUGE, []string{"direction"}},
 		"chatd_partbuf_drops_total":        {dto.MetricType_COUNTER, []string{"reason"}},

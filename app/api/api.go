@@ -282,7 +282,7 @@ func (s *Server) allowedMethods(r *http.Request) []string {
 		}
 		probe := r.Clone(r.Context())
 		probe.Method = m
-		if _, pattern := s.mux.Handler(probe); !fallbacks[pattern] {
+		if _, pattern := s.mux.Handler(probe); !fallbacks[pattern] && namesResource(pattern, r.URL.Path) {
 			allow = append(allow, m)
 		}
 	}

@@ -106,22 +106,100 @@ func optUUID(u *uuid.UUID) uuid.NullUUID {
 	return uuid.NullUUID{UUID: *u, Valid: true}
 }
 
+// pathIDs are the path wildcards that hold ids: what each names, and
+// whether it is a positive integer (else a non-nil UUID).
+var pathIDs = map[string]struct {
+	noun  string
+	isInt bool
+}{
+	"chat": {noun: "chat"}, "file": {noun: "file"}, "project": {noun: "project"}, "provider": {noun: "provider"},
+	"modelConfig": {noun: "model config"}, "id": {noun: "MCP server"}, "token": {noun: "token"},
+	"message": {noun: "message", isInt: true}, "queuedMessage": {noun: "queued message", isInt: true},
+}
+
+// errPathNotFound answers a path whose id segment cannot name anything
+// (GET /chats/foo): the path names no resource, so it is 404 NOT_FOUND like
+// an id that names none, not a 400 about parsing (bodies and queries keep
+// their 400s).
+func errPathNotFound(name, raw string) *apiError {
+	id, ok := pathIDs[name]
+	if !ok {
+		id.noun = name
+	}
+	want := "a UUID"
+	if id.isInt {
+		want = "a positive integer"
+	}
+	return newError(http.StatusNotFound, sdk.CodeNotFound, "No such "+id.noun+".",
+		fmt.Sprintf("%q is not a %s id (%s)", raw, id.noun, want))
+}
+
+func parsePathUUID(raw string) (uuid.UUID, bool) {
+	id, err := uuid.Parse(raw)
+	return id, err == nil && id != uuid.Nil
+}
+
+func parsePathInt(raw string) (int64, bool) {
+	n, err := strconv.ParseInt(raw, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// validPathID: raw can name what the wildcard name holds (any value for a
+// wildcard that is not an id: a user reference, a memory name).
+func validPathID(name, raw string) bool {
+	id, ok := pathIDs[name]
+	switch {
+	case !ok:
+		return true
+	case id.isInt:
+		_, ok = parsePathInt(raw)
+	default:
+		_, ok = parsePathUUID(raw)
+	}
+	return ok
+}
+
+// pathUUID reads a path id that is a UUID; anything else names nothing.
 func pathUUID(r *http.Request, name string) (uuid.UUID, error) {
 	raw := r.PathValue(name)
-	id, err := uuid.Parse(raw)
-	if err != nil || id == uuid.Nil {
-		return uuid.Nil, validation(name, fmt.Sprintf("%q is not a valid UUID", raw))
+	id, ok := parsePathUUID(raw)
+	if !ok {
+		return uuid.Nil, errPathNotFound(name, raw)
 	}
 	return id, nil
 }
 
+// pathInt reads a path id that is a positive integer; anything else names
+// nothing.
 func pathInt(r *http.Request, name string) (int64, error) {
 	raw := r.PathValue(name)
-	n, err := strconv.ParseInt(raw, 10, 64)
-	if err != nil || n <= 0 {
-		return 0, validation(name, fmt.Sprintf("%q is not a valid id (a positive integer)", raw))
+	n, ok := parsePathInt(raw)
+	if !ok {
+		return 0, errPathNotFound(name, raw)
 	}
 	return n, nil
+}
+
+// namesResource reports whether path, which pattern matched, holds a
+// well-formed id in each of the pattern's id wildcards. A path that does
+// not (/chats/foo) names no resource whatever the method, so it is 404,
+// not 405 (allowedMethods).
+func namesResource(pattern, path string) bool {
+	if _, p, ok := strings.Cut(pattern, " "); ok {
+		pattern = p
+	}
+	segs := strings.Split(path, "/")
+	for i, seg := range strings.Split(pattern, "/") {
+		name, ok := strings.CutPrefix(seg, "{")
+		if !ok || i >= len(segs) {
+			continue
+		}
+		name = strings.TrimSuffix(strings.TrimSuffix(name, "}"), "...")
+		if !validPathID(name, segs[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 func queryInt(r *http.Request, name string, def, lo, hi int64) (int64, error) {

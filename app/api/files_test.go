@@ -89,7 +89,7 @@ func TestFilesUploadAndServe(t *testing.T) {
 		_, _, bobToken := h.newUser(t, "bob")
 		requireJSONError(t, get(bobToken, img.ID), http.StatusNotFound, sdk.CodeNotFound)
 		requireJSONError(t, get(h.aliceToken, uuid.New()), http.StatusNotFound, sdk.CodeNotFound)
-		requireJSONError(t, get(h.aliceToken, uuid.Nil), http.StatusBadRequest, sdk.CodeValidation)
+		requireJSONError(t, get(h.aliceToken, uuid.Nil), http.StatusNotFound, sdk.CodeNotFound)
 
 		// A declared image whose bytes are not one is refused.
 		requireJSONError(t, h.upload(t, h.aliceToken, "/api/v2/files", "image/png", []byte("hello")),

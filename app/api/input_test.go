@@ -50,6 +50,11 @@ func TestMalformedInput(t *testing.T) {
 	bad := func(name, method, path, body string) tc {
 		return tc{name, method, path, body, http.StatusBadRequest, sdk.CodeValidation}
 	}
+	// A path whose id segment cannot name anything names no resource: 404,
+	// whatever the body.
+	notFound := func(name, method, path, body string) tc {
+		return tc{name, method, path, body, http.StatusNotFound, sdk.CodeNotFound}
+	}
 	tooLarge := func(name, method, path, body string) tc {
 		return tc{name, method, path, body, http.StatusRequestEntityTooLarge, sdk.CodeTooLarge}
 	}
@@ -101,7 +106,7 @@ func TestMalformedInput(t *testing.T) {
 		bad("send/part type image", "POST", "/chats/{chat}/messages", `{"content":[{"type":"image"}]}`),
 		bad("send/unknown model_config_id", "POST", "/chats/{chat}/messages", `{"content":[{"type":"text","text":"hi"}],"model_config_id":"`+unknownModel+`"}`),
 		bad("send/file_id nope", "POST", "/chats/{chat}/messages", `{"content":[{"type":"text","text":"hi","file_id":"nope"}]}`),
-		bad("send/chat id nope", "POST", "/chats/nope/messages", textBody("hi")),
+		notFound("send/chat id nope", "POST", "/chats/nope/messages", textBody("hi")),
 		tooLarge("send/text over 64 KiB", "POST", "/chats/{chat}/messages", textBody(long)),
 		tooLarge("send/body over 1 MiB", "POST", "/chats/{chat}/messages", textBody(strings.Repeat("x", maxBody))),
 
@@ -115,30 +120,30 @@ func TestMalformedInput(t *testing.T) {
 		bad("patch/pin_order as string", "PATCH", "/chats/{chat}", `{"pin_order":"1"}`),
 		bad("patch/pin_order fraction", "PATCH", "/chats/{chat}", `{"pin_order":1.5}`),
 		bad("patch/too many labels", "PATCH", "/chats/{chat}", string(manyLabelsJSON)),
-		bad("patch/chat id nope", "PATCH", "/chats/nope", `{"title":"x"}`),
+		notFound("patch/chat id nope", "PATCH", "/chats/nope", `{"title":"x"}`),
 		tooLarge("patch/body over 1 MiB", "PATCH", "/chats/{chat}", `{"title":"x","labels":{"a":"`+strings.Repeat("v", maxBody)+`"}}`),
 
 		// PATCH /chats/{chat}/messages/{message}
-		bad("edit/message id abc", "PATCH", "/chats/{chat}/messages/abc", textBody("x")),
-		bad("edit/message id zero", "PATCH", "/chats/{chat}/messages/0", textBody("x")),
-		bad("edit/message id negative", "PATCH", "/chats/{chat}/messages/-1", textBody("x")),
-		bad("edit/message id overflow", "PATCH", "/chats/{chat}/messages/99999999999999999999", textBody("x")),
+		notFound("edit/message id abc", "PATCH", "/chats/{chat}/messages/abc", textBody("x")),
+		notFound("edit/message id zero", "PATCH", "/chats/{chat}/messages/0", textBody("x")),
+		notFound("edit/message id negative", "PATCH", "/chats/{chat}/messages/-1", textBody("x")),
+		notFound("edit/message id overflow", "PATCH", "/chats/{chat}/messages/99999999999999999999", textBody("x")),
 		bad("edit/empty content", "PATCH", "/chats/{chat}/messages/{message}", `{"content":[]}`),
 		bad("edit/part type image", "PATCH", "/chats/{chat}/messages/{message}", `{"content":[{"type":"image"}]}`),
 		bad("edit/reasoning_effort extreme", "PATCH", "/chats/{chat}/messages/{message}", `{"content":[{"type":"text","text":"x"}],"reasoning_effort":"extreme"}`),
 		tooLarge("edit/text over 64 KiB", "PATCH", "/chats/{chat}/messages/{message}", textBody(long)),
 
 		// queue, tool results, chat ids
-		bad("delete queued/id abc", "DELETE", "/chats/{chat}/queue/abc", ""),
-		bad("promote/id abc", "POST", "/chats/{chat}/queue/abc/promote", ""),
-		bad("promote/id zero", "POST", "/chats/{chat}/queue/0/promote", ""),
+		notFound("delete queued/id abc", "DELETE", "/chats/{chat}/queue/abc", ""),
+		notFound("promote/id abc", "POST", "/chats/{chat}/queue/abc/promote", ""),
+		notFound("promote/id zero", "POST", "/chats/{chat}/queue/0/promote", ""),
 		bad("tool results/results as string", "POST", "/chats/{chat}/tool-results", `{"results":"x"}`),
 		bad("tool results/none", "POST", "/chats/{chat}/tool-results", `{}`),
 		bad("tool results/id as number", "POST", "/chats/{chat}/tool-results", `{"results":[{"tool_call_id":5}]}`),
-		bad("get/chat id nope", "GET", "/chats/nope", ""),
-		bad("get/chat id too long", "GET", "/chats/"+uuid.NewString()+"0", ""),
-		bad("interrupt/chat id nope", "POST", "/chats/nope/interrupt", ""),
-		bad("delete/chat id nope", "DELETE", "/chats/nope", ""),
+		notFound("get/chat id nope", "GET", "/chats/nope", ""),
+		notFound("get/chat id too long", "GET", "/chats/"+uuid.NewString()+"0", ""),
+		notFound("interrupt/chat id nope", "POST", "/chats/nope/interrupt", ""),
+		notFound("delete/chat id nope", "DELETE", "/chats/nope", ""),
 
 		// queries
 		bad("list/limit zero", "GET", "/chats?limit=0", ""),
@@ -155,6 +160,13 @@ func TestMalformedInput(t *testing.T) {
 		// routes
 		{"route/unknown", "GET", "/nope", "", http.StatusNotFound, sdk.CodeNotFound},
 		{"route/unknown under chats", "GET", "/chats/{chat}/nope", "", http.StatusNotFound, sdk.CodeNotFound},
+		notFound("route/unknown word under chats", "GET", "/chats/foo", ""),
+		notFound("route/unknown word under chats, POST", "POST", "/chats/foo", `{}`),
+		notFound("route/unknown word under chats, PUT", "PUT", "/chats/foo", `{}`),
+		notFound("route/unknown word with a known tail", "PUT", "/chats/foo/messages", `{}`),
+		notFound("route/unknown word under chats, nested", "GET", "/chats/foo/bar", ""),
+		{"route/known chat, wrong method", "PUT", "/chats/{chat}", `{}`, http.StatusMethodNotAllowed, sdk.CodeMethodNotAllowed},
+		{"route/known word, wrong method", "PUT", "/chats/models", `{}`, http.StatusMethodNotAllowed, sdk.CodeMethodNotAllowed},
 	}
 
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {

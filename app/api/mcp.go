@@ -116,12 +116,7 @@ func (s *Server) mcpAdmin(c *caller) (MCPAdmin, error) {
 
 // mcpServerID reads the {id} of an MCP server route.
 func mcpServerID(r *http.Request) (uuid.UUID, error) {
-	raw := r.PathValue("id")
-	id, err := uuid.Parse(raw)
-	if err != nil {
-		return uuid.Nil, validation("id", fmt.Sprintf("%q is not a valid MCP server id (a UUID)", raw))
-	}
-	return id, nil
+	return pathUUID(r, "id")
 }
 
 // mcpAdminCall runs one MCP server admin request: the admin check, the

@@ -119,7 +119,7 @@ func TestModelConfigTestAPI(t *testing.T) {
 			{name: "a user", token: userToken, path: testPath(qwen.ID.String()), status: http.StatusForbidden},
 			{name: "anonymous", path: testPath(qwen.ID.String()), status: http.StatusUnauthorized},
 			{name: "an unknown id", token: adminToken, path: testPath("5c4f8a61-3b8d-4a8e-9d0c-0f1e2d3c4b5a"), status: http.StatusNotFound},
-			{name: "a bad id", token: adminToken, path: testPath("nope"), status: http.StatusBadRequest},
+			{name: "a bad id", token: adminToken, path: testPath("nope"), status: http.StatusNotFound},
 		}
 		for _, sc := range scenarios {
 			t.Run(sc.name, func(t *testing.T) {

@@ -149,7 +149,7 @@ func TestProjectsBadInput(t *testing.T) {
 			{"POST", "/api/v2/projects", `{"name": "` + strings.Repeat("x", 201) + `"}`, 400, sdk.CodeValidation},
 			{"POST", "/api/v2/projects", `{"name": "a", "instructions": "` + strings.Repeat("x", 33<<10) + `"}`, 400, sdk.CodeValidation},
 			{"POST", "/api/v2/projects", `{"name": 3}`, 400, sdk.CodeValidation},
-			{"GET", "/api/v2/projects/nope", ``, 400, sdk.CodeValidation},
+			{"GET", "/api/v2/projects/nope", ``, 404, sdk.CodeNotFound},
 			{"PUT", base + "/memories/Bad", `{"content": "x"}`, 400, sdk.CodeValidation},
 			{"PUT", base + "/memories/.dot", `{"content": "x"}`, 400, sdk.CodeValidation},
 			{"PUT", base + "/memories/" + strings.Repeat("a", 65), `{"content": "x"}`, 400, sdk.CodeValidation},

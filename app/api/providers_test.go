@@ -111,7 +111,7 @@ func TestProvidersAPI(t *testing.T) {
 			{"threshold", adminToken, "PATCH", "/api/v2/chats/model-configs/" + mc.ID.String(), `{"compression_threshold":101}`, 400, sdk.CodeValidation, "compression_threshold"},
 			{"no model", adminToken, "POST", "/api/v2/chats/model-configs", fmt.Sprintf(`{"ai_provider_id":%q}`, prov.ID), 400, sdk.CodeValidation, "model"},
 			{"duplicate", adminToken, "POST", "/api/v2/chats/model-configs", fmt.Sprintf(`{"ai_provider_id":%q,"model":"gpt-4o"}`, prov.ID), 409, sdk.CodeModelConfigConflict, ""},
-			{"bad id", adminToken, "PATCH", "/api/v2/chats/providers/nope", `{}`, 400, sdk.CodeValidation, "provider"},
+			{"bad id", adminToken, "PATCH", "/api/v2/chats/providers/nope", `{}`, 404, sdk.CodeNotFound, ""},
 			{"missing", adminToken, "DELETE", "/api/v2/chats/model-configs/" + prov.ID.String(), "", 404, sdk.CodeNotFound, ""},
 		} {
 			status, body := do(tc.token, tc.method, tc.path, tc.body)

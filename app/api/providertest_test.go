@@ -122,7 +122,7 @@ func TestProviderTestAPI(t *testing.T) {
 		status, _ = test("", compat.ID.String())
 		require.Equal(t, http.StatusUnauthorized, status)
 		status, _ = test(adminToken, "nope")
-		require.Equal(t, http.StatusBadRequest, status)
+		require.Equal(t, http.StatusNotFound, status, "a path that names no provider")
 		status, _ = test(adminToken, "5c4f8a61-3b8d-4a8e-9d0c-0f1e2d3c4b5a")
 		require.Equal(t, http.StatusNotFound, status)
 		status, _ = do(adminToken, "POST", "/api/experimental/chats/providers/"+compat.ID.String()+"/test", "")

@@ -5,8 +5,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -190,9 +188,9 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err != nil {
 		return err
 	}
-	id, err := uuid.Parse(r.PathValue("token"))
+	id, err := pathUUID(r, "token")
 	if err != nil {
-		return validation("token", "not a token id (a UUID)")
+		return err
 	}
 	if _, err := s.deps.Tokens.RevokeOf(r.Context(), u.ID, id); errors.Is(err, store.ErrNotFound) {
 		return errTokenNotFound

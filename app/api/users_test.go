@@ -171,7 +171,7 @@ func TestTokensAPI(t *testing.T) {
 			{who: "admin", method: "GET", path: "/users/nobody/tokens", status: 404, code: sdk.CodeNotFound},
 			{who: "bob", method: "DELETE", path: "/users/me/tokens/" + tid, status: 404, code: sdk.CodeNotFound},
 			{who: "bob", method: "DELETE", path: "/users/alice/tokens/" + tid, status: 403, code: sdk.CodeForbidden},
-			{who: "alice", method: "DELETE", path: "/users/me/tokens/not-a-uuid", status: 400, code: sdk.CodeValidation},
+			{who: "alice", method: "DELETE", path: "/users/me/tokens/not-a-uuid", status: 404, code: sdk.CodeNotFound},
 			{who: "alice", method: "DELETE", path: "/users/me/tokens/" + tid, status: 204},
 			{who: "ci", method: "GET", path: "/users/me", status: 401, code: sdk.CodeUnauthorized},
 			{who: "alice", method: "DELETE", path: "/users/me/tokens/" + tid, status: 404, code: sdk.CodeNotFound},

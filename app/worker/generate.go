@@ -328,7 +328,21 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 	id := identityOf(model, v.effort())
 	prep.onModel(id)
 	step.onModel(id)
-	if r.needsCompaction(v, model) {
+	// Every generation, each model step of a tool loop included, first
+	// checks the automatic compaction trigger (compaction.go).
+	compact, over := r.autoCompaction(v, model)
+	if over != nil {
+		prep.end(nil)
+		step.set(actionAttr("error"))
+		// Not a model call: chatd_generation_errors_total does not count
+		// it; the turn's error outcome and this line do.
+		r.stepLog(ev, v.turnRequest()).Warn("still over the context limit after compaction", "detail", over.Detail)
+		return r.commit(ctx, f, func(t *chatstate.Tx) error {
+			_, err := t.FinishError(r.chatID, *over)
+			return err
+		})
+	}
+	if compact {
 		prep.end(nil)
 		step.set(actionAttr("compact"))
 		return r.compact(ctx, ev, v, "automatic")
@@ -616,27 +630,13 @@ func (r *runner) interrupt(ctx context.Context, ev event) error {
 	return err
 }
 
-// needsCompaction: the last usage crossed the threshold of the model's
-// context window. Only at the start of a turn (the last model-visible
-// message is the user's), so the pending input is replayed after the
-// summary and the turn goes on.
-func (r *runner) needsCompaction(v view, model Model) bool {
-	pct := model.compactThreshold(r.w.cfg.CompactThresholdPercent)
-	u := v.lastUsage()
-	if model.ContextLimit <= 0 || pct >= 100 || u == nil || !chatstate.SomethingToCompact(v.active) {
-		return false
-	}
-	if n := len(v.active); n == 0 || v.active[n-1].Role != store.RoleUser {
-		return false
-	}
-	return (u.InputTokens+u.OutputTokens)*100 >= model.ContextLimit*int64(pct)
-}
-
 // compact summarizes the history since the latest boundary into a
 // compressed triplet; trailing user messages the assistant has not
 // answered are not summarized but re-committed after it as model-only
-// rows (spec: "Manual compaction"). The CommitStep clears the one-shot
-// request.
+// rows (spec: "Manual compaction"). An automatic compaction inside a turn
+// (after tool results) re-commits the turn's prompt as well, so the turn
+// goes on with its request (midTurnPrompt). The CommitStep clears the
+// one-shot request.
 func (r *runner) compact(ctx context.Context, ev event, v view, source string) (err error) {
 	ctx, st := r.stage(ctx, StageCompaction, attribute.String("compaction_source", source))
 	defer func() { st.end(stepFailure(ctx, err)) }()
@@ -654,6 +654,16 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 	for cut > 0 && v.active[cut-1].Role == store.RoleUser && !chatstate.IsBoundaryAnchor(v.active[cut-1]) {
 		cut--
 	}
+	// The replayed rows: the pending input, after the prompt of a turn an
+	// automatic compaction interrupts (a manual one runs on an idle chat).
+	replay := v.active[cut:]
+	midTurn := -1
+	if source == "automatic" {
+		midTurn = v.midTurnPrompt(cut)
+	}
+	if midTurn >= 0 {
+		replay = append([]store.Message{v.active[midTurn]}, replay...)
+	}
 	guide, err := r.preCompact(ctx, v, source)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -668,7 +678,8 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 	v.images = files.TakesImages(model.Provider.Name(), model.Name)
 	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: instruction}}})
 	progress := []sdk.ChatMessagePart{{Type: sdk.PartReasoning, Text: "Summarizing the conversation…"}}
-	resp, done, err := r.callModel(ctx, ev, v, model, llm.Request{Model: model.Name, Messages: msgs}, progress)
+	req := llm.Request{Model: model.Name, Messages: msgs, MaxOutputTokens: summaryMaxOutput(model)}
+	resp, done, err := r.callModel(ctx, ev, v, model, req, progress)
 	if err != nil || done {
 		return err
 	}
@@ -678,8 +689,9 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 			summary.WriteString(p.Text)
 		}
 	}
-	args, _ := json.Marshal(map[string]any{"source": source, "threshold_percent": model.compactThreshold(r.w.cfg.CompactThresholdPercent)})
-	result, _ := json.Marshal(map[string]any{"source": source, "summary": summary.String(), "context_limit_tokens": model.ContextLimit})
+	trigger := r.compactTrigger(model)
+	args, _ := json.Marshal(map[string]any{"source": source, "threshold_percent": trigger.percent})
+	result, _ := json.Marshal(newSummaryResult(source, summary.String(), model, trigger))
 	// post_compact runs once the summary exists and its effects commit
 	// with it: model context joins the summary the model reads (so it does
 	// not resume a finished turn), user context follows as a prompt. A
@@ -692,11 +704,14 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 	if modelContext != "" {
 		text += "\n\n" + modelContext
 	}
+	if midTurn >= 0 {
+		text += "\n\n" + midTurnNote
+	}
 	triplet, err := chatstate.BoundaryTriplet(r.chatID, text, chatstate.ToolChatSummarized, args, result)
 	if err != nil {
 		return err
 	}
-	for _, m := range v.active[cut:] {
+	for _, m := range replay {
 		triplet = append(triplet, store.MessageInsertParams{
 			Role: store.RoleUser, Content: m.Content, Visibility: store.VisibilityModel,
 			CreatedBy: m.CreatedBy, ModelConfigID: m.ModelConfigID, ReasoningEffort: m.ReasoningEffort,

@@ -142,6 +142,33 @@ func TestAutomaticCompaction(t *testing.T) {
 		var args map[string]any
 		require.NoError(t, json.Unmarshal(call.Args, &args))
 		require.Equal(t, "automatic", args["source"])
+
+		// A manual compaction records the binding trigger as well.
+		g.do(func(t *chatstate.Tx) error {
+			_, err := t.RequestCompaction(id)
+			return err
+		})
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		require.Equal(t, llm.SummaryInstruction, lastUserText(g.provider.next(t).req))
+		g.provider.answer("Two turns.")
+		eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the compaction finishes")
+		var results []map[string]any
+		for _, m := range g.messages(id) {
+			for _, p := range partsOf(t, m) {
+				if p.Type == sdk.PartToolResult && p.ToolName == chatstate.ToolChatSummarized {
+					var res map[string]any
+					require.NoError(t, json.Unmarshal(p.Result, &res))
+					results = append(results, res)
+				}
+			}
+		}
+		require.Len(t, results, 2)
+		for i, source := range []string{"automatic", "manual"} {
+			require.Equal(t, source, results[i]["source"])
+			require.EqualValues(t, 50, results[i]["threshold_percent"])
+			require.EqualValues(t, 100, results[i]["trigger_context_limit_tokens"])
+			require.EqualValues(t, 100, results[i]["context_limit_tokens"])
+		}
 	})
 }
 

@@ -50,6 +50,11 @@ const (
 	OutcomeAbandoned   = "abandoned"
 )
 
+// AnomalyStaleAnchor is the reason (chatd_stage_anomalies_total{reason})
+// of a turn whose trigger was at or before the anchor of the previous
+// turn on the same runner (spec: "Stale trigger").
+const AnomalyStaleAnchor = "stale_anchor"
+
 // Scopes and chat kinds (metric labels).
 const (
 	ScopeTurn       = "turn"
@@ -75,6 +80,8 @@ type Metrics struct {
 	toolCalls *prometheus.CounterVec
 	retries   *prometheus.CounterVec
 	errors    *prometheus.CounterVec
+	ttft      *prometheus.HistogramVec
+	anomalies *prometheus.CounterVec
 	waiting   prometheus.Gauge
 	running   *prometheus.GaugeVec
 }
@@ -108,6 +115,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "chatd_generation_errors_total",
 			Help: "Model calls that finished a chat in error, by error kind.",
 		}, []string{"kind"}),
+		ttft: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "chatd_ttft_seconds",
+			Help:    "Time to first token by model: the time_to_first_token stage's duration, from opening a provider stream to its first output part.",
+			Buckets: StageBuckets,
+		}, []string{"provider_type", "model", "chat_kind"}),
+		anomalies: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "chatd_stage_anomalies_total",
+			Help: "Stage timings chatd could not record as measured, by reason: stale_anchor, a turn whose trigger was not after the previous turn's on the same runner (it opens at now, with no acquisition stage).",
+		}, []string{"reason"}),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "chatd_queue_depth",
 			Help: "Runnable chats no worker holds, as this replica's last acquisition pass left them: the chats waiting for a slot of the concurrent agent limit (or for a dead replica's lease to expire).",
@@ -120,7 +136,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	// Both pools exist from the start, so a dashboard shows 0, not nothing.
 	m.running.WithLabelValues(KindRoot)
 	m.running.WithLabelValues(KindSubagent)
-	reg.MustRegister(m.stage, m.model, m.outcomes, m.toolCalls, m.retries, m.errors, m.waiting, m.running)
+	m.anomalies.WithLabelValues(AnomalyStaleAnchor)
+	reg.MustRegister(m.stage, m.model, m.outcomes, m.toolCalls, m.retries, m.errors, m.ttft, m.anomalies, m.waiting, m.running)
 	return m
 }
 
@@ -143,6 +160,18 @@ func (m *Metrics) observe(stage, scope, kind string, d time.Duration) {
 func (m *Metrics) observeModel(stage string, id modelIdentity, kind string, d time.Duration) {
 	if m != nil {
 		m.model.WithLabelValues(stage, id.providerType, id.model, kind).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) observeTTFT(id modelIdentity, kind string, d time.Duration) {
+	if m != nil {
+		m.ttft.WithLabelValues(id.providerType, id.model, kind).Observe(d.Seconds())
+	}
+}
+
+func (m *Metrics) anomaly(reason string) {
+	if m != nil {
+		m.anomalies.WithLabelValues(reason).Inc()
 	}
 }
 
@@ -283,6 +312,10 @@ func (s *stageSpan) finish(at time.Time, err error, observe bool) {
 	s.rec.m.observe(s.name, s.scope, s.kind, d)
 	if s.model != nil && s.scope == ScopeTurn && modelStages[s.name] {
 		s.rec.m.observeModel(s.name, *s.model, s.kind, d)
+	}
+	if s.model != nil && s.name == StageTimeToFirstToken {
+		// The same elapsed time, on the per-model family.
+		s.rec.m.observeTTFT(*s.model, s.kind, d)
 	}
 }
 
@@ -528,6 +561,10 @@ func (ts *turns) ensure(ctx context.Context, trigger time.Time) context.Context 
 	}
 	t := &turn{start: now}
 	acquired := false
+	if !trigger.IsZero() && !trigger.After(ts.anchor) {
+		// A stale trigger: the turn opens at now, without acquisition.
+		ts.r.w.deps.Metrics.anomaly(AnomalyStaleAnchor)
+	}
 	if !trigger.IsZero() && trigger.After(ts.anchor) {
 		t.trigger = trigger
 		ts.anchor = trigger

@@ -9,8 +9,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/dbtest"
 )
 
 // TestMetricNamesAndLabels pins the worker's metric families, their types,
@@ -26,6 +29,7 @@ func TestMetricNamesAndLabels(t *testing.T) {
 	m.retry(sdk.ChatErrorKind("overloaded"))
 	m.failed(sdk.ChatErrorKind("config"))
 	m.pass(3, 1, 0)
+	m.observeTTFT(modelIdentity{providerType: "openai", model: "gpt"}, KindRoot, 0)
 
 	type family struct {
 		typ    dto.MetricType
@@ -38,6 +42,8 @@ func TestMetricNamesAndLabels(t *testing.T) {
 		"chatd_tool_calls_total":             {dto.MetricType_COUNTER, []string{"effect", "outcome", "tool"}},
 		"chatd_generation_retries_total":     {dto.MetricType_COUNTER, []string{"kind"}},
 		"chatd_generation_errors_total":      {dto.MetricType_COUNTER, []string{"kind"}},
+		"chatd_ttft_seconds":                 {dto.MetricType_HISTOGRAM, []string{"chat_kind", "model", "provider_type"}},
+		"chatd_stage_anomalies_total":        {dto.MetricType_COUNTER, []string{"reason"}},
 		"chatd_queue_depth":                  {dto.MetricType_GAUGE, nil},
 		"chatd_running_chats":                {dto.MetricType_GAUGE, []string{"pool"}},
 	}
@@ -88,6 +94,8 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.retry("x")
 	m.failed("x")
 	m.pass(1, 1, 1)
+	m.observeTTFT(modelIdentity{}, KindRoot, 0)
+	m.anomaly(AnomalyStaleAnchor)
 }
 
 // turnRig is a runner's turn tracker on a fake clock and its own registry.
@@ -131,6 +139,24 @@ func (g *turnRig) sample(stage string) (uint64, float64) {
 		}
 	}
 	return 0, 0
+}
+
+// staleAnchors is chatd_stage_anomalies_total{reason="stale_anchor"}.
+func (g *turnRig) staleAnchors() float64 {
+	fams, err := g.reg.Gather()
+	require.NoError(g.t, err)
+	for _, f := range fams {
+		if f.GetName() != "chatd_stage_anomalies_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if l := m.GetLabel(); len(l) == 1 && l[0].GetValue() == AnomalyStaleAnchor {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	g.t.Fatal("no stale_anchor series")
+	return 0
 }
 
 func (g *turnRig) outcomes() map[string]float64 {
@@ -212,10 +238,12 @@ func TestTurnLifecycle(t *testing.T) {
 	// A stale trigger (not after the last anchor) opens at now without an
 	// acquisition; runner exit abandons the open turn.
 	acq, _ := g.sample(StageAcquisition)
+	require.Zero(t, g.staleAnchors(), "no turn so far had a stale trigger")
 	stale, hStale := g.task()
 	g.turns.ensure(stale, now.Add(-time.Hour))
 	after, _ := g.sample(StageAcquisition)
 	require.Equal(t, acq, after)
+	require.Equal(t, 1.0, g.staleAnchors(), "the stale trigger is counted")
 	g.turns.release(hStale) // the runner's tasks have returned before it exits
 	require.Equal(t, float64(1), g.outcomes()[OutcomeAbandoned], "an open turn is not emitted by a release")
 	g.turns.exit()
@@ -244,4 +272,41 @@ func TestTurnTakeoverSkipsAcquisition(t *testing.T) {
 	g.turns.release(h)
 	_, sum := g.sample(StageChatTurn)
 	require.Zero(t, sum, "the turn opens at the takeover, not at the trigger")
+}
+
+// TestStaleAnchorThroughTheWorker: a prompt promoted from the queue at the
+// same instant as the turn before it (here the rig's clock stands still;
+// in production, a replica whose clock is behind) is not after the
+// runner's last anchor: its turn opens at now, records no acquisition,
+// and counts one stale_anchor anomaly.
+func TestStaleAnchorThroughTheWorker(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		reg := prometheus.NewRegistry()
+		g := setupWith(t, newStore(t), Config{}, func(d *Deps) { d.Metrics = NewMetrics(reg) })
+		anomalies := func() float64 {
+			fams, err := reg.Gather()
+			require.NoError(t, err)
+			for _, f := range fams {
+				if f.GetName() == "chatd_stage_anomalies_total" {
+					return f.GetMetric()[0].GetCounter().GetValue()
+				}
+			}
+			return -1
+		}
+		id := g.create("first")
+		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
+		g.provider.next(t)
+		g.do(func(t *chatstate.Tx) error {
+			_, err := t.SendMessage(id, chatstate.UserInput{Content: sdk.Text("second")}, chatstate.BusyQueue)
+			return err
+		})
+		require.Zero(t, anomalies())
+		g.provider.answer("one")
+		second := g.provider.next(t)
+		require.Equal(t, "second", lastUserText(second.req), "the queued prompt's turn runs")
+		require.Equal(t, 1.0, anomalies(), "its trigger is not after the first turn's")
+		g.provider.answer("two")
+		eventually(t, func() bool { return g.peek(id).Status == store.ChatStatusWaiting }, "the turn finishes")
+		require.Equal(t, 1.0, anomalies())
+	})
 }

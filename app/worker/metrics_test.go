@@ -58,6 +58,26 @@ func gathered(reg prometheus.Gatherer, name string, want map[string]string) (flo
 	return n, nil
 }
 
+// histogramSum is the sum of a histogram family's observations over the
+// series whose labels include want.
+func histogramSum(t testing.TB, reg prometheus.Gatherer, name string, want map[string]string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	var sum float64
+	for _, f := range fams {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if hasLabels(m, want) {
+				sum += m.GetHistogram().GetSampleSum()
+			}
+		}
+	}
+	return sum
+}
+
 func hasLabels(m *dto.Metric, want map[string]string) bool {
 	got := map[string]string{}
 	for _, l := range m.GetLabel() {
@@ -112,6 +132,12 @@ func TestStageMetricsOneStepTurn(t *testing.T) {
 			require.Equal(t, 1.0, count(t, reg, "chatd_model_stage_duration_seconds",
 				map[string]string{"stage": s, "provider_type": "openai-compat", "model": "test-model", "chat_kind": "root"}), s)
 		}
+		// Per-model time to first token: the same elapsed time as the
+		// time_to_first_token stage.
+		ttft := map[string]string{"provider_type": "openai-compat", "model": "test-model", "chat_kind": "root"}
+		require.Equal(t, 1.0, count(t, reg, "chatd_ttft_seconds", ttft))
+		require.Equal(t, histogramSum(t, reg, "chatd_stage_duration_seconds", stage("time_to_first_token")),
+			histogramSum(t, reg, "chatd_ttft_seconds", ttft))
 		require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("retry_backoff")))
 		require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("tool_call")))
 		require.Equal(t, 1.0, count(t, reg, "chatd_turn_outcomes_total", nil), "one turn, counted once")
@@ -129,6 +155,7 @@ func TestStageMetricsRetryingTurn(t *testing.T) {
 	require.Equal(t, 2.0, count(t, reg, "chatd_stage_duration_seconds", stage("retry_backoff")))
 	require.Equal(t, 2.0, count(t, reg, "chatd_generation_retries_total", nil))
 	require.Equal(t, 1.0, count(t, reg, "chatd_stage_duration_seconds", stage("time_to_first_token")), "failed attempts stream no token")
+	require.Equal(t, 1.0, count(t, reg, "chatd_ttft_seconds", nil), "failed attempts stream no token")
 	require.Equal(t, 1.0, count(t, reg, "chatd_stage_duration_seconds", stage("chat_turn")))
 	require.Equal(t, 1.0, count(t, reg, "chatd_turn_outcomes_total", nil))
 }
@@ -142,6 +169,7 @@ func TestStageMetricsErrorTurn(t *testing.T) {
 	require.Equal(t, 1.0, count(t, reg, "chatd_generation_errors_total", nil))
 	require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("chat_turn")))
 	require.Zero(t, count(t, reg, "chatd_stage_duration_seconds", stage("time_to_first_token")))
+	require.Zero(t, count(t, reg, "chatd_ttft_seconds", nil))
 	require.Equal(t, 1.0, count(t, reg, "chatd_turn_outcomes_total", nil))
 }
 
