@@ -33,7 +33,9 @@ func (s *Server) createConversation(w http.ResponseWriter, r *http.Request, c *c
 	if len(req.Items) > 0 {
 		return badRequest("items", "items are not supported when creating a conversation: chatd writes a chat's history only by running it; create the conversation empty and send the input with POST /v1/responses.")
 	}
-	chat, err := c.native.CreateChat(r.Context(), sdk.CreateChatRequest{Content: []sdk.ChatMessagePart{}, Labels: req.Metadata})
+	chat, err := c.native.CreateChat(r.Context(), sdk.CreateChatRequest{
+		Content: []sdk.ChatMessagePart{}, Labels: req.Metadata, Title: "Conversation", // no generated title: no hidden model call
+	})
 	if err != nil {
 		return err
 	}

@@ -9,17 +9,8 @@ import (
 	"github.com/chatd/chatd/app/sdk"
 )
 
-// modelName is a model's id on /v1: what CHATD_DEFAULT_MODEL accepts
-// (provider/model, or demo).
-func modelName(m sdk.ChatModel) string {
-	if m.Provider == "demo" && m.Model == "demo" {
-		return "demo"
-	}
-	return m.Provider + "/" + m.Model
-}
-
-func modelObject(m sdk.ChatModel) map[string]any {
-	return map[string]any{"id": modelName(m), "object": "model", "created": 0, "owned_by": m.Provider}
+func (s *Server) modelObject(m sdk.ChatModel) map[string]any {
+	return map[string]any{"id": s.deps.ModelName(m), "object": "model", "created": 0, "owned_by": m.Provider}
 }
 
 func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) error {
@@ -29,7 +20,7 @@ func (s *Server) listModels(w http.ResponseWriter, r *http.Request, c *caller) e
 	}
 	data := []map[string]any{}
 	for _, m := range resp.Models {
-		data = append(data, modelObject(m))
+		data = append(data, s.modelObject(m))
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data})
 	return nil
@@ -42,8 +33,8 @@ func (s *Server) getModel(w http.ResponseWriter, r *http.Request, c *caller) err
 		return err
 	}
 	for _, m := range resp.Models {
-		if modelName(m) == name {
-			writeJSON(w, http.StatusOK, modelObject(m))
+		if s.deps.ModelName(m) == name {
+			writeJSON(w, http.StatusOK, s.modelObject(m))
 			return nil
 		}
 	}
@@ -62,7 +53,7 @@ func (s *Server) resolveModel(ctx context.Context, c *caller, name string) (*uui
 		return nil, err
 	}
 	for _, m := range resp.Models {
-		if modelName(m) == name {
+		if s.deps.ModelName(m) == name || m.ID.String() == name {
 			id := m.ID
 			return &id, nil
 		}
@@ -92,7 +83,7 @@ func (s *Server) modelName(ctx context.Context, c *caller, t turn) string {
 	}
 	for _, m := range resp.Models {
 		if id != nil && m.ID == *id || id == nil && m.Default {
-			return modelName(m)
+			return s.deps.ModelName(m)
 		}
 	}
 	return ""

@@ -46,6 +46,9 @@ type Deps struct {
 	Log *slog.Logger
 	// MaxBodyBytes caps a request body (1 MiB when zero).
 	MaxBodyBytes int64
+	// ModelName names a model as /v1 does (provider/model as
+	// CHATD_DEFAULT_MODEL spells it); provider type/model when nil.
+	ModelName func(sdk.ChatModel) string
 }
 
 // Server serves /v1.
@@ -58,6 +61,9 @@ type Server struct {
 func New(deps Deps) *Server {
 	if deps.Log == nil {
 		deps.Log = slog.Default()
+	}
+	if deps.ModelName == nil {
+		deps.ModelName = func(m sdk.ChatModel) string { return m.Provider + "/" + m.Model }
 	}
 	if deps.MaxBodyBytes == 0 {
 		deps.MaxBodyBytes = 1 << 20

@@ -119,7 +119,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, c *calle
 		if req.Instructions != nil && *req.Instructions != "" {
 			system = strings.TrimSpace(*req.Instructions + "\n\n" + system)
 		}
-		create := sdk.CreateChatRequest{Content: in.text, SystemPrompt: system, ModelConfigID: model, ReasoningEffort: echo.Effort,
+		create := sdk.CreateChatRequest{Content: in.text, SystemPrompt: system, Title: titleOf(in.text), ModelConfigID: model, ReasoningEffort: echo.Effort,
 			Labels: req.Metadata, UnsafeDynamicTools: tools, RequestID: &requestID}
 		if chatID, anchor, err = s.create(ctx, c, requestID, create); err != nil {
 			return err
@@ -421,7 +421,17 @@ func functionTools(tools []json.RawMessage) ([]sdk.DynamicTool, error) {
 func (s *Server) getResponse(w http.ResponseWriter, r *http.Request, c *caller) error {
 	id := r.PathValue("id")
 	q := r.URL.Query()
-	if v := q.Get("stream"); v == "true" {
+	// The npm client asks for a stream in the query; openai-go sends
+	// {"stream": true} as the body of the GET.
+	var body struct {
+		Stream bool `json:"stream"`
+	}
+	if r.ContentLength != 0 {
+		if _, err := s.decode(w, r, &body); err != nil {
+			return err
+		}
+	}
+	if v := q.Get("stream"); v == "true" || body.Stream {
 		after := int64(-1)
 		if v := q.Get("starting_after"); v != "" {
 			n, err := strconv.ParseInt(v, 10, 64)
@@ -593,4 +603,21 @@ func notFoundIf(err error, what, id string) error {
 		return notFound(what, id)
 	}
 	return err
+}
+
+// titleOf is a new chat's title: the start of its first input. A chat the
+// API creates gets no generated title, so a response costs the model
+// calls it makes and no other.
+func titleOf(parts []sdk.ChatMessagePart) string {
+	for _, p := range parts {
+		text := strings.Join(strings.Fields(p.Text), " ")
+		if text == "" {
+			continue
+		}
+		if r := []rune(text); len(r) > 60 {
+			text = strings.TrimSpace(string(r[:59])) + "…"
+		}
+		return text
+	}
+	return "Untitled"
 }
