@@ -453,3 +453,27 @@ func requireResume(t *testing.T, ctx context.Context, a, b openai.Client, id str
 	require.NoError(t, err)
 	require.Equal(t, want, final.OutputText())
 }
+
+// TestServerSideTool: chatd's own tools run on the server and appear as
+// mcp_call output items with their results, before the model's answer.
+func TestServerSideTool(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	llm := llmtest.NewOpenAI(t, llmtest.ToolCall("call_t", "current_time", `{}`), llmtest.TextChunks("It is late."))
+	cfg := testConfig(llm.URL)
+	cfg.BuiltinTools = true
+	a, url := serve(t, ctx, cfg, dbtest.NewSQLite(t))
+	c := client(t, url, token(t, a, "alice"))
+	var got collected
+	got.read(t, c.Responses.NewStreaming(ctx, responses.ResponseNewParams{Model: model, Input: text("Time?")}), nil)
+	requireIncreasing(t, got.seqs)
+	require.NotNil(t, got.final)
+	require.Len(t, got.final.Output, 2)
+	call := got.final.Output[0].AsMcpCall()
+	require.Equal(t, "mcp_call", string(call.Type))
+	require.Equal(t, "current_time", call.Name)
+	require.NotEmpty(t, call.Output, "the tool's result")
+	require.Equal(t, "It is late.", got.final.OutputText())
+	require.Contains(t, got.types, "response.mcp_call.completed")
+}
