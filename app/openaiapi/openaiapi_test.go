@@ -477,3 +477,21 @@ func TestServerSideTool(t *testing.T) {
 	require.Equal(t, "It is late.", got.final.OutputText())
 	require.Contains(t, got.types, "response.mcp_call.completed")
 }
+
+func TestPreviousResponseMustBeLatest(t *testing.T) {
+	t.Parallel()
+	r := setup(t, func(t testing.TB) store.Store { return dbtest.NewSQLite(t) })
+	first, err := r.alice.Responses.New(r.ctx, responses.ResponseNewParams{Model: model, Input: text("One")})
+	require.NoError(t, err)
+	key := option.WithHeader("Idempotency-Key", "k2")
+	params := responses.ResponseNewParams{Model: model, Input: text("Two"), PreviousResponseID: openai.String(first.ID)}
+	second, err := r.alice.Responses.New(r.ctx, params, key)
+	require.NoError(t, err)
+	again, err := r.alice.Responses.New(r.ctx, params, key)
+	require.NoError(t, err, "a retry of the request that continued it is not a branch")
+	require.Equal(t, second.ID, again.ID)
+	_, err = r.alice.Responses.New(r.ctx, responses.ResponseNewParams{Model: model, Input: text("Branch"), PreviousResponseID: openai.String(first.ID)})
+	e := requireStatus(t, err, http.StatusBadRequest)
+	require.Equal(t, "previous_response_id", e.Param)
+	require.Len(t, r.llm.Requests(), 2)
+}

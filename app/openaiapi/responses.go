@@ -83,13 +83,13 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, c *calle
 		chatID uuid.UUID
 		anchor int64
 	)
-	existing, hasChat, err := s.targetChat(ctx, c, req)
-	if err != nil {
-		return err
-	}
 	requestID := uuid.New()
 	if key := r.Header.Get("Idempotency-Key"); key != "" {
 		requestID = uuid.NewSHA1(idempotencyNamespace, []byte(c.user.String()+"\x00"+key))
+	}
+	existing, hasChat, err := s.targetChat(ctx, c, req, requestID)
+	if err != nil {
+		return err
 	}
 	switch {
 	case len(in.results) > 0:
@@ -152,7 +152,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request, c *calle
 
 // targetChat is the chat a request continues: its conversation's, or its
 // previous response's. ok is false for a new chat.
-func (s *Server) targetChat(ctx context.Context, c *caller, req createRequest) (uuid.UUID, bool, error) {
+func (s *Server) targetChat(ctx context.Context, c *caller, req createRequest, requestID uuid.UUID) (uuid.UUID, bool, error) {
 	if raw := req.Conversation; len(raw) > 0 && string(raw) != "null" {
 		var id string
 		if json.Unmarshal(raw, &id) != nil {
@@ -177,17 +177,30 @@ func (s *Server) targetChat(ctx context.Context, c *caller, req createRequest) (
 		return uuid.Nil, false, nil
 	}
 	prev := *req.PreviousResponseID
-	chat, _, ok := parseResponseID(prev)
+	chat, anchor, ok := parseResponseID(prev)
 	if !ok {
 		return uuid.Nil, false, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "previous_response_not_found",
 			param: "previous_response_id", msg: fmt.Sprintf("Previous response with id '%s' not found.", prev)}
 	}
-	if _, err := c.native.Chat(ctx, chat); err != nil {
+	notFound := &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "previous_response_not_found",
+		param: "previous_response_id", msg: fmt.Sprintf("Previous response with id '%s' not found.", prev)}
+	sdkChat, msgs, err := s.loadChat(ctx, c, chat)
+	if err != nil {
 		if isNotFound(err) {
-			return uuid.Nil, false, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", code: "previous_response_not_found",
-				param: "previous_response_id", msg: fmt.Sprintf("Previous response with id '%s' not found.", prev)}
+			return uuid.Nil, false, notFound
 		}
 		return uuid.Nil, false, err
+	}
+	t, found := newTurn(sdkChat, msgs, anchor)
+	if !found {
+		return uuid.Nil, false, notFound
+	}
+	// A chat has one history: it continues from its latest response only
+	// (a retry of the request that continued it is that request again).
+	if b := t.boundary; b != nil && b.Role == "user" && (b.RequestID == nil || *b.RequestID != requestID) {
+		return uuid.Nil, false, badRequest("previous_response_id", fmt.Sprintf(
+			"Response '%s' is not the latest of its conversation: chatd keeps one history per chat and cannot branch from an earlier response; continue from the latest one (or use conversation: %s).",
+			prev, conversationID(chat)))
 	}
 	return chat, true, nil
 }
