@@ -35,6 +35,7 @@ type rig struct {
 	app        *app.App
 	llm        *llmtest.Server
 	alice, bob openai.Client
+	url        string
 }
 
 func testConfig(llmURL string) app.Config {
@@ -51,7 +52,7 @@ func setup(t *testing.T, newStore func(t testing.TB) store.Store) *rig {
 	t.Cleanup(cancel)
 	r := &rig{ctx: ctx, llm: llmtest.NewOpenAI(t)}
 	a, url := serve(t, ctx, testConfig(r.llm.URL), newStore(t))
-	r.app = a
+	r.app, r.url = a, url
 	r.alice = client(t, url, token(t, a, "alice"))
 	r.bob = client(t, url, token(t, a, "bob"))
 	return r
@@ -213,6 +214,12 @@ func TestPlainResponse(t *testing.T) {
 		_, err = r.alice.Batches.Get(r.ctx, "batch_1")
 		e = requireStatus(t, err, http.StatusNotFound)
 		require.Equal(t, "not_found", e.Code)
+		e = requireStatus(t, r.alice.Delete(r.ctx, "models", nil, nil), http.StatusMethodNotAllowed)
+		require.Equal(t, "method_not_allowed", e.Code)
+		stranger := client(t, r.url, "chatd_wrong")
+		_, err = stranger.Models.List(r.ctx)
+		e = requireStatus(t, err, http.StatusUnauthorized)
+		require.Equal(t, "invalid_api_key", e.Code)
 	})
 }
 
