@@ -345,14 +345,14 @@ func parseInput(raw json.RawMessage) (input, error) {
 			}
 			out, err := outputText(it.Output)
 			if err != nil {
-				return in, badRequest(param+".output", err.Error())
+				return in, badRequest(param+".output", err.Error()+".")
 			}
 			enc, _ := json.Marshal(out)
 			in.results = append(in.results, sdk.ToolResult{ToolCallID: it.CallID, Output: enc})
 		case it.Type == "message" || it.Type == "" && it.Role != "":
 			text, err := contentText(it.Content)
 			if err != nil {
-				return in, badRequest(param+".content", err.Error())
+				return in, badRequest(param+".content", err.Error()+".")
 			}
 			switch it.Role {
 			case "user":
@@ -380,12 +380,12 @@ func contentText(raw json.RawMessage) (string, error) {
 		Text string `json:"text"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or a list of content parts.")
+		return "", errors.New("content must be a string or a list of content parts")
 	}
 	var texts []string
 	for i, p := range parts {
 		if p.Type != "input_text" && p.Type != "output_text" && p.Type != "text" {
-			return "", fmt.Errorf("content[%d]: parts of type %q are not supported (only input_text).", i, p.Type)
+			return "", fmt.Errorf("content[%d]: parts of type %q are not supported (only input_text)", i, p.Type)
 		}
 		texts = append(texts, p.Text)
 	}
@@ -400,7 +400,7 @@ func outputText(raw json.RawMessage) (string, error) {
 	}
 	text, err := contentText(raw)
 	if err != nil {
-		return "", errors.New("output must be a string or a list of input_text parts.")
+		return "", errors.New("output must be a string or a list of input_text parts")
 	}
 	return text, nil
 }
