@@ -410,6 +410,10 @@ func TestCancel(t *testing.T) {
 		seen.read(t, r.alice.Responses.GetStreaming(r.ctx, resp.ID, responses.ResponseGetParams{}), func(responses.ResponseStreamEventUnion) bool {
 			return seen.text.String() == "Partial answer"
 		})
+		// The chat is busy: a next response is refused, not queued.
+		_, err = r.alice.Responses.New(r.ctx, responses.ResponseNewParams{Model: model, Input: text("Meanwhile"), PreviousResponseID: openai.String(resp.ID)})
+		e := requireStatus(t, err, http.StatusConflict)
+		require.Equal(t, "conversation_busy", e.Code)
 		cancelled, err := r.alice.Responses.Cancel(r.ctx, resp.ID)
 		require.NoError(t, err)
 		require.Equal(t, responses.ResponseStatusCancelled, cancelled.Status)
