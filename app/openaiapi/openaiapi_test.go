@@ -506,3 +506,19 @@ func TestPreviousResponseMustBeLatest(t *testing.T) {
 	require.Equal(t, "previous_response_id", e.Param)
 	require.Len(t, r.llm.Requests(), 2)
 }
+
+// TestFailedResponse: a turn that ends in error is a failed response
+// carrying the error, and its stream ends with response.failed.
+func TestFailedResponse(t *testing.T) {
+	t.Parallel()
+	r := setup(t, func(t testing.TB) store.Store { return dbtest.NewSQLite(t) })
+	r.llm.Enqueue(llmtest.HTTPError(http.StatusBadRequest, "the prompt is not acceptable"))
+	var got collected
+	got.read(t, r.alice.Responses.NewStreaming(r.ctx, responses.ResponseNewParams{Model: model, Input: text("Fail")}), nil)
+	require.Equal(t, "response.failed", got.types[len(got.types)-1])
+	require.Equal(t, responses.ResponseStatusFailed, got.final.Status)
+	require.Contains(t, got.final.Error.Message, "not acceptable")
+	resp, err := r.alice.Responses.Get(r.ctx, got.final.ID, responses.ResponseGetParams{})
+	require.NoError(t, err)
+	require.Equal(t, responses.ResponseStatusFailed, resp.Status)
+}
