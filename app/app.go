@@ -33,6 +33,7 @@ import (
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/modelconfig"
+	"github.com/chatd/chatd/app/openaiapi"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/pubsub"
@@ -388,6 +389,10 @@ func (a *App) init(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	srv.Handle("/v1/", openaiapi.New(openaiapi.Deps{ // the OpenAI-compatible surface, a translator onto srv
+		Native: srv, Follow: a.streams.Follow, Log: a.log, MaxBodyBytes: a.cfg.MaxBodyBytes, ModelName: ModelName,
+		Authenticate: func(r *http.Request) (uuid.UUID, error) { u, err := srv.Authenticate(r); return u.ID, err },
+	}))
 	srv.Handle("/", webUI) // API routes are more specific and keep precedence
 	a.handler = srv
 	return nil

@@ -414,3 +414,19 @@ func loadKeyFile(ctx context.Context, db string, s store.Store) (key, file strin
 	}
 	return key, files[0], nil
 }
+
+// ModelName is a model's name as CHATD_DEFAULT_MODEL and CHATD_MODELS
+// spell it (provider/model, or demo): the OpenAI-compatible API's model
+// id. A model an admin configured under a provider of their own is named
+// by its provider type.
+func ModelName(m sdk.ChatModel) string {
+	if m.ID == ModelID(DemoModelName, m.Model) && m.Model == DemoModelName {
+		return DemoModelName
+	}
+	for _, p := range envProviders(Config{OpenAIAPIKey: "-", AnthropicAPIKey: "-"}) {
+		if m.ID == ModelID(p.name, m.Model) {
+			return p.name + "/" + m.Model
+		}
+	}
+	return m.Provider + "/" + m.Model
+}
