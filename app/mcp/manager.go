@@ -525,17 +525,13 @@ func (m *Manager) sleep(s *server, d time.Duration) bool {
 
 // server is one configured server and its connection state.
 type server struct {
-<<<<<<< HEAD
 	// cfg is what the connection was made with; its access fields are
 	// not read (access is).
 	cfg Server
 	// access holds the config whose access rule is in force: Apply
 	// changes it without a reconnection.
 	access  atomic.Pointer[Server]
-=======
-	cfg     Server
 	secrets *redact.Secrets
->>>>>>> rel-secrets
 	once    sync.Once
 	refresh chan struct{} // notifications/tools/list_changed, coalesced
 	// ctx ends when the server is retired (Apply) or at Close; its

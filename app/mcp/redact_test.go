@@ -53,7 +53,7 @@ func TestErrorsMaskConfiguredSecrets(t *testing.T) {
 	m := NewManager(Config{Servers: []Server{good, refused}}, Options{Secrets: secrets, MinBackoff: DefaultMaxBackoff})
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 
-	list := m.Tools(t.Context(), nil)
+	list := m.Tools(t.Context(), anAdmin, nil) // the servers have headers: admins only
 	_, err := find(t, list, "h__whoami").Run(t.Context(), nil)
 	var te *ToolError
 	require.ErrorAs(t, err, &te)
@@ -67,7 +67,7 @@ func TestErrorsMaskConfiguredSecrets(t *testing.T) {
 	require.Contains(t, err.Error(), "backend says key [secret] expired")
 
 	var st sdk.MCPServer
-	for _, s := range m.Status(t.Context()) {
+	for _, s := range m.Status(t.Context(), anAdmin) {
 		if s.Name == "gw" {
 			st = s
 		}
