@@ -55,7 +55,7 @@ func TestDurableErrorsCarryRequestID(t *testing.T) {
 			{"busy_behavior", messages(chat.ID.String()), map[string]any{"content": text, "busy_behavior": "later"}, http.StatusBadRequest, sdk.CodeValidation},
 			{"reasoning_effort", messages(chat.ID.String()), map[string]any{"content": text, "reasoning_effort": "max"}, http.StatusBadRequest, sdk.CodeValidation},
 			{"unknown model", messages(chat.ID.String()), map[string]any{"content": text, "model_config_id": uuid.New()}, http.StatusBadRequest, sdk.CodeValidation},
-			{"bad chat id", messages("not-a-uuid"), map[string]any{"content": text}, http.StatusBadRequest, sdk.CodeValidation},
+			{"bad chat id", messages("not-a-uuid"), map[string]any{"content": text}, http.StatusNotFound, sdk.CodeNotFound},
 			{"no such chat", messages(uuid.NewString()), map[string]any{"content": text}, http.StatusNotFound, sdk.CodeNotFound},
 			{"another user's chat", messages(bobChat.ID.String()), map[string]any{"content": text}, http.StatusNotFound, sdk.CodeNotFound},
 			{"archived chat", messages(archived.ID.String()), map[string]any{"content": text}, http.StatusBadRequest, sdk.CodeChatArchived},

@@ -59,7 +59,7 @@ func fillWith(t *testing.T, a *app.App, url string, w *world) {
 	require.NoError(t, admin.Do(ctx, "POST", "/chats/providers", map[string]any{"provider": "openai", "api_key": "sk-sealed", "base_url": "http://127.0.0.1:1/v1"}, &prov))
 	require.NoError(t, admin.Do(ctx, "POST", "/chats/model-configs", map[string]any{"ai_provider_id": prov["id"], "model": "gpt-4o"}, nil))
 	var mcpServer sdk.MCPServer
-	require.NoError(t, admin.Do(ctx, "POST", "/chats/mcp-servers", map[string]any{"name": "tools", "command": "true", "env": map[string]string{"API_KEY": "sekrit"}}, &mcpServer))
+	require.NoError(t, admin.Do(ctx, "POST", "/chats/mcp-servers", map[string]any{"name": "tools", "command": "true", "env": map[string]string{"API_KEY": "sekrit"}, "access": "all"}, &mcpServer))
 	_, _, err = auth.New(a.Store(), nil, nil, auth.Config{}).CreateLoginCode(ctx, "alice")
 	require.NoError(t, err)
 
