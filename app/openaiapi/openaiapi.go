@@ -7,7 +7,7 @@
 // request id, tool results, interrupt, delete), dispatched in process to
 // the native handler with the caller's own credentials, so admission,
 // hooks, limits and the one state machine apply unchanged. Streams are
-// built from the native stream loop (app/stream's Follow: stored messages,
+// built from the native stream loop (app/stream's Watch: stored messages,
 // the part buffer, the relay), and reads from the native read routes.
 //
 // Files: openaiapi.go (routes, auth, errors, the native client),
@@ -30,6 +30,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/loopback"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -40,8 +41,8 @@ type Deps struct {
 	Native http.Handler
 	// Authenticate resolves the caller's user id (401 otherwise).
 	Authenticate func(*http.Request) (uuid.UUID, error)
-	// Follow runs the native stream loop of a chat (stream.Server.Follow).
-	Follow func(ctx context.Context, chatID uuid.UUID, fn func([]sdk.ChatStreamEvent) error) error
+	// Watch runs the native stream loop of a chat (stream.Server.Watch).
+	Watch func(ctx context.Context, chatID uuid.UUID, fn func(ctx context.Context, events []sdk.ChatStreamEvent) error) error
 	// Log is slog.Default when nil.
 	Log *slog.Logger
 	// MaxBodyBytes caps a request body (1 MiB when zero).
@@ -143,55 +144,11 @@ func (s *Server) handle(fn func(w http.ResponseWriter, r *http.Request, c *calle
 				msg: "Missing or invalid API key: send a chatd API token as the bearer token (Authorization: Bearer <token>)."})
 			return
 		}
-		c := &caller{user: user, native: &sdk.Client{
-			BaseURL: "http://chatd.internal", Prefix: "/api/v2",
-			HTTP: &http.Client{Transport: inProcess{h: s.deps.Native, auth: r.Header.Get("Authorization"), remote: r.RemoteAddr}},
-		}}
+		c := &caller{user: user, native: loopback.Client(s.deps.Native, r)}
 		if err := fn(w, r, c); err != nil {
 			s.writeErr(w, r, err)
 		}
 	})
-}
-
-// inProcess is a RoundTripper that serves a request with the native
-// handler in this process, as the caller.
-type inProcess struct {
-	h      http.Handler
-	auth   string
-	remote string
-}
-
-func (t inProcess) RoundTrip(req *http.Request) (*http.Response, error) {
-	r := req.Clone(req.Context())
-	r.RequestURI = r.URL.RequestURI()
-	r.RemoteAddr = t.remote
-	r.Header.Set("Authorization", t.auth)
-	rec := &recorder{header: http.Header{}, status: http.StatusOK}
-	t.h.ServeHTTP(rec, r)
-	return &http.Response{
-		StatusCode: rec.status, Status: http.StatusText(rec.status), Header: rec.header,
-		Body: io.NopCloser(&rec.body), ContentLength: int64(rec.body.Len()), Request: req,
-		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-	}, nil
-}
-
-// recorder is the ResponseWriter of an in-process native request.
-type recorder struct {
-	header http.Header
-	status int
-	wrote  bool
-	body   bytes.Buffer
-}
-
-func (r *recorder) Header() http.Header { return r.header }
-func (r *recorder) WriteHeader(code int) {
-	if !r.wrote {
-		r.status, r.wrote = code, true
-	}
-}
-func (r *recorder) Write(b []byte) (int, error) {
-	r.wrote = true
-	return r.body.Write(b)
 }
 
 // apiError is an answer in OpenAI's error shape.

@@ -80,7 +80,7 @@ func (s *Server) follow(ctx context.Context, c *caller, id string, fn func(t tur
 		return notFoundIf(err, "response", id)
 	}
 	w := &watcher{chat: chat, msgs: map[int64]sdk.ChatMessage{}}
-	err = s.deps.Follow(ctx, chatID, func(evs []sdk.ChatStreamEvent) error {
+	err = s.deps.Watch(ctx, chatID, func(_ context.Context, evs []sdk.ChatStreamEvent) error {
 		for _, e := range evs {
 			w.apply(e)
 		}
