@@ -1,6 +1,7 @@
 package aisdk
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 
@@ -82,24 +83,7 @@ func (h *Handler) messages(w http.ResponseWriter, r *http.Request) {
 			h.writeError(w, r, err)
 			return
 		}
-		var (
-			chat    store.Chat
-			history []store.Message
-			pending []chatstate.ToolCall
-		)
-		err = h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
-			var err error
-			if chat, err = tx.ChatGet(ctx, chatID); err != nil {
-				return err
-			}
-			if history, err = tx.MessageList(ctx, chatID, store.MessageListParams{PeopleOnly: true}); err != nil {
-				return err
-			}
-			if chat.Status == store.ChatStatusRequiresAction {
-				pending, err = chatstate.OutstandingToolCalls(ctx, tx, chatID)
-			}
-			return err
-		})
+		chat, history, pending, err := h.readChat(ctx, chatID)
 		if err != nil {
 			h.writeError(w, r, err)
 			return
@@ -256,4 +240,23 @@ func addPart(reply *UIMessage, tools map[string]int, p sdk.ChatMessagePart, clie
 		}
 		reply.Parts[i].State, reply.Parts[i].Output = "output-available", out
 	}
+}
+
+// readChat reads a chat, its history as people see it and, while it waits
+// in requires_action, the tool calls it waits on, in one read transaction.
+func (h *Handler) readChat(ctx context.Context, chatID uuid.UUID) (chat store.Chat, history []store.Message, pending []chatstate.ToolCall, err error) {
+	err = h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+		var err error
+		if chat, err = tx.ChatGet(ctx, chatID); err != nil {
+			return err
+		}
+		if history, err = tx.MessageList(ctx, chatID, store.MessageListParams{PeopleOnly: true}); err != nil {
+			return err
+		}
+		if chat.Status == store.ChatStatusRequiresAction {
+			pending, err = chatstate.OutstandingToolCalls(ctx, tx, chatID)
+		}
+		return err
+	})
+	return chat, history, pending, err
 }

@@ -238,24 +238,7 @@ func (h *Handler) regenerate(ctx context.Context, c *sdk.Client, chatID uuid.UUI
 // Answers to calls chatd still waits on become tool approvals and tool
 // results; the stream continues the turn after the steps the client has.
 func (h *Handler) continueTurn(ctx context.Context, c *sdk.Client, chatID uuid.UUID, m UIMessage) (Target, error) {
-	var (
-		chat    store.Chat
-		pending []chatstate.ToolCall
-		history []store.Message
-	)
-	err := h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
-		var err error
-		if chat, err = tx.ChatGet(ctx, chatID); err != nil {
-			return err
-		}
-		if history, err = tx.MessageList(ctx, chatID, store.MessageListParams{PeopleOnly: true}); err != nil {
-			return err
-		}
-		if chat.Status == store.ChatStatusRequiresAction {
-			pending, err = chatstate.OutstandingToolCalls(ctx, tx, chatID)
-		}
-		return err
-	})
+	chat, history, pending, err := h.readChat(ctx, chatID)
 	if err != nil {
 		return Target{}, err
 	}
