@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -48,4 +50,52 @@ func readRepoFile(t *testing.T, name string) string {
 	data, err := os.ReadFile("../../" + name)
 	require.NoError(t, err)
 	return strings.ReplaceAll(string(data), "\r\n", "\n")
+}
+
+// TestPackageMapMatchesTheTree: docs/ARCHITECTURE.md's package map names
+// every directory of Go code in the module (examples/ is not part of it)
+// at the start of a line, and nothing that is not there.
+func TestPackageMapMatchesTheTree(t *testing.T) {
+	doc := readRepoFile(t, "docs/ARCHITECTURE.md")
+	block := regexp.MustCompile("(?s)## Package map\n\n```\n(.*?)```\n").FindStringSubmatch(doc)
+	require.NotNil(t, block, "docs/ARCHITECTURE.md has a package map")
+	named := map[string]bool{}
+	entry := regexp.MustCompile(`^((?:[a-z][a-z0-9]*/)+(?:, (?:[a-z][a-z0-9]*/)+)*) `)
+	for _, line := range strings.Split(block[1], "\n") {
+		if m := entry.FindStringSubmatch(line); m != nil {
+			for _, dir := range strings.Split(m[1], ", ") {
+				named[strings.TrimSuffix(dir, "/")] = true
+			}
+		}
+	}
+	code := map[string]bool{}
+	root := filepath.Join("..", "..")
+	require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, path)
+		rel = filepath.ToSlash(rel)
+		if d.IsDir() && (rel == "examples" || rel == "artifacts" || (strings.HasPrefix(d.Name(), ".") && rel != ".") || d.Name() == "node_modules") {
+			return filepath.SkipDir
+		}
+		if !d.IsDir() && strings.HasSuffix(path, ".go") {
+			code[filepath.ToSlash(filepath.Dir(rel))] = true
+		}
+		return nil
+	}))
+	require.NotEmpty(t, code)
+	for dir := range code {
+		if dir == "." {
+			continue
+		}
+		require.True(t, named[dir], "%s/ holds Go code but the package map in docs/ARCHITECTURE.md does not name it", dir)
+	}
+	for dir := range named {
+		if dir == "docs" {
+			continue
+		}
+		_, err := os.Stat(filepath.Join(root, dir))
+		require.NoError(t, err, "the package map names %s/, which is not in the tree", dir)
+	}
 }
