@@ -41,6 +41,10 @@ type view struct {
 	// index, read in the same snapshot (memory.go).
 	project  *store.Project
 	memories []store.Memory
+	// owner is the chat's owner as the snapshot has it (MCP access is
+	// decided for them); ownerErr why it could not be read.
+	owner    store.User
+	ownerErr error
 }
 
 // load reads the chat's prompt-relevant history.
@@ -86,7 +90,12 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 				return fmt.Errorf("decode dynamic tools: %w", err)
 			}
 		}
-		return v.loadProject(ctx, tx)
+		if err := v.loadProject(ctx, tx); err != nil {
+			return err
+		}
+		// Last: a failed read of the owner leaves out MCP tools, not the step.
+		v.owner, v.ownerErr = tx.UserGet(ctx, c.OwnerID)
+		return nil
 	})
 	return v, err
 }
@@ -225,7 +234,7 @@ func (ts toolset) sorted() []tools.Tool {
 // a clash means a misnamed built-in).
 func (r *runner) serverTools(ctx context.Context, v view) toolset {
 	ts := toolset{}
-	for _, t := range r.mcpTools(ctx, v.chat.OwnerID, v.chat.MCPServerIDs) {
+	for _, t := range r.mcpTools(ctx, v) {
 		ts[t.Name()] = t
 	}
 	for _, t := range r.w.deps.Tools.List() {
@@ -252,19 +261,13 @@ func (r *runner) serverTools(ctx context.Context, v view) toolset {
 // parent's). It waits at most MCPToolsWait for servers still connecting:
 // then it cancels the request, and the source answers with the servers it
 // has. An owner that cannot be read gets no MCP tools this step.
-func (r *runner) mcpTools(ctx context.Context, ownerID uuid.UUID, servers []uuid.UUID) []tools.Tool {
-	src := r.w.deps.MCP
+func (r *runner) mcpTools(ctx context.Context, v view) []tools.Tool {
+	src, servers, owner := r.w.deps.MCP, v.chat.MCPServerIDs, v.owner
 	if src == nil || servers != nil && len(servers) == 0 {
 		return nil
 	}
-	var owner store.User
-	err := r.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
-		var err error
-		owner, err = tx.UserGet(ctx, ownerID)
-		return err
-	})
-	if err != nil {
-		r.log.Warn("MCP tools left out of this step: the chat's owner was not read", "err", err)
+	if v.ownerErr != nil {
+		r.log.Warn("MCP tools left out of this step: the chat's owner was not read", "err", v.ownerErr)
 		return nil
 	}
 	ctx, st := r.stage(ctx, StageMCPConnect)
