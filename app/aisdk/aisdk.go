@@ -27,6 +27,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/stream"
@@ -203,6 +204,20 @@ func (h *Handler) clientTools(ctx context.Context, chatID uuid.UUID) (map[string
 	return names, err
 }
 
+// interrupted reports whether a request's turn has ended by an
+// interruption, by its durable outcome (false when it cannot be read).
+func (h *Handler) interrupted(ctx context.Context, requestID uuid.UUID) bool {
+	var outcome chatstate.Outcome
+	err := h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+		inv, err := tx.InvocationGet(ctx, requestID)
+		if err != nil || len(inv.Outcome) == 0 {
+			return err
+		}
+		return json.Unmarshal(inv.Outcome, &outcome)
+	})
+	return err == nil && outcome.Status == chatstate.OutcomeInterrupted
+}
+
 // errFinished ends a watch whose turn is over.
 var errFinished = errors.New("turn finished")
 
@@ -215,6 +230,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, chatID uuid.UUI
 	}
 	out := startSSE(w, h.deps.Clock.Now)
 	rd := newRenderer(chatID, t, tools, out.chunk)
+	rd.interrupted = func(requestID uuid.UUID) bool { return h.interrupted(r.Context(), requestID) }
 	err = h.deps.Streams.Watch(r.Context(), chatID, func(ctx context.Context, events []sdk.ChatStreamEvent) error {
 		if events == nil {
 			out.ping()

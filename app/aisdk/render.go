@@ -35,12 +35,18 @@ type Target struct {
 // the turn's stored assistant messages (each a start-step ... finish-step,
 // the results of its tool calls inside it), the live parts of the running
 // step streamed as deltas and reconciled with the stored message once it
-// commits. It is pure: events in, chunks out.
+// commits. It is pure: events in, chunks out, save one question it may
+// ask the store (interrupted).
 type renderer struct {
 	target      Target
 	chatID      uuid.UUID
 	clientTools map[string]bool
 	emit        func(Chunk)
+	// interrupted, when set, answers whether the turn of a request ended
+	// by an interruption: the stream shows the chat's latest state, so a
+	// short-lived "interrupting" can be passed over between two events;
+	// the request's durable outcome cannot.
+	interrupted func(requestID uuid.UUID) bool
 
 	msgs      map[int64]sdk.ChatMessage // the visible history, by id
 	status    sdk.ChatStatus
@@ -293,6 +299,9 @@ func (r *renderer) advance() {
 	}
 	switch r.status {
 	case sdk.ChatStatusWaiting:
+		if !r.stopping && r.interrupted != nil && r.target.RequestID.Valid {
+			r.stopping = r.interrupted(r.target.RequestID.UUID)
+		}
 		if r.stopping {
 			r.closeStep()
 			r.emit(Chunk{Type: ChunkAbort, Reason: "interrupted"})

@@ -144,3 +144,30 @@ func TestRendererErrorAndToolCalls(t *testing.T) {
 	require.Equal(t, "the model is overloaded", rec.chunks[8].ErrorText)
 	require.Equal(t, FinishError, rec.chunks[9].FinishReason)
 }
+
+// The stream shows the chat's latest state: a quick interruption can go
+// from running to waiting with no "interrupting" between two events. The
+// request's durable outcome still says how the turn ended.
+func TestRendererInterruptionPassedOverByTheStream(t *testing.T) {
+	for _, outcome := range []bool{true, false} {
+		w := world{chat: uuid.New()}
+		rid := uuid.New()
+		var rec recorded
+		r := newRenderer(w.chat, Target{RequestID: uuid.NullUUID{UUID: rid, Valid: true}}, nil, rec.emit)
+		var asked uuid.UUID
+		r.interrupted = func(id uuid.UUID) bool { asked = id; return outcome }
+		user := w.message(1, "user", text("hi"))
+		user.Message.RequestID = &rid
+		require.NoError(t, r.apply([]sdk.ChatStreamEvent{user, w.queue(), w.status(sdk.ChatStatusRunning)}))
+		require.NoError(t, r.apply([]sdk.ChatStreamEvent{part(text("Hel"))}))
+		require.NoError(t, r.apply([]sdk.ChatStreamEvent{w.message(2, "assistant", text("Hel")), w.status(sdk.ChatStatusWaiting)}))
+		require.True(t, r.done())
+		require.Equal(t, rid, asked)
+		want := FinishStop
+		if outcome {
+			want = FinishInterrupted
+			require.Contains(t, rec.types(), ChunkAbort)
+		}
+		require.Equal(t, want, rec.chunks[len(rec.chunks)-1].FinishReason)
+	}
+}
