@@ -184,34 +184,16 @@ func Run(ctx context.Context, s store.Store, storeName string, cfg Config) (r Re
 	// for a slot (the default limit, 5, would keep 3 of 8 chats waiting).
 	acfg := app.Config{BootstrapToken: benchToken, DemoTokenDelay: demo.NoDelay}
 	acfg.Worker.RootLimit = max(worker.DefaultRootLimit, cfg.Concurrency)
-	a, err := app.NewWithStore(ctx, acfg, s, io.Discard)
+	env, stop, err := startApp(ctx, s, acfg)
 	if err != nil {
-		return r, fmt.Errorf("build the app: %w", err)
+		return r, err
 	}
 	defer func() {
-		if cerr := a.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("close the app: %w", cerr)
+		if serr := stop(); serr != nil && err == nil {
+			err = serr
 		}
 	}()
-	runCtx, cancel := context.WithCancel(ctx)
-	srv := httptest.NewServer(a.Handler())
-	a.SetAdvertiseURL(srv.URL)
-	stop := func() {
-		a.Stop()
-		cancel()
-		srv.Close()
-	}
-	if err := a.Start(runCtx); err != nil {
-		stop()
-		return r, fmt.Errorf("start the app: %w", err)
-	}
-	defer stop()
-	client := sdk.New(srv.URL, benchToken)
-	me, err := client.Me(ctx)
-	if err != nil {
-		return r, fmt.Errorf("bench user: %w", err)
-	}
-	env := &runEnv{cfg: cfg, store: s, client: client, url: srv.URL, owner: me.ID}
+	env.cfg = cfg
 
 	if r.CommitsPerSec, r.CommitP50, err = env.rawCommits(ctx); err != nil {
 		return r, err
@@ -253,10 +235,43 @@ func Run(ctx context.Context, s store.Store, storeName string, cfg Config) (r Re
 	if err := env.lists(ctx, r.ListP99); err != nil {
 		return r, err
 	}
-	if r.Delivery, err = measureDelivery(ctx, s, client, cfg.Delivery); err != nil {
+	if r.Delivery, err = measureDelivery(ctx, s, env.client, cfg.Delivery); err != nil {
 		return r, err
 	}
 	return r, nil
+}
+
+// startApp builds and starts an app over s with acfg, served by an
+// in-process HTTP server, and returns an env whose client is the
+// bootstrap admin's. stop stops it and closes the app (and so s).
+func startApp(ctx context.Context, s store.Store, acfg app.Config) (e *runEnv, stop func() error, err error) {
+	a, err := app.NewWithStore(ctx, acfg, s, io.Discard)
+	if err != nil {
+		return nil, nil, fmt.Errorf("build the app: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	srv := httptest.NewServer(a.Handler())
+	a.SetAdvertiseURL(srv.URL)
+	stop = func() error {
+		a.Stop()
+		cancel()
+		srv.Close()
+		if err := a.Close(); err != nil {
+			return fmt.Errorf("close the app: %w", err)
+		}
+		return nil
+	}
+	if err := a.Start(runCtx); err != nil {
+		_ = stop()
+		return nil, nil, fmt.Errorf("start the app: %w", err)
+	}
+	client := sdk.New(srv.URL, benchToken)
+	me, err := client.Me(ctx)
+	if err != nil {
+		_ = stop()
+		return nil, nil, fmt.Errorf("bench user: %w", err)
+	}
+	return &runEnv{store: s, client: client, url: srv.URL, owner: me.ID}, stop, nil
 }
 
 type runEnv struct {

@@ -60,3 +60,35 @@ func TestRun(t *testing.T) {
 		require.Contains(t, out.String(), "memory per idle viewer")
 	})
 }
+
+// TestCapacity runs a tiny capacity run on each store: every viewer of
+// every chat gets every token of the paced provider through chatd, and
+// through the raw baseline, and the step is judged against the limit.
+func TestCapacity(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		s := newStore(t)
+		cfg := bench.CapacityConfig{Steps: []int{1, 3}, FirstToken: 5 * time.Millisecond, TokensPerSec: 500, Tokens: 6, Viewers: 2, P99Limit: time.Hour}
+		r, err := bench.Capacity(context.Background(), s, s.Dialect(), cfg)
+		require.NoError(t, err)
+		require.Len(t, r.Steps, 2)
+		require.Equal(t, 3, r.Held)
+		for _, st := range r.Steps {
+			for name, load := range map[string]bench.CapacityLoad{"chatd": st.Chatd, "baseline": st.Baseline} {
+				require.Equal(t, st.Chats*2*6, load.Received, "%s, %d chats", name, st.Chats)
+				require.Zero(t, load.Missing, name)
+				require.Zero(t, load.Stalled, name)
+				require.Positive(t, load.P99, name)
+			}
+			require.True(t, st.HeldLimit)
+		}
+		// A limit no step can hold ends the run at its first step.
+		cfg.P99Limit = time.Nanosecond
+		r, err = bench.Capacity(context.Background(), newStore(t), s.Dialect(), cfg)
+		require.NoError(t, err)
+		require.Len(t, r.Steps, 1)
+		require.Zero(t, r.Held)
+		var out bytes.Buffer
+		require.NoError(t, r.Write(&out))
+		require.Contains(t, out.String(), "largest chat count held: 0")
+	})
+}

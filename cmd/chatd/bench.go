@@ -32,6 +32,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.SeqTurns, "turns", bench.DefaultSeqTurns, "sequential turns of one chat")
 	fs.IntVar(&cfg.Delivery.Tokens, "delivery-tokens", bench.DefaultDeliveryTokens, "parts streamed at each viewer count of the token delivery figures")
 	fs.IntVar(&cfg.Delivery.IdleViewers, "idle-viewers", bench.DefaultIdleViewers, "idle viewers (and bare connections) held for the memory figure")
+	capacity := fs.Bool("capacity", false, "run only the capacity steps: concurrent chats streaming from a paced provider to viewers, stepped up until the token p99 passes its limit")
+	var ccfg bench.CapacityConfig
+	fs.Func("capacity-steps", "comma-separated concurrent chat counts of the capacity run (default 10,50,100,250,500,1000)", func(v string) (err error) {
+		ccfg.Steps, err = bench.ParseViewers(v)
+		return err
+	})
+	fs.IntVar(&ccfg.Tokens, "capacity-tokens", bench.DefaultCapacityTokens, "tokens of each capacity reply (30 a second after 300 ms)")
 	fs.Func("delivery-viewers", "comma-separated viewer counts of the token delivery figures (default 1,100,1000)", func(v string) (err error) {
 		cfg.Delivery.Viewers, err = bench.ParseViewers(v)
 		return err
@@ -47,6 +54,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if v <= 0 {
 			return fmt.Errorf("bench: --%s must be positive", name)
 		}
+	}
+	if ccfg.Tokens <= 0 {
+		return fmt.Errorf("bench: --capacity-tokens must be positive")
 	}
 	if cfg.Delivery.Tokens <= 0 || cfg.Delivery.IdleViewers <= 0 {
 		return fmt.Errorf("bench: --delivery-tokens and --idle-viewers must be positive")
@@ -80,6 +90,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	name := "sqlite"
 	if app.IsPostgres(path) {
 		name = "postgres"
+	}
+	if *capacity {
+		r, err := bench.Capacity(ctx, s, name, ccfg)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		return r.Write(stdout)
 	}
 	r, err := bench.Run(ctx, s, name, cfg)
 	if err != nil {
