@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/pressly/goose/v3"
 
@@ -39,6 +40,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	})
 	fs.IntVar(&ccfg.Tokens, "capacity-tokens", bench.DefaultCapacityTokens, "tokens of each capacity reply (30 a second after 300 ms)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	fs.Func("delivery-viewers", "comma-separated viewer counts of the token delivery figures (default 1,100,1000)", func(v string) (err error) {
 		cfg.Delivery.Viewers, err = bench.ParseViewers(v)
 		return err
@@ -90,6 +92,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	name := "sqlite"
 	if app.IsPostgres(path) {
 		name = "postgres"
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		defer pprof.StopCPUProfile()
 	}
 	if *capacity {
 		r, err := bench.Capacity(ctx, s, name, ccfg)
