@@ -17,6 +17,7 @@ import (
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/dbcopy"
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/open"
 )
 
 // AdminSocketPath is where a server on the SQLite file db answers admin
@@ -157,7 +158,7 @@ func (s *adminSocket) stop(timeout time.Duration) {
 // what it opened.
 func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() error, err error) {
 	cfg = cfg.withDefaults()
-	if !IsPostgres(cfg.DB) {
+	if !open.IsPostgres(cfg.DB) {
 		path, err := AdminSocketPath(cfg.DB)
 		if err != nil {
 			return nil, nil, err
@@ -174,7 +175,7 @@ func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() 
 		// No server answers (no socket, a stale one, a path too long for
 		// a socket): open the file; its lock refuses if a server holds it.
 	}
-	s, err := openMigrated(ctx, cfg.DB)
+	s, err := open.Migrated(ctx, cfg.DB)
 	if errors.Is(err, store.ErrLocked) {
 		return nil, nil, fmt.Errorf("%w (and its admin socket does not answer)", err)
 	}
@@ -192,7 +193,7 @@ func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() 
 	}
 	m := chatstate.New(s, pub, machineConfig(cfg, sharedByReplicas(s), log, cfg.Clock))
 	ops := &admin.Ops{Tokens: tokens, Invocations: invocations{store: s, machine: m}, BaseURL: "http://" + cfg.Addr}
-	if !IsPostgres(cfg.DB) {
+	if !open.IsPostgres(cfg.DB) {
 		ops.Backup = snapshotTo(cfg.DB)
 	}
 	return admin.Local(ops), func() error { closePub(); return s.Close() }, nil

@@ -1,7 +1,7 @@
-// Package app is chatd's composition root: it opens the configured store,
-// migrates it, and wires the HTTP server. It is the only package that names
-// a concrete store, and only in OpenStore; the rest asks the store for
-// optional capabilities (pubsubProvider, replicated).
+// Package app is chatd's composition root: it opens the configured store
+// (store/open), migrates it, and wires the HTTP server. It names no
+// concrete store; it asks the store for optional capabilities
+// (pubsubProvider, replicated).
 package app
 
 import (
@@ -44,8 +44,7 @@ import (
 	"github.com/chatd/chatd/app/ui"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
-	"github.com/chatd/chatd/store/postgres"
-	"github.com/chatd/chatd/store/sqlite"
+	"github.com/chatd/chatd/store/open"
 	"github.com/chatd/chatd/web"
 )
 
@@ -86,12 +85,6 @@ type App struct {
 	// tracing is the OTEL_* tracer provider this app started (flushed by
 	// Close); nil when Config.TracerProvider was given.
 	tracing *telemetry.Tracing
-}
-
-// migrator is what both stores offer for schema migrations.
-type migrator interface {
-	store.Store
-	Migrations() (*goose.Provider, error)
 }
 
 // sharedPubsub is a pubsub that reaches every process sharing the database.
@@ -137,71 +130,6 @@ func openPubsub(ctx context.Context, s store.Store, log *slog.Logger) (ps pubsub
 	return shared, func() { _ = shared.Close() }, nil
 }
 
-// OpenStore opens the store db names, without migrating. It is the only
-// code that names a concrete store; the rest of the app asks the store for
-// optional capabilities (pubsubProvider, replicated).
-func OpenStore(ctx context.Context, db string) (migrator, error) {
-	if IsPostgres(db) {
-		return postgres.Open(ctx, db, postgres.Options{})
-	}
-	return sqlite.Open(ctx, db, sqlite.Options{})
-}
-
-// migrationLocker is a store several processes may migrate at once
-// (Postgres): Migrate holds its lock while fn runs.
-type migrationLocker interface {
-	MigrationLock(ctx context.Context) (unlock func(), err error)
-}
-
-// Migrate runs fn on the store's goose provider, under the store's
-// migration lock when it has one, so replicas starting together never
-// race on the schema.
-func Migrate(ctx context.Context, s migrator, fn func(*goose.Provider) error) error {
-	if l, ok := s.(migrationLocker); ok {
-		unlock, err := l.MigrationLock(ctx)
-		if err != nil {
-			return err
-		}
-		defer unlock()
-	}
-	p, err := s.Migrations()
-	if err != nil {
-		return fmt.Errorf("load migrations: %w", err)
-	}
-	return fn(p)
-}
-
-// ErrSchemaNewer is returned when the database holds migrations this
-// binary does not know: a newer chatd migrated it, and this one would run
-// against a schema it was not written for.
-var ErrSchemaNewer = errors.New("the database schema is newer than this chatd binary")
-
-// SchemaVersions returns the database's schema version and the newest
-// version this binary's migrations reach.
-func SchemaVersions(ctx context.Context, p *goose.Provider) (db, known int64, err error) {
-	db, err = p.GetDBVersion(ctx)
-	if err != nil {
-		return 0, 0, fmt.Errorf("read the database's schema version: %w", err)
-	}
-	if srcs := p.ListSources(); len(srcs) > 0 {
-		known = srcs[len(srcs)-1].Version
-	}
-	return db, known, nil
-}
-
-// CheckSchema returns ErrSchemaNewer when the database is at a version
-// beyond the binary's newest migration.
-func CheckSchema(ctx context.Context, p *goose.Provider) error {
-	db, known, err := SchemaVersions(ctx, p)
-	if err != nil {
-		return err
-	}
-	if db > known {
-		return fmt.Errorf("%w: the database is at version %d, this binary knows up to %d; run the newer chatd (or roll the database back with the newer binary's `chatd migrate down`)", ErrSchemaNewer, db, known)
-	}
-	return nil
-}
-
 // New opens and migrates the store and builds the HTTP handler.
 func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	cfg = cfg.withDefaults()
@@ -214,23 +142,16 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 	}
 	// The store first: opening it takes the database's lock, so a start
 	// that is refused writes no key file (models.go, loadKeyFile).
-	s, err := OpenStore(ctx, cfg.DB)
+	s, err := open.Store(ctx, cfg.DB)
 	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", describeDB(cfg.DB), err)
+		return nil, fmt.Errorf("open %s: %w", open.Describe(cfg.DB), err)
 	}
-	err = Migrate(ctx, s, func(p *goose.Provider) error {
-		if err := CheckSchema(ctx, p); err != nil {
-			return err
-		}
-		results, err := p.Up(ctx)
-		for _, r := range results {
-			log.Info("migrated", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration)
-		}
-		return err
+	err = open.Up(ctx, s, func(r goose.MigrationResult) {
+		log.Info("migrated", "version", r.Source.Version, "path", r.Source.Path, "duration", r.Duration)
 	})
 	if err != nil {
 		s.Close()
-		return nil, fmt.Errorf("migrate %s: %w", describeDB(cfg.DB), err)
+		return nil, fmt.Errorf("migrate %s: %w", open.Describe(cfg.DB), err)
 	}
 	if cfg.SecretKey == "" {
 		if cfg.SecretKey, cfg.secretKeyFile, err = loadKeyFile(ctx, cfg.DB, s); err != nil {
@@ -568,7 +489,7 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		srv.Handler = limits.handler(a.handler, a.authed)
 		srv.ConnContext = connContext
 	}
-	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", describeDB(a.cfg.DB))
+	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", open.Describe(a.cfg.DB))
 	for _, m := range a.models.List() {
 		a.log.Info("model", "id", m.ID, "provider", m.Provider, "model", m.Model, "default", m.Default)
 	}

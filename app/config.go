@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatd/chatd/app/api"
@@ -257,22 +255,4 @@ func (c Config) withDefaults() Config {
 		c.Clock = clock.Real{}
 	}
 	return c
-}
-
-// IsPostgres reports whether db names a PostgreSQL database.
-func IsPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") ||
-		strings.Contains(db, "dbname=") // a keyword/value DSN: host=... dbname=...
-}
-
-// describeDB is the DB for logs, without credentials.
-func describeDB(db string) string {
-	if !IsPostgres(db) {
-		return "sqlite " + db
-	}
-	cfg, err := pgconn.ParseConfig(db)
-	if err != nil {
-		return "postgres (unparsable DSN)"
-	}
-	return fmt.Sprintf("postgres host=%s port=%d dbname=%s user=%s", cfg.Host, cfg.Port, cfg.Database, cfg.User)
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	"github.com/google/uuid"
-	"github.com/pressly/goose/v3"
 
 	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/chatstate"
@@ -17,6 +16,7 @@ import (
 	"github.com/chatd/chatd/app/wire"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/open"
 )
 
 // Tools is the operator's tooling for durable requests (`chatd invocation`):
@@ -24,7 +24,7 @@ import (
 // store, with the same state machine the server runs.
 type Tools struct {
 	cfg   Config
-	store migrator
+	store open.Migrator
 	log   *slog.Logger
 }
 
@@ -32,25 +32,11 @@ type Tools struct {
 // A SQLite file is locked while a server runs on it.
 func OpenTools(ctx context.Context, cfg Config) (*Tools, error) {
 	cfg = cfg.withDefaults()
-	s, err := openMigrated(ctx, cfg.DB)
+	s, err := open.Migrated(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("%w (a SQLite file is locked while chatd serve runs: stop it first)", err)
 	}
 	return &Tools{cfg: cfg, store: s, log: slog.Default()}, nil
-}
-
-// openMigrated opens db for a short-lived command and brings its schema
-// up to date, closing it again on failure.
-func openMigrated(ctx context.Context, db string) (migrator, error) {
-	s, err := OpenStore(ctx, db)
-	if err != nil {
-		return nil, fmt.Errorf("open %s: %w", describeDB(db), err)
-	}
-	if err := Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }); err != nil {
-		s.Close()
-		return nil, fmt.Errorf("migrate %s: %w", describeDB(db), err)
-	}
-	return s, nil
 }
 
 // Close releases the store.

@@ -17,6 +17,7 @@ import (
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/open"
 )
 
 // TestToolsInspectAndReconcile runs the operator's tooling over both
@@ -77,10 +78,10 @@ func TestToolsInspectAndReconcile(t *testing.T) {
 // one owner at a time).
 func seedUnresolved(t *testing.T, ctx context.Context, db string) (chatID, requestID uuid.UUID) {
 	t.Helper()
-	s, err := app.OpenStore(ctx, db)
+	s, err := open.Store(ctx, db)
 	require.NoError(t, err)
 	defer s.Close()
-	require.NoError(t, app.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
+	require.NoError(t, open.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
 	user := uuid.New()
 	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
 		_, err := tx.UserInsert(ctx, store.UserInsertParams{ID: user, Name: "alice", Now: time.Now()})

@@ -17,17 +17,18 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/open"
 )
 
 // schemaVersions opens db and returns its schema version and the newest
 // this binary knows.
 func schemaVersions(t *testing.T, ctx context.Context, db string) (dbVersion, known int64) {
 	t.Helper()
-	s, err := app.OpenStore(ctx, db)
+	s, err := open.Store(ctx, db)
 	require.NoError(t, err)
 	defer s.Close()
-	err = app.Migrate(ctx, s, func(p *goose.Provider) error {
-		dbVersion, known, err = app.SchemaVersions(ctx, p)
+	err = open.Migrate(ctx, s, func(p *goose.Provider) error {
+		dbVersion, known, err = open.SchemaVersions(ctx, p)
 		return err
 	})
 	require.NoError(t, err)
@@ -98,7 +99,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 			require.NoError(t, raw.Close())
 
 			_, err = app.New(ctx, app.Config{DB: db, NoWorker: true, SecretKey: testSecretKey}, io.Discard)
-			require.ErrorIs(t, err, app.ErrSchemaNewer)
+			require.ErrorIs(t, err, open.ErrSchemaNewer)
 			require.ErrorContains(t, err, "the database is at version 9999, this binary knows up to")
 		})
 	}

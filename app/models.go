@@ -26,6 +26,7 @@ import (
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/open"
 )
 
 // modelNamespace makes model config ids stable: the same provider/model
@@ -344,7 +345,7 @@ func (a *App) secretKeySource() string {
 // requireSecretKey refuses PostgreSQL without CHATD_SECRET_KEY: replicas
 // must share one key.
 func requireSecretKey(cfg Config) error {
-	if cfg.SecretKey == "" && IsPostgres(cfg.DB) {
+	if cfg.SecretKey == "" && open.IsPostgres(cfg.DB) {
 		return errors.New("CHATD_SECRET_KEY is required with PostgreSQL: every replica must seal provider API keys with the same key")
 	}
 	return nil

@@ -20,6 +20,7 @@ import (
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/open"
 	"github.com/chatd/chatd/store/postgres"
 )
 
@@ -69,14 +70,14 @@ func TestPostgresNotificationsReachOtherProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	dsn, schema := dbtest.PostgresSchema(t)
-	open := func() *postgres.Store {
+	openPG := func() *postgres.Store {
 		s, err := postgres.Open(ctx, dsn, postgres.Options{SearchPath: schema})
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, s.Close()) })
 		return s
 	}
-	s, other := open(), open()
-	require.NoError(t, app.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
+	s, other := openPG(), openPG()
+	require.NoError(t, open.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
 
 	listener, err := postgres.NewPubsub(ctx, other.Pool())
 	require.NoError(t, err)

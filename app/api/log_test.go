@@ -18,6 +18,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/open"
 	"github.com/chatd/chatd/store/postgres"
 )
 
@@ -50,7 +51,7 @@ func TestInternalErrorGoesToAppLog(t *testing.T) {
 	s, err := postgres.Open(ctx, dsn, postgres.Options{SearchPath: schema})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	require.NoError(t, app.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
+	require.NoError(t, open.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
 
 	var defaultLog lockedBuffer
 	prev := slog.Default()

@@ -27,13 +27,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
 
 	"github.com/chatd/chatd/app/jcs"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
-	"github.com/chatd/chatd/store/postgres"
+	"github.com/chatd/chatd/store/open"
 	"github.com/chatd/chatd/store/sqlite"
 )
 
@@ -67,11 +67,6 @@ type Result struct {
 	Tables  []TableResult
 }
 
-// isPostgres tells a Postgres DSN from a SQLite path (as app.IsPostgres).
-func isPostgres(db string) bool {
-	return strings.HasPrefix(db, "postgres://") || strings.HasPrefix(db, "postgresql://") || strings.Contains(db, "dbname=")
-}
-
 // Copy copies opts.From into opts.To. The target is migrated up first and
 // must then be empty; the source must be at the same schema version and
 // not in use by a running server.
@@ -80,15 +75,15 @@ func Copy(ctx context.Context, opts Options) (Result, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-	if isPostgres(opts.From) == isPostgres(opts.To) {
+	if open.IsPostgres(opts.From) == open.IsPostgres(opts.To) {
 		return Result{}, fmt.Errorf("%w: copy goes between a SQLite file and PostgreSQL, one on each side", ErrRefused)
 	}
-	src, err := open(ctx, opts.From, false)
+	src, err := openSide(ctx, opts.From, false)
 	if err != nil {
 		return Result{}, fmt.Errorf("source: %w", err)
 	}
 	defer src.close()
-	dst, err := open(ctx, opts.To, true)
+	dst, err := openSide(ctx, opts.To, true)
 	if err != nil {
 		return Result{}, fmt.Errorf("target: %w", err)
 	}
@@ -201,44 +196,38 @@ func (s *side) readOpts() *sql.TxOptions {
 	return nil // a deferred transaction: WAL gives it one snapshot
 }
 
-// open opens db through its store (which, for SQLite, takes the process
+// pooled is the Postgres store: its pool carries the copy's plain SQL.
+type pooled interface{ Pool() *pgxpool.Pool }
+
+// openSide opens db through its store (which, for SQLite, takes the process
 // lock, so a running server's file is refused), migrates a target up and
 // reads the schema version.
-func open(ctx context.Context, db string, target bool) (*side, error) {
+func openSide(ctx context.Context, db string, target bool) (*side, error) {
 	s := &side{}
-	var p *goose.Provider
-	if isPostgres(db) {
-		st, err := postgres.Open(ctx, db, postgres.Options{})
-		if err != nil {
-			return nil, err
+	if !open.IsPostgres(db) && !target {
+		if _, err := os.Stat(db); err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrRefused, db, err)
 		}
+	}
+	st, err := open.Store(ctx, db)
+	if errors.Is(err, store.ErrLocked) {
+		return nil, fmt.Errorf("%w: %w (a running server owns the file; stop it, or take a snapshot with `chatd backup` and copy that)", ErrRefused, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s.closers = append(s.closers, st.Close)
+	p, err := st.Migrations()
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("load migrations: %w", err)
+	}
+	if pg, ok := st.(pooled); ok {
 		s.dialect = "postgres"
-		s.closers = append(s.closers, st.Close)
-		if p, err = st.Migrations(); err != nil {
-			s.close()
-			return nil, fmt.Errorf("load migrations: %w", err)
-		}
-		s.db = stdlib.OpenDBFromPool(st.Pool())
+		s.db = stdlib.OpenDBFromPool(pg.Pool())
 		s.closers = append(s.closers, s.db.Close)
 	} else {
-		if !target {
-			if _, err := os.Stat(db); err != nil {
-				return nil, fmt.Errorf("%w: %s: %w", ErrRefused, db, err)
-			}
-		}
-		st, err := sqlite.Open(ctx, db, sqlite.Options{})
-		if errors.Is(err, store.ErrLocked) {
-			return nil, fmt.Errorf("%w: %w (a running server owns the file; stop it, or take a snapshot with `chatd backup` and copy that)", ErrRefused, err)
-		}
-		if err != nil {
-			return nil, err
-		}
 		s.dialect = "sqlite"
-		s.closers = append(s.closers, st.Close)
-		if p, err = st.Migrations(); err != nil {
-			s.close()
-			return nil, fmt.Errorf("load migrations: %w", err)
-		}
 		// A connection of our own beside the store's (which holds the
 		// lock and stays idle): plain SQL, one connection.
 		abs, _ := filepath.Abs(db)
@@ -351,7 +340,7 @@ func (s *side) hasTable(ctx context.Context, name string) (bool, error) {
 // UnknownTables lists the tables of db's migrated schema that Tables does
 // not name: a copy refuses them rather than leave data behind.
 func UnknownTables(ctx context.Context, db string) ([]string, error) {
-	s, err := open(ctx, db, true)
+	s, err := openSide(ctx, db, true)
 	if err != nil {
 		return nil, err
 	}
