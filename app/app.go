@@ -484,10 +484,10 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 		ReadTimeout: orNone(a.cfg.ReadTimeout), WriteTimeout: orNone(a.cfg.WriteTimeout), IdleTimeout: orNone(a.cfg.IdleTimeout),
 	}
 	if a.cfg.MaxUnauthConnsPerIP > 0 {
-		limits := newConnLimiter(a.cfg.MaxUnauthConnsPerIP)
-		ln = limits.listener(ln)
-		srv.Handler = limits.handler(a.handler, a.authed)
-		srv.ConnContext = connContext
+		limits := api.NewConnLimiter(a.cfg.MaxUnauthConnsPerIP)
+		ln = limits.Listener(ln)
+		srv.Handler = limits.Handler(a.handler, a.authed)
+		srv.ConnContext = api.ConnContext
 	}
 	a.log.Info("chatd serving", "addr", "http://"+ln.Addr().String(), "database", open.Describe(a.cfg.DB))
 	for _, m := range a.models.List() {

@@ -1,4 +1,4 @@
-package app
+package api
 
 import (
 	"context"
@@ -17,24 +17,25 @@ import (
 // per-IP cap on unauthenticated connections (docs/API.md).
 const CodeTooManyConnections = "TOO_MANY_CONNECTIONS"
 
-// connLimiter caps, per client IP, the open connections that have not yet
+// ConnLimiter caps, per client IP, the open connections that have not yet
 // carried an authenticated request. Without it one client holds any number
 // of connections open with slow or idle requests (the timeouts bound each
 // one, not how many there are) until the process runs out of file handles.
 // A connection counts from accept until a request on it authenticates (a
 // user token or cookie, or a peer replica's token) or it closes, so signed-in
 // users with many streams behind one address are not limited by it.
-type connLimiter struct {
+type ConnLimiter struct {
 	max  int
 	mu   sync.Mutex
 	open map[string]int
 }
 
-func newConnLimiter(max int) *connLimiter {
-	return &connLimiter{max: max, open: map[string]int{}}
+// NewConnLimiter caps the unauthenticated connections per client IP at max.
+func NewConnLimiter(max int) *ConnLimiter {
+	return &ConnLimiter{max: max, open: map[string]int{}}
 }
 
-func (l *connLimiter) acquire(ip string) bool {
+func (l *ConnLimiter) acquire(ip string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.open[ip] >= l.max {
@@ -44,7 +45,7 @@ func (l *connLimiter) acquire(ip string) bool {
 	return true
 }
 
-func (l *connLimiter) release(ip string) {
+func (l *ConnLimiter) release(ip string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.open[ip]--; l.open[ip] <= 0 {
@@ -52,15 +53,15 @@ func (l *connLimiter) release(ip string) {
 	}
 }
 
-// listener wraps ln: a connection over the cap is answered 429 and closed
+// Listener wraps ln: a connection over the cap is answered 429 and closed
 // before any of it is read.
-func (l *connLimiter) listener(ln net.Listener) net.Listener {
+func (l *ConnLimiter) Listener(ln net.Listener) net.Listener {
 	return &limitedListener{Listener: ln, limits: l}
 }
 
-// handler frees the connection's slot once one of its requests carries
+// Handler frees the connection's slot once one of its requests carries
 // valid credentials (authed reports that).
-func (l *connLimiter) handler(next http.Handler, authed func(*http.Request) bool) http.Handler {
+func (l *ConnLimiter) Handler(next http.Handler, authed func(*http.Request) bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if c, ok := r.Context().Value(limitedConnKey{}).(*limitedConn); ok && !c.isFree() && authed(r) {
 			c.free()
@@ -69,9 +70,9 @@ func (l *connLimiter) handler(next http.Handler, authed func(*http.Request) bool
 	})
 }
 
-// connContext makes the connection reachable from its requests
+// ConnContext makes the connection reachable from its requests
 // (http.Server.ConnContext).
-func connContext(ctx context.Context, c net.Conn) context.Context {
+func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	if lc, ok := c.(*limitedConn); ok {
 		return context.WithValue(ctx, limitedConnKey{}, lc)
 	}
@@ -82,7 +83,7 @@ type limitedConnKey struct{}
 
 type limitedListener struct {
 	net.Listener
-	limits *connLimiter
+	limits *ConnLimiter
 }
 
 func (ln *limitedListener) Accept() (net.Conn, error) {
@@ -128,7 +129,7 @@ func remoteIP(a net.Addr) string {
 // is also what a hijacked WebSocket closes, so the slot is freed then too.
 type limitedConn struct {
 	net.Conn
-	limits *connLimiter
+	limits *ConnLimiter
 	ip     string
 	mu     sync.Mutex
 	freed  bool
