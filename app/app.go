@@ -201,7 +201,7 @@ func (a *App) init(ctx context.Context) error {
 	// Observability: the registry, and the store and pubsub every part
 	// uses, measured in one place (after the capabilities are asked for).
 	a.metrics = api.NewMetrics()
-	a.store = measureStore(a.store, a.metrics.Registry, a.clock)
+	a.store = telemetry.MeasureStore(a.store, a.metrics.Registry, a.clock)
 	a.pubsub = pubsub.Instrument(a.pubsub, a.metrics.Registry)
 	if err := a.initModels(ctx); err != nil {
 		return err

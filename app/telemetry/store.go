@@ -1,4 +1,4 @@
-package app
+package telemetry
 
 import (
 	"context"
@@ -36,9 +36,9 @@ type measuredStore struct {
 	conflicts prometheus.Counter
 }
 
-// measureStore registers the store metrics on reg and wraps s. The store
+// MeasureStore registers the store metrics on reg and wraps s. The store
 // label is the store's package name (sqlite, postgres).
-func measureStore(s store.Store, reg prometheus.Registerer, clk clock.Clock) *measuredStore {
+func MeasureStore(s store.Store, reg prometheus.Registerer, clk clock.Clock) store.Store {
 	name := storeName(s)
 	dur := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "chatd_store_tx_duration_seconds",
@@ -88,4 +88,7 @@ func (s *measuredStore) ReadTx(ctx context.Context, fn func(store.Reader) error)
 }
 
 // SharedByReplicas forwards the wrapped store's answer.
-func (s *measuredStore) SharedByReplicas() bool { return sharedByReplicas(s.Store) }
+func (s *measuredStore) SharedByReplicas() bool {
+	r, ok := s.Store.(interface{ SharedByReplicas() bool })
+	return ok && r.SharedByReplicas()
+}
