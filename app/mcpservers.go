@@ -9,7 +9,6 @@ import (
 
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/mcp"
-	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -30,7 +29,7 @@ func (a *App) openMCP(ctx context.Context) error {
 		Store: a.store, Pubsub: a.pubsub, Clock: a.clock, Log: a.log, File: file,
 		ResyncInterval: a.cfg.MCPResyncInterval,
 		// Env and header values are sealed with the providers' key.
-		Sealer: mcpSealer{a.cipher},
+		Sealer: mcp.CipherSealer{Cipher: a.cipher},
 	})
 	if err := a.mcpServers.Seed(ctx); err != nil {
 		return fmt.Errorf("seed the MCP servers from %s: %w", a.cfg.MCPConfig, err)
@@ -39,25 +38,6 @@ func (a *App) openMCP(ctx context.Context) error {
 		return fmt.Errorf("load the MCP servers: %w", err)
 	}
 	return nil
-}
-
-// mcpSealer seals MCP servers' env and header values like provider API
-// keys (AES-GCM under CHATD_SECRET_KEY, modelconfig.Cipher). Rows written
-// before encryption existed ("plain:"-marked) still open, and are sealed
-// at their next write.
-type mcpSealer struct{ c *modelconfig.Cipher }
-
-func (s mcpSealer) Seal(plain []byte) ([]byte, error) { return s.c.Seal(string(plain)), nil }
-
-func (s mcpSealer) Open(sealed []byte) ([]byte, error) {
-	if plain, err := (mcp.PlainSealer{}).Open(sealed); err == nil {
-		return plain, nil
-	}
-	plain, _, err := s.c.Open(sealed)
-	if err != nil {
-		return nil, fmt.Errorf("open MCP server secrets (is CHATD_SECRET_KEY the one they were sealed with?): %w", err)
-	}
-	return []byte(plain), nil
 }
 
 // mcpAdmin is mcp.Servers as the API sees it, its errors translated.

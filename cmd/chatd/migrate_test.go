@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/chatd/chatd/store/open"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/store/open"
 )
 
 // TestMigrateStatusSummary: migrate status says whether this binary
