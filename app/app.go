@@ -311,7 +311,7 @@ func (a *App) init(ctx context.Context) error {
 		return err
 	}
 	srv.Handle("/v1/", openaiapi.New(openaiapi.Deps{ // the OpenAI-compatible surface, a translator onto srv
-		Native: srv, Watch: a.streams.Watch, Log: a.log, MaxBodyBytes: a.cfg.MaxBodyBytes, ModelName: ModelName,
+		Native: srv, Watch: a.streams.Watch, Log: a.log, MaxBodyBytes: a.cfg.MaxBodyBytes, ModelName: modelconfig.EnvModelName,
 		Authenticate: func(r *http.Request) (uuid.UUID, error) { u, err := srv.Authenticate(r); return u.ID, err },
 	}))
 	srv.Handle("/", webUI) // API routes are more specific and keep precedence

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -23,130 +21,10 @@ import (
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/redact"
-	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/open"
 )
-
-// modelNamespace makes model config ids stable: the same provider/model
-// always has the same id, across restarts and replicas.
-var modelNamespace = uuid.MustParse("5b0e1a8e-8b2b-4a51-9f44-7c2f6e0c4a7d")
-
-// ModelID is the stable id of provider/model.
-func ModelID(provider, model string) uuid.UUID {
-	return uuid.NewSHA1(modelNamespace, []byte(provider+"/"+model))
-}
-
-// presetProviderID is the stable id of the provider config an environment
-// preset creates.
-func presetProviderID(name string) uuid.UUID {
-	return uuid.NewSHA1(modelNamespace, []byte("provider:"+name))
-}
-
-// DemoModelName is the built-in offline model.
-const DemoModelName = "demo"
-
-// demoContextLimit is the demo model's pretend context window (in words),
-// small enough that automatic compaction can be seen in a long demo chat.
-const demoContextLimit = 4000
-
-// envProvider is a provider the environment configures.
-type envProvider struct {
-	name, typ, display, baseURL, apiKey string
-	implied                             string // its model when none is named
-}
-
-func envProviders(cfg Config) []envProvider {
-	var ps []envProvider
-	if cfg.OpenAIAPIKey != "" || cfg.OpenAIBaseURL != "" {
-		p := envProvider{name: "openai", typ: store.ProviderOpenAI, display: "OpenAI", baseURL: cfg.OpenAIBaseURL, apiKey: cfg.OpenAIAPIKey}
-		if cfg.OpenAIBaseURL != "" {
-			// Ollama, vLLM, ...: Chat Completions only.
-			p.typ, p.display = store.ProviderOpenAICompat, "OpenAI-compatible"
-		}
-		if cfg.OpenAIBaseURL == "" {
-			p.implied = "gpt-4.1-mini"
-		}
-		ps = append(ps, p)
-	}
-	if cfg.AnthropicAPIKey != "" || cfg.AnthropicBaseURL != "" {
-		p := envProvider{name: "anthropic", typ: store.ProviderAnthropic, display: "Anthropic", baseURL: cfg.AnthropicBaseURL, apiKey: cfg.AnthropicAPIKey}
-		if cfg.AnthropicBaseURL == "" {
-			p.implied = "claude-sonnet-4-5"
-		}
-		ps = append(ps, p)
-	}
-	return append(ps, envProvider{name: DemoModelName, typ: store.ProviderDemo, display: "Demo (offline)"})
-}
-
-// presetsFromConfig turns CHATD_MODELS, CHATD_DEFAULT_MODEL and the
-// provider variables into presets; the demo model is always one. Model ids
-// are ModelID(provider, model), as before the models lived in the database.
-func presetsFromConfig(cfg Config) ([]modelconfig.Preset, uuid.NullUUID, error) {
-	eps := envProviders(cfg)
-	presets := make([]modelconfig.Preset, len(eps))
-	byName := map[string]int{}
-	var implied []string
-	for i, p := range eps {
-		presets[i] = modelconfig.Preset{ID: presetProviderID(p.name), Provider: p.typ, DisplayName: p.display, BaseURL: p.baseURL, APIKey: p.apiKey}
-		byName[p.name] = i
-		if p.implied != "" {
-			implied = append(implied, p.name+"/"+p.implied)
-		}
-	}
-	names := append(append([]string(nil), cfg.Models...), implied...)
-	names = append(names, DemoModelName)
-	parse := func(name string) (string, string, error) {
-		name = strings.TrimSpace(name)
-		if name == DemoModelName {
-			return DemoModelName, DemoModelName, nil
-		}
-		provider, model, ok := strings.Cut(name, "/")
-		if !ok || provider == "" || model == "" {
-			return "", "", fmt.Errorf("model %q: want provider/model (e.g. openai/gpt-4.1-mini) or demo", name)
-		}
-		if _, ok := byName[provider]; !ok {
-			return "", "", fmt.Errorf("model %s/%s: provider %q is not configured (set its API key or base URL)", provider, model, provider)
-		}
-		return provider, model, nil
-	}
-	seen := map[uuid.UUID]bool{}
-	first := uuid.NullUUID{}
-	for _, n := range names {
-		provider, model, err := parse(n)
-		if err != nil {
-			return nil, uuid.NullUUID{}, err
-		}
-		id := ModelID(provider, model)
-		if !first.Valid {
-			first = uuid.NullUUID{UUID: id, Valid: true}
-		}
-		if seen[id] {
-			continue
-		}
-		seen[id] = true
-		pm := modelconfig.PresetModel{ID: id, Model: model}
-		if provider == DemoModelName {
-			// The demo model takes any effort (it then shows its reasoning).
-			pm.DisplayName, pm.ContextLimit = "Demo (offline)", demoContextLimit
-			pm.ModelConfig = &sdk.ChatModelCallConfig{ReasoningEffort: &sdk.ReasoningEffortConfig{Max: "max"}}
-		}
-		presets[byName[provider]].Models = append(presets[byName[provider]].Models, pm)
-	}
-	def := first
-	if cfg.DefaultModel != "" {
-		provider, model, err := parse(cfg.DefaultModel)
-		if err != nil {
-			return nil, uuid.NullUUID{}, fmt.Errorf("CHATD_DEFAULT_MODEL: %w", err)
-		}
-		def = uuid.NullUUID{UUID: ModelID(provider, model), Valid: true}
-		if !seen[def.UUID] {
-			presets[byName[provider]].Models = append(presets[byName[provider]].Models, modelconfig.PresetModel{ID: def.UUID, Model: model})
-		}
-	}
-	return presets, def, nil
-}
 
 // llmFactory builds the LLM clients of provider configs. Each round trip
 // of a chat's model call is a provider_attempt stage. Every client masks
@@ -239,7 +117,11 @@ func (a *App) initModels(ctx context.Context) error {
 	a.cipher = cipher // the MCP servers' secrets too (mcpservers.go)
 	a.models = modelconfig.New(a.store, modelconfig.Options{Cipher: cipher, Clock: a.clock, Publisher: a.pubsub,
 		Factory: llmFactory(a.cfg, a.clock, a.secrets), CacheTTL: a.cfg.ModelCacheTTL})
-	presets, def, err := presetsFromConfig(a.cfg)
+	presets, def, err := modelconfig.EnvPresets(modelconfig.Env{
+		OpenAIAPIKey: a.cfg.OpenAIAPIKey, OpenAIBaseURL: a.cfg.OpenAIBaseURL,
+		AnthropicAPIKey: a.cfg.AnthropicAPIKey, AnthropicBaseURL: a.cfg.AnthropicBaseURL,
+		Models: a.cfg.Models, DefaultModel: a.cfg.DefaultModel,
+	})
 	if err != nil {
 		return fmt.Errorf("models: %w", err)
 	}
@@ -351,38 +233,6 @@ func requireSecretKey(cfg Config) error {
 	return nil
 }
 
-// keyFileSuffix names the SQLite key file after the database file.
-const keyFileSuffix = ".secret-key"
-
-// keyFiles are where the SQLite key file of db may be: next to the
-// database's real path (symlinks resolved, so every symlinked route finds
-// the same file), then next to db itself when db is a symlink (where
-// versions before this one put it).
-func keyFiles(db string) []string {
-	abs, err := filepath.Abs(db)
-	if err != nil {
-		return []string{db + keyFileSuffix}
-	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil || real == abs {
-		return []string{abs + keyFileSuffix}
-	}
-	return []string{real + keyFileSuffix, abs + keyFileSuffix}
-}
-
-// SecretKeyFile is the key file a start on the SQLite database db reads
-// when CHATD_SECRET_KEY is unset: the first of keyFiles that exists, else
-// where a first start creates it.
-func SecretKeyFile(db string) string {
-	files := keyFiles(db)
-	for _, f := range files {
-		if _, err := os.Stat(f); err == nil {
-			return f
-		}
-	}
-	return files[0]
-}
-
 // loadKeyFile returns the SQLite secret key and its file, for a store
 // that is open (so this process holds the database's lock: a start that
 // is refused writes nothing) and migrated. A missing key file is created
@@ -390,7 +240,7 @@ func SecretKeyFile(db string) string {
 // sealed secrets: a new key could not open them, so the start is refused,
 // naming the file it looked for.
 func loadKeyFile(ctx context.Context, db string, s store.Store) (key, file string, err error) {
-	files := keyFiles(db)
+	files := modelconfig.KeyFiles(db)
 	for _, f := range files {
 		key, err := modelconfig.ReadKeyFile(f)
 		if err == nil {
@@ -414,20 +264,4 @@ func loadKeyFile(ctx context.Context, db string, s store.Store) (key, file strin
 		return "", "", fmt.Errorf("CHATD_SECRET_KEY unset: %w", err)
 	}
 	return key, files[0], nil
-}
-
-// ModelName is a model's name as CHATD_DEFAULT_MODEL and CHATD_MODELS
-// spell it (provider/model, or demo): the OpenAI-compatible API's model
-// id. A model an admin configured under a provider of their own is named
-// by its provider type.
-func ModelName(m sdk.ChatModel) string {
-	if m.ID == ModelID(DemoModelName, m.Model) && m.Model == DemoModelName {
-		return DemoModelName
-	}
-	for _, p := range envProviders(Config{OpenAIAPIKey: "-", AnthropicAPIKey: "-"}) {
-		if m.ID == ModelID(p.name, m.Model) {
-			return p.name + "/" + m.Model
-		}
-	}
-	return m.Provider + "/" + m.Model
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
+	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
@@ -44,7 +45,7 @@ func TestRunningChatSurvivesModelEdit(t *testing.T) {
 		t.Cleanup(a.Stop)
 		admin := sdk.New(srv.URL, adminToken)
 
-		id := app.ModelID("openai", "test-model")
+		id := modelconfig.ModelID("openai", "test-model")
 		created, err := admin.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("look it up"), Title: "no title call", ModelConfigID: &id,
 			ReasoningEffort: "high", UnsafeDynamicTools: []sdk.DynamicTool{{Name: "lookup", InputSchema: json.RawMessage(`{"type":"object"}`)}}})
 		require.NoError(t, err)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -54,7 +54,7 @@ func TestProvidersAPI(t *testing.T) {
 		var configs []sdk.ChatModelConfig
 		require.NoError(t, json.Unmarshal(body, &configs))
 		require.Len(t, configs, 1)
-		require.Equal(t, app.ModelID("demo", "demo"), configs[0].ID)
+		require.Equal(t, modelconfig.ModelID("demo", "demo"), configs[0].ID)
 		require.True(t, configs[0].IsDefault)
 		require.Equal(t, "env_preset", configs[0].Source)
 

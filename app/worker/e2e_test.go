@@ -13,6 +13,7 @@ import (
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/llm/llmtest"
+	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -52,7 +53,7 @@ func TestTurns(t *testing.T) {
 			require.Len(t, ms, 2)
 			require.Equal(t, "assistant", ms[1].Role)
 			require.NotEmpty(t, strings.TrimSpace(text(ms[1])), "the demo model answers with text")
-			require.Equal(t, app.ModelID(app.DemoModelName, app.DemoModelName), *ms[1].ModelConfigID)
+			require.Equal(t, modelconfig.ModelID(modelconfig.DemoModelName, modelconfig.DemoModelName), *ms[1].ModelConfigID)
 			require.Empty(t, e.llm.Requests())
 		})
 	})

@@ -7,8 +7,8 @@ import (
 	"io"
 	"os"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/dbcopy"
+	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/store/open"
 )
 
@@ -59,7 +59,7 @@ func secretKeyNote(from, to string) string {
 		return "Sealed provider keys and MCP secrets were copied as they are: serve the target with this same CHATD_SECRET_KEY."
 	}
 	if !open.IsPostgres(from) {
-		keyFile := app.SecretKeyFile(from)
+		keyFile := modelconfig.SecretKeyFile(from)
 		if _, err := os.Stat(keyFile); err == nil {
 			return "Sealed provider keys and MCP secrets were copied as they are: serve the target with CHATD_SECRET_KEY set to the key in " + keyFile + " (the one the SQLite server used)."
 		}
