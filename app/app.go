@@ -476,7 +476,7 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	}
 	defer a.Stop() // after Shutdown, a no-op
 	sock := a.startAdmin("http://" + ln.Addr().String())
-	defer sock.stop(a.cfg.ShutdownTimeout)
+	defer sock.Stop(a.cfg.ShutdownTimeout)
 	// Timeouts bound every request; the stream handlers lift them from
 	// their own connections (pings and per-frame deadlines bound those).
 	srv := &http.Server{

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
@@ -20,11 +21,12 @@ import (
 	"github.com/chatd/chatd/store/open"
 )
 
-// TestToolsInspectAndReconcile runs the operator's tooling over both
-// stores, opened from a DB string as `chatd invocation` does: a request
+// TestOpenAdminInspectAndReconcile runs the operator's tooling over both
+// stores, opened from a DB string as `chatd invocation` does with no server
+// running (app.OpenAdmin's local client): a request
 // left unresolved by an effectful call in doubt is inspected, reconciled
 // once (its chat resumes with the reviewed result) and then stays closed.
-func TestToolsInspectAndReconcile(t *testing.T) {
+func TestOpenAdminInspectAndReconcile(t *testing.T) {
 	dbs := map[string]func(t *testing.T) string{
 		"sqlite": func(t *testing.T) string { return filepath.Join(t.TempDir(), "chatd.db") },
 		"postgres": func(t *testing.T) string {
@@ -40,10 +42,18 @@ func TestToolsInspectAndReconcile(t *testing.T) {
 			db := newDB(t)
 			chatID, requestID := seedUnresolved(t, ctx, db)
 
-			tools, err := app.OpenTools(ctx, app.Config{DB: db})
+			c, closeAdmin, err := app.OpenAdmin(ctx, app.Config{DB: db})
 			require.NoError(t, err)
-			defer tools.Close()
-			in, err := tools.Inspect(ctx, requestID)
+			defer closeAdmin()
+			inspect := func(requestID uuid.UUID) (in admin.Inspection, err error) {
+				return in, c.Call(ctx, admin.CmdInvocationInspect, admin.InvocationTarget{RequestID: requestID}, &in)
+			}
+			reconcile := func(requestID uuid.UUID, review sdk.ReconcileRequest) error {
+				var out sdk.ReconcileResponse
+				return c.Call(ctx, admin.CmdInvocationReconcile, admin.InvocationReconcileRequest{
+					InvocationTarget: admin.InvocationTarget{RequestID: requestID}, Review: review}, &out)
+			}
+			in, err := inspect(requestID)
 			require.NoError(t, err)
 			require.Equal(t, "unresolved", in.Claim.State)
 			require.Equal(t, chatID, in.Claim.ChatID)
@@ -53,12 +63,12 @@ func TestToolsInspectAndReconcile(t *testing.T) {
 			require.Len(t, in.Journal, 1)
 			require.Equal(t, store.JournalUnresolved, in.Journal[0].State)
 
-			_, err = tools.Inspect(ctx, uuid.New())
+			_, err = inspect(uuid.New())
 			require.ErrorIs(t, err, store.ErrNotFound)
-			require.Error(t, tools.Reconcile(ctx, requestID, app.Review{}), "an assessment is required")
+			require.Error(t, reconcile(requestID, sdk.ReconcileRequest{}), "an assessment is required")
 
-			require.NoError(t, tools.Reconcile(ctx, requestID, app.Review{Assessment: "it ran", Result: json.RawMessage(`{"delivered":true}`)}))
-			in, err = tools.Inspect(ctx, requestID)
+			require.NoError(t, reconcile(requestID, sdk.ReconcileRequest{Assessment: "it ran", Result: json.RawMessage(`{"delivered":true}`)}))
+			in, err = inspect(requestID)
 			require.NoError(t, err)
 			require.Equal(t, "reconciled", in.Claim.State)
 			require.JSONEq(t, `{"assessment":"it ran","result":{"delivered":true}}`, string(in.Claim.Review))
@@ -67,8 +77,10 @@ func TestToolsInspectAndReconcile(t *testing.T) {
 			require.Equal(t, store.JournalReconciled, in.Journal[0].State)
 			require.JSONEq(t, `{"delivered":true}`, string(in.Journal[0].Result))
 
-			err = tools.Reconcile(ctx, requestID, app.Review{Assessment: "again"})
-			require.ErrorIs(t, err, chatstate.ErrTransitionNotAllowed, "a reconciled request stays closed")
+			err = reconcile(requestID, sdk.ReconcileRequest{Assessment: "again"})
+			var refused *admin.Error
+			require.ErrorAs(t, err, &refused)
+			require.Equal(t, admin.CodeConflict, refused.Code, "a reconciled request stays closed: %v", err)
 		})
 	}
 }

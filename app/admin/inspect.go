@@ -1,97 +1,31 @@
-package app
+package admin
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 
 	"github.com/google/uuid"
 
-	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/chatstate"
-	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/wire"
-	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
-	"github.com/chatd/chatd/store/open"
 )
 
-// Tools is the operator's tooling for durable requests (`chatd invocation`):
-// inspect a request and reconcile an unresolved one, over the configured
-// store, with the same state machine the server runs.
-type Tools struct {
-	cfg   Config
-	store open.Migrator
-	log   *slog.Logger
+// StoreInvocations answers the invocation.* admin commands over a store
+// and its state machine: the server's own (the admin socket), or one the
+// CLI opened.
+func StoreInvocations(s store.ReadStore, m *chatstate.Machine) Invocations {
+	return invocations{store: s, machine: m}
 }
 
-// OpenTools opens and migrates the store cfg.DB names. Close releases it.
-// A SQLite file is locked while a server runs on it.
-func OpenTools(ctx context.Context, cfg Config) (*Tools, error) {
-	cfg = cfg.withDefaults()
-	s, err := open.Migrated(ctx, cfg.DB)
-	if err != nil {
-		return nil, fmt.Errorf("%w (a SQLite file is locked while chatd serve runs: stop it first)", err)
-	}
-	return &Tools{cfg: cfg, store: s, log: slog.Default()}, nil
-}
-
-// Close releases the store.
-func (t *Tools) Close() error { return t.store.Close() }
-
-// Review is the operator's assessment for Reconcile (the JSON of
-// `chatd invocation reconcile --review FILE.json`).
-type Review = sdk.ReconcileRequest
-
-// Inspection is what Inspect reports: a claim, its chat, its turn and its
-// tool journal.
-type Inspection = admin.Inspection
-
-// ClaimView is a durable request claim as an operator sees it.
-type ClaimView = admin.ClaimView
-
-// ChatView is the claim's chat, when it still exists.
-type ChatView = admin.ChatView
-
-// Inspect reads a request's claim, its chat, its turn (the request's
-// message and everything after it, deleted ones included) and its tool
-// journal in one snapshot.
-func (t *Tools) Inspect(ctx context.Context, requestID uuid.UUID) (Inspection, error) {
-	return invocations{store: t.store}.Inspect(ctx, admin.InvocationTarget{RequestID: requestID})
-}
-
-// Reconcile records an operator's review of an unresolved request without
-// replaying anything (chatstate.Tx.Reconcile): the request becomes
-// reconciled, each unresolved tool call gets the reviewed result, and the
-// chat resumes. Serving replicas are notified as by any transition.
-func (t *Tools) Reconcile(ctx context.Context, requestID uuid.UUID, review Review) error {
-	if err := review.Validate(); err != nil {
-		return fmt.Errorf("review: %w", err)
-	}
-	// The store's own pubsub (Postgres NOTIFY) lets serving replicas pick
-	// the change up at once; on SQLite nobody else is listening.
-	pub, closePub, err := openPubsub(ctx, t.store, t.log)
-	if err != nil {
-		return err
-	}
-	defer closePub()
-	m := chatstate.New(t.store, pub, machineConfig(t.cfg, sharedByReplicas(t.store), t.log, t.cfg.Clock))
-	_, err = invocations{store: t.store, machine: m}.Reconcile(ctx, admin.InvocationTarget{RequestID: requestID}, review)
-	return err
-}
-
-// invocations answers the invocation.* admin commands over a store and
-// its state machine: the server's own (the admin socket), or one the CLI
-// opened.
+// invocations is StoreInvocations.
 type invocations struct {
 	store   store.ReadStore
 	machine *chatstate.Machine
 }
-
-var _ admin.Invocations = invocations{}
 
 const inspectTimeFormat = "2006-01-02T15:04:05Z07:00"
 
@@ -100,7 +34,7 @@ const inspectTimeFormat = "2006-01-02T15:04:05Z07:00"
 // included) and its tool journal. A tool call: its request's inspection
 // when its turn has a claim; else its chat, its turn (from the user
 // message before the call) and its journal entry.
-func (v invocations) Inspect(ctx context.Context, g admin.InvocationTarget) (Inspection, error) {
+func (v invocations) Inspect(ctx context.Context, g InvocationTarget) (Inspection, error) {
 	var in Inspection
 	err := v.store.ReadTx(ctx, func(tx store.Reader) error {
 		chatID, requestID := g.ChatID, g.RequestID
@@ -200,7 +134,7 @@ func turnOf(ms []sdk.ChatMessage, toolCallID string) int64 {
 
 // Reconcile records an operator's review through the state machine
 // (chatstate.Tx.Reconcile), the one mechanism every way in shares.
-func (v invocations) Reconcile(ctx context.Context, g admin.InvocationTarget, review sdk.ReconcileRequest) (sdk.ReconcileResponse, error) {
+func (v invocations) Reconcile(ctx context.Context, g InvocationTarget, review sdk.ReconcileRequest) (sdk.ReconcileResponse, error) {
 	var out sdk.ReconcileResponse
 	err := v.machine.Do(ctx, func(tx *chatstate.Tx) error {
 		res, err := tx.Reconcile(chatstate.ReconcileTarget{RequestID: g.RequestID, ChatID: g.ChatID, ToolCallID: g.ToolCallID}, review)
@@ -211,18 +145,4 @@ func (v invocations) Reconcile(ctx context.Context, g admin.InvocationTarget, re
 		return nil
 	})
 	return out, err
-}
-
-// machineConfig is the state machine's configuration for cfg: leases are
-// heartbeat rows (and an owner with a stale heartbeat counts as gone) only
-// with several replicas on Postgres.
-func machineConfig(cfg Config, leases bool, log *slog.Logger, clk clock.Clock) chatstate.Config {
-	mcfg := chatstate.Config{QueueLimit: cfg.QueueLimit, RequiresActionTimeout: cfg.RequiresActionTimeout, Log: log, Clock: clk}
-	if leases {
-		mcfg.LeaseTimeout = cfg.Worker.LeaseTimeout
-		if mcfg.LeaseTimeout == 0 {
-			mcfg.LeaseTimeout = worker.DefaultLeaseTimeout
-		}
-	}
-	return mcfg
 }
