@@ -12,6 +12,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/dbcopy"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
@@ -29,7 +30,7 @@ func (a *App) startAdmin(baseURL string) *admin.Socket {
 	if err == nil {
 		h := admin.Handler(&admin.Ops{Tokens: a.tokens, Invocations: admin.StoreInvocations(a.store, a.machine), BaseURL: baseURL, Backup: snapshotTo(a.cfg.DB)})
 		var s *admin.Socket
-		if s, err = admin.Serve(path, h, a.log, DefaultReadHeaderTimeout); err == nil {
+		if s, err = admin.Serve(path, h, a.log, config.DefaultReadHeaderTimeout); err == nil {
 			a.log.Info("admin socket", "path", path)
 			return s
 		}
@@ -44,7 +45,7 @@ func (a *App) startAdmin(baseURL string) *admin.Socket {
 // is opened and migrated here, with cfg's token settings. close releases
 // what it opened.
 func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() error, err error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if !open.IsPostgres(cfg.DB) {
 		path, err := admin.SocketPath(cfg.DB)
 		if err != nil {

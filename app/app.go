@@ -28,6 +28,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/dbcopy"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
@@ -48,23 +49,33 @@ import (
 	"github.com/chatd/chatd/web"
 )
 
+// Config is everything chatd needs to start (app/config, where its
+// defaults and the settings table that fills it from CHATD_* live).
+type Config = config.Config
+
+// orNone is a Config timeout for http.Server, where 0 is none.
+func orNone(d time.Duration) time.Duration { return max(d, 0) }
+
 // App is a running chatd: a migrated store, the state machine and the
 // HTTP handler.
 type App struct {
-	cfg        Config
-	log        *slog.Logger
-	clock      clock.Clock // the one time source, passed to every part
-	api        *api.Server
-	store      store.Store
-	pubsub     pubsub.Pubsub
-	closePub   func()
-	machine    *chatstate.Machine
-	models     *modelconfig.Service
-	buffer     *partbuf.Buffer
-	worker     *worker.Worker
-	mcp        *mcp.Manager
-	mcpServers *mcp.Servers // the stored MCP servers a.mcp follows
-	cipher     *modelconfig.Cipher
+	cfg Config
+	// secretKeyFile is the SQLite key file cfg.SecretKey was read from
+	// (New sets it), for errors.
+	secretKeyFile string
+	log           *slog.Logger
+	clock         clock.Clock // the one time source, passed to every part
+	api           *api.Server
+	store         store.Store
+	pubsub        pubsub.Pubsub
+	closePub      func()
+	machine       *chatstate.Machine
+	models        *modelconfig.Service
+	buffer        *partbuf.Buffer
+	worker        *worker.Worker
+	mcp           *mcp.Manager
+	mcpServers    *mcp.Servers // the stored MCP servers a.mcp follows
+	cipher        *modelconfig.Cipher
 	// secrets are the secrets held in clear (provider keys, MCP env and
 	// header values, the hook secret), masked out of every error text on
 	// its way out of the provider, MCP and hook layers and out of the log.
@@ -132,8 +143,8 @@ func openPubsub(ctx context.Context, s store.Store, log *slog.Logger) (ps pubsub
 
 // New opens and migrates the store and builds the HTTP handler.
 func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
-	cfg = cfg.withDefaults()
-	log, err := NewLogger(cfg.LogFormat, logOut)
+	cfg = cfg.WithDefaults()
+	log, err := config.NewLogger(cfg.LogFormat, logOut)
 	if err != nil {
 		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
 	}
@@ -153,13 +164,14 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 		s.Close()
 		return nil, fmt.Errorf("migrate %s: %w", open.Describe(cfg.DB), err)
 	}
+	var keyFile string
 	if cfg.SecretKey == "" {
-		if cfg.SecretKey, cfg.secretKeyFile, err = loadKeyFile(ctx, cfg.DB, s); err != nil {
+		if cfg.SecretKey, keyFile, err = loadKeyFile(ctx, cfg.DB, s); err != nil {
 			s.Close()
 			return nil, err
 		}
 	}
-	a, err := NewWithStore(ctx, cfg, s, logOut)
+	a, err := newWithStore(ctx, cfg, s, logOut, keyFile)
 	if err != nil {
 		s.Close()
 		return nil, err
@@ -170,14 +182,20 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 // NewWithStore builds the app over an open, migrated store (tests use it
 // with isolated stores). Close closes the store.
 func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer) (*App, error) {
-	cfg = cfg.withDefaults()
-	log, err := NewLogger(cfg.LogFormat, logOut)
+	return newWithStore(ctx, cfg, s, logOut, "")
+}
+
+// newWithStore is NewWithStore; keyFile is the SQLite key file New read
+// cfg.SecretKey from, for errors.
+func newWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer, keyFile string) (*App, error) {
+	cfg = cfg.WithDefaults()
+	log, err := config.NewLogger(cfg.LogFormat, logOut)
 	if err != nil {
 		return nil, fmt.Errorf("CHATD_LOG_FORMAT: %w", err)
 	}
 	secrets := redact.New()
 	log = slog.New(secrets.Handler(log.Handler()))
-	a := &App{cfg: cfg, log: log, clock: cfg.Clock, store: s, secrets: secrets}
+	a := &App{cfg: cfg, log: log, clock: cfg.Clock, store: s, secrets: secrets, secretKeyFile: keyFile}
 	if err := a.init(ctx); err != nil {
 		if a.closePub != nil {
 			a.closePub()
@@ -192,7 +210,7 @@ func (a *App) init(ctx context.Context) error {
 	if p := a.cfg.Worker.ToolApproval; p != "" && !slices.Contains(store.AllApprovalPolicies, p) {
 		return fmt.Errorf("CHATD_TOOL_APPROVAL: %q is not never, effectful or always", p)
 	}
-	if err := checkLeases(a.cfg.Worker); err != nil {
+	if err := config.CheckLeases(a.cfg.Worker); err != nil {
 		return err
 	}
 	if a.pubsub, a.closePub, err = openPubsub(ctx, a.store, a.log); err != nil {
@@ -480,7 +498,7 @@ func (a *App) Run(ctx context.Context, ready func(addr net.Addr)) error {
 	// Timeouts bound every request; the stream handlers lift them from
 	// their own connections (pings and per-frame deadlines bound those).
 	srv := &http.Server{
-		Handler: a.handler, ReadHeaderTimeout: DefaultReadHeaderTimeout,
+		Handler: a.handler, ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
 		ReadTimeout: orNone(a.cfg.ReadTimeout), WriteTimeout: orNone(a.cfg.WriteTimeout), IdleTimeout: orNone(a.cfg.IdleTimeout),
 	}
 	if a.cfg.MaxUnauthConnsPerIP > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/worker"
 )
 
@@ -21,7 +22,7 @@ func TestLeaseSettingsFromEnv(t *testing.T) {
 	t.Setenv("CHATD_HEARTBEAT_INTERVAL", "200ms")
 	t.Setenv("CHATD_LEASE_TIMEOUT", "1s")
 	t.Setenv("CHATD_ACQUIRE_INTERVAL", "2s")
-	c, err := app.FromEnv()
+	c, err := config.FromEnv()
 	require.NoError(t, err)
 	w := c.Worker
 	require.Equal(t, 200*time.Millisecond, w.HeartbeatInterval)
@@ -30,7 +31,7 @@ func TestLeaseSettingsFromEnv(t *testing.T) {
 	for _, name := range []string{"CHATD_HEARTBEAT_INTERVAL", "CHATD_LEASE_TIMEOUT", "CHATD_ACQUIRE_INTERVAL"} {
 		t.Setenv(name, "")
 	}
-	c, err = app.FromEnv()
+	c, err = config.FromEnv()
 	require.NoError(t, err)
 	require.Equal(t, worker.Config{}.HeartbeatInterval, c.Worker.HeartbeatInterval, "unset: the default")
 
@@ -48,7 +49,7 @@ func TestLeaseSettingsFromEnv(t *testing.T) {
 		{"CHATD_HEARTBEAT_INTERVAL", "45s"}: "CHATD_LEASE_TIMEOUT (30s) must exceed CHATD_HEARTBEAT_INTERVAL (45s)",
 	} {
 		t.Setenv(env[0], env[1])
-		c, err := app.FromEnv()
+		c, err := config.FromEnv()
 		require.NoError(t, err)
 		require.ErrorContains(t, start(c.Worker), want, "%s=%s", env[0], env[1])
 		t.Setenv(env[0], "")
@@ -57,7 +58,7 @@ func TestLeaseSettingsFromEnv(t *testing.T) {
 	for _, name := range []string{"CHATD_HEARTBEAT_INTERVAL", "CHATD_LEASE_TIMEOUT", "CHATD_ACQUIRE_INTERVAL"} {
 		for _, v := range []string{"soon", "-1s"} {
 			t.Setenv(name, v)
-			_, err := app.FromEnv()
+			_, err := config.FromEnv()
 			require.ErrorContains(t, err, name, "%s=%s", name, v)
 			t.Setenv(name, "")
 		}

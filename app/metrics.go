@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/chatd/chatd/app/api"
+	"github.com/chatd/chatd/app/config"
 )
 
 // webConfig fills the API's web-security settings from the app's config:
@@ -34,7 +35,7 @@ func (a *App) serveMetrics() (stop func(), err error) {
 		return nil, fmt.Errorf("listen for metrics on %s: %w", a.cfg.MetricsAddr, err)
 	}
 	a.metricsAddr = ln.Addr()
-	srv := &http.Server{Handler: a.metrics.ScrapeHandler(), ReadHeaderTimeout: DefaultReadHeaderTimeout}
+	srv := &http.Server{Handler: a.metrics.ScrapeHandler(), ReadHeaderTimeout: config.DefaultReadHeaderTimeout}
 	a.log.Info("metrics serving without auth", "addr", "http://"+ln.Addr().String()+"/metrics")
 	done := make(chan struct{})
 	go func() {

@@ -216,8 +216,8 @@ func (a *App) checkSecretKey(ctx context.Context, c *modelconfig.Cipher) error {
 // secretKeySource names where the secret key came from, for errors.
 func (a *App) secretKeySource() string {
 	switch {
-	case a.cfg.secretKeyFile != "":
-		return "the secret key in " + a.cfg.secretKeyFile
+	case a.secretKeyFile != "":
+		return "the secret key in " + a.secretKeyFile
 	case a.cfg.SecretKey != "":
 		return "CHATD_SECRET_KEY"
 	}

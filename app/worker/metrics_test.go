@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -243,7 +244,7 @@ func TestRunnerLogsNameTheChat(t *testing.T) {
 	e.titles = providers[0].newServer(t)
 	e.router = newRouter(t, e.llm, e.titles)
 	token := auth.NewToken()
-	cfg := app.Config{BootstrapToken: token, Worker: fastWorker(), LogFormat: app.LogFormatJSON}
+	cfg := app.Config{BootstrapToken: token, Worker: fastWorker(), LogFormat: config.LogFormatJSON}
 	providers[0].configure(&cfg, e.router.URL)
 	a, err := app.NewWithStore(e.ctx, cfg, sqliteStore(t), &logs)
 	require.NoError(t, err)

@@ -8,14 +8,14 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store/open"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", envDefault("CHATD_DB", app.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
+	db := fs.String("db", envDefault("CHATD_DB", config.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

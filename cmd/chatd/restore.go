@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/dbcopy"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/open"
@@ -22,7 +22,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	from := fs.String("from", "", "the snapshot to restore (from chatd backup)")
-	db := fs.String("db", envDefault("CHATD_DB", app.DefaultDB), "the SQLite file to restore into (CHATD_DB)")
+	db := fs.String("db", envDefault("CHATD_DB", config.DefaultDB), "the SQLite file to restore into (CHATD_DB)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package app_test
+package config_test
 
 import (
 	"bytes"
@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store/dbtest"
 )
 
-// fromEnv is app.FromEnv for a valid environment.
-func fromEnv(t *testing.T) app.Config {
+// fromEnv is config.FromEnv for a valid environment.
+func fromEnv(t *testing.T) config.Config {
 	t.Helper()
-	c, err := app.FromEnv()
+	c, err := config.FromEnv()
 	require.NoError(t, err)
 	return c
 }
@@ -27,7 +28,7 @@ func fromEnv(t *testing.T) app.Config {
 func requireEnvError(t *testing.T, name, value string) {
 	t.Helper()
 	t.Setenv(name, value)
-	_, err := app.FromEnv()
+	_, err := config.FromEnv()
 	require.ErrorContains(t, err, name+": ")
 	require.ErrorContains(t, err, fmt.Sprintf("%q", value))
 }
@@ -84,11 +85,11 @@ func TestLogFormat(t *testing.T) {
 	}
 
 	var text, js bytes.Buffer
-	l, err := app.NewLogger("", &text)
+	l, err := config.NewLogger("", &text)
 	require.NoError(t, err)
 	l.Info("hello", "chat_id", "c1")
 	require.Contains(t, text.String(), "msg=hello chat_id=c1")
-	l, err = app.NewLogger(app.LogFormatJSON, &js)
+	l, err = config.NewLogger(config.LogFormatJSON, &js)
 	require.NoError(t, err)
 	l.Info("hello", "chat_id", "c1")
 	var line map[string]any
@@ -96,9 +97,9 @@ func TestLogFormat(t *testing.T) {
 	require.Equal(t, "hello", line["msg"])
 	require.Equal(t, "c1", line["chat_id"])
 
-	_, err = app.NewLogger("yaml", io.Discard)
+	_, err = config.NewLogger("yaml", io.Discard)
 	require.ErrorContains(t, err, `"yaml"`)
-	_, err = app.NewWithStore(context.Background(), app.Config{LogFormat: "yaml"}, dbtest.NewSQLite(t), io.Discard)
+	_, err = app.NewWithStore(context.Background(), config.Config{LogFormat: "yaml"}, dbtest.NewSQLite(t), io.Discard)
 	require.ErrorContains(t, err, "CHATD_LOG_FORMAT")
 }
 

@@ -1,4 +1,8 @@
-package app
+// Package config is chatd's configuration: the Config struct app.New
+// takes, its Default constants, and the settings table (settings.go) that
+// fills it from CHATD_* variables and `chatd serve` flags and generates
+// docs/configuration.md.
+package config
 
 import (
 	"fmt"
@@ -105,9 +109,6 @@ type Config struct {
 	// is empty and refuses PostgreSQL without one. SecretKeyPrevious, during
 	// a rotation, opens keys sealed before; they are sealed again at start.
 	SecretKey, SecretKeyPrevious string
-	// secretKeyFile is the SQLite key file SecretKey was read from (New
-	// sets it), for errors.
-	secretKeyFile string
 	// ModelCacheTTL bounds how long a replica serves its cached model
 	// configuration without a change hint (modelconfig.DefaultCacheTTL).
 	ModelCacheTTL time.Duration
@@ -194,11 +195,11 @@ func NewLogger(format string, out io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("log format %q: want %s or %s", format, LogFormatText, LogFormatJSON)
 }
 
-// checkLeases refuses lease settings that cannot work: each must be
+// CheckLeases refuses lease settings that cannot work: each must be
 // positive, and a lease must outlive the heartbeat that renews it, or
 // every chat would look abandoned between two renewals and replicas would
 // take it from each other.
-func checkLeases(w worker.Config) error {
+func CheckLeases(w worker.Config) error {
 	orDefault := func(d, def time.Duration) time.Duration {
 		if d == 0 {
 			return def
@@ -226,10 +227,9 @@ func checkLeases(w worker.Config) error {
 	return nil
 }
 
-// orNone is a Config timeout for http.Server, where 0 is none.
-func orNone(d time.Duration) time.Duration { return max(d, 0) }
-
-func (c Config) withDefaults() Config {
+// WithDefaults is c with its zero values replaced by the Default
+// constants (Limits excepted: zero is unlimited there).
+func (c Config) WithDefaults() Config {
 	if c.Addr == "" {
 		c.Addr = DefaultAddr
 	}
