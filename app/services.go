@@ -1,3 +1,6 @@
+// The model configuration and the MCP servers, wired from the Config:
+// secret keys, presets, the provider factory, the stored MCP servers.
+
 package app
 
 import (
@@ -13,6 +16,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/llm/anthropic"
@@ -21,6 +25,7 @@ import (
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/redact"
+	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/open"
@@ -264,4 +269,75 @@ func loadKeyFile(ctx context.Context, db string, s store.Store) (key, file strin
 		return "", "", fmt.Errorf("CHATD_SECRET_KEY unset: %w", err)
 	}
 	return key, files[0], nil
+}
+
+// openMCP builds the MCP servers: the manager, and the stored servers it
+// follows, seeded from CHATD_MCP_CONFIG (a bad file stops startup) and
+// loaded once before anything asks for tools.
+func (a *App) openMCP(ctx context.Context) error {
+	var file mcp.Config
+	if a.cfg.MCPConfig != "" {
+		var err error
+		if file, err = mcp.LoadConfig(a.cfg.MCPConfig); err != nil {
+			return fmt.Errorf("load the MCP servers: %w", err)
+		}
+	}
+	// Nothing connects before the first chat or status asks.
+	a.mcp = mcp.NewManager(mcp.Config{}, mcp.Options{Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock, Secrets: a.secrets})
+	a.mcpServers = mcp.NewServers(a.mcp, mcp.ServersOptions{
+		Store: a.store, Pubsub: a.pubsub, Clock: a.clock, Log: a.log, File: file,
+		ResyncInterval: a.cfg.MCPResyncInterval,
+		// Env and header values are sealed with the providers' key.
+		Sealer: mcp.CipherSealer{Cipher: a.cipher},
+	})
+	if err := a.mcpServers.Seed(ctx); err != nil {
+		return fmt.Errorf("seed the MCP servers from %s: %w", a.cfg.MCPConfig, err)
+	}
+	if err := a.mcpServers.Reload(ctx); err != nil {
+		return fmt.Errorf("load the MCP servers: %w", err)
+	}
+	return nil
+}
+
+// mcpAdmin is mcp.Servers as the API sees it, its errors translated.
+type mcpAdmin struct{ s *mcp.Servers }
+
+var _ api.MCPAdmin = mcpAdmin{}
+
+func (m mcpAdmin) Create(ctx context.Context, body []byte) (sdk.MCPServer, error) {
+	out, err := m.s.Create(ctx, body)
+	return out, mcpAPIError(err)
+}
+
+func (m mcpAdmin) Update(ctx context.Context, id uuid.UUID, body []byte) (sdk.MCPServer, error) {
+	out, err := m.s.Update(ctx, id, body)
+	return out, mcpAPIError(err)
+}
+
+func (m mcpAdmin) Delete(ctx context.Context, id uuid.UUID) error {
+	return mcpAPIError(m.s.Delete(ctx, id))
+}
+
+func (m mcpAdmin) Test(ctx context.Context, id uuid.UUID) (sdk.MCPServerTest, error) {
+	out, err := m.s.Test(ctx, id)
+	return out, mcpAPIError(err)
+}
+
+func (m mcpAdmin) Configs(ctx context.Context) (map[uuid.UUID]sdk.MCPServerConfig, error) {
+	return m.s.Configs(ctx)
+}
+
+// mcpAPIError maps app/mcp's admin errors to the API's kinds.
+func mcpAPIError(err error) error {
+	for _, k := range []struct{ mcp, api error }{
+		{mcp.ErrInvalid, api.ErrMCPServerInvalid},
+		{mcp.ErrNotFound, api.ErrMCPServerNotFound},
+		{mcp.ErrNameTaken, api.ErrMCPServerExists},
+		{mcp.ErrInConfigFile, api.ErrMCPServerInConfigFile},
+	} {
+		if errors.Is(err, k.mcp) {
+			return &api.MCPAdminError{Kind: k.api, Detail: err.Error()}
+		}
+	}
+	return err
 }
