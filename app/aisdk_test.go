@@ -52,7 +52,7 @@ func startAISDK(t *testing.T, newStore func(t testing.TB) store.Store) *aisdkRig
 	t.Cleanup(a.Stop)
 	r.url = srv.URL
 	for _, name := range []string{"alice", "bob"} {
-		tok, _, err := auth.CreateToken(ctx, a.Store(), name, false, "test", time.Now())
+		tok, _, err := auth.CreateToken(ctx, a.Internals().Store, name, false, "test", time.Now())
 		require.NoError(t, err)
 		if name == "alice" {
 			r.alice = tok

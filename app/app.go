@@ -388,27 +388,33 @@ func (l locator) Replica(ctx context.Context, workerID uuid.UUID) (store.Replica
 // (tests serving the handler themselves call it before Start).
 func (a *App) SetAdvertiseURL(u string) { a.cfg.AdvertiseURL = u }
 
-// Routes returns the patterns registered on the HTTP mux (the OpenAPI
-// test compares them with the document).
-func (a *App) Routes() []string { return a.api.Routes() }
-
-// Store is the app's store.
-func (a *App) Store() store.Store { return a.store }
-
 // Handler is the app's HTTP handler.
 func (a *App) Handler() http.Handler { return a.handler }
 
-// Machine is the app's state machine.
-func (a *App) Machine() *chatstate.Machine { return a.machine }
+// Internals are the parts of a built app that test kits (app/apptest)
+// reach into; serving needs none of them.
+type Internals struct {
+	Store   store.Store
+	Machine *chatstate.Machine
+	Worker  *worker.Worker
+	MCP     *mcp.Manager
+	Buffer  *partbuf.Buffer
+	// Metrics is the Prometheus registry: HTTP, worker stages and turn
+	// outcomes, MCP, store, process.
+	Metrics *api.Metrics
+	// Routes are the patterns registered on the HTTP mux (the OpenAPI
+	// test compares them with the document).
+	Routes []string
+	// MetricsAddr is where the metrics listener is, nil when it is off
+	// (valid once Run called ready).
+	MetricsAddr net.Addr
+}
 
-// Worker is the app's chat worker.
-func (a *App) Worker() *worker.Worker { return a.worker }
-
-// MCP is the app's MCP servers.
-func (a *App) MCP() *mcp.Manager { return a.mcp }
-
-// Buffer is the app's message-part buffer.
-func (a *App) Buffer() *partbuf.Buffer { return a.buffer }
+// Internals returns the app's parts for test kits.
+func (a *App) Internals() Internals {
+	return Internals{Store: a.store, Machine: a.machine, Worker: a.worker, MCP: a.mcp, Buffer: a.buffer,
+		Metrics: a.metrics, Routes: a.api.Routes(), MetricsAddr: a.metricsAddr}
+}
 
 // backup snapshots a SQLite database for GET /admin/backup (nil with
 // PostgreSQL: pg_dump backs it up).

@@ -101,7 +101,7 @@ func (r *approvalRig) start() (alice, bob, admin *sdk.Client, stop func()) {
 	t.Cleanup(stop)
 	clients := map[string]*sdk.Client{}
 	for _, name := range []string{"alice", "bob", "root"} {
-		tok, _, err := auth.CreateToken(r.ctx, a.Store(), name, name == "root", "test", time.Now())
+		tok, _, err := auth.CreateToken(r.ctx, a.Internals().Store, name, name == "root", "test", time.Now())
 		require.NoError(t, err)
 		clients[name] = sdk.New(srv.URL, tok)
 	}

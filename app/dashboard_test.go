@@ -92,7 +92,7 @@ func TestGrafanaDashboard(t *testing.T) {
 	require.NoError(t, err)
 	res.Body.Close()
 	registered := map[string]bool{}
-	fams, err := a.Metrics().Registry.Gather()
+	fams, err := a.Internals().Metrics.Registry.Gather()
 	require.NoError(t, err)
 	for _, f := range fams {
 		registered[f.GetName()] = true

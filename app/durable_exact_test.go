@@ -176,7 +176,7 @@ func TestDurableClaimFromBeforeRequestHash(t *testing.T) {
 		// Admit as the previous version did: no request hash.
 		d.llm.Enqueue(llmtest.TextChunks("old answer"))
 		id, made := uuid.New(), uuid.New()
-		err = d.app.Machine().Do(d.ctx, func(t *chatstate.Tx) error {
+		err = d.app.Internals().Machine.Do(d.ctx, func(t *chatstate.Tx) error {
 			res, err := t.SendMessage(chat.ID, chatstate.UserInput{
 				Content: sdk.Text("hello"), CreatedBy: uuid.NullUUID{UUID: me.ID, Valid: true},
 				RequestID: uuid.NullUUID{UUID: id, Valid: true},

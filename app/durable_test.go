@@ -56,7 +56,7 @@ func setup(t *testing.T, newStore func(t testing.TB) store.Store) *fixture {
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(a.Stop)
 	for _, name := range []string{"alice", "bob"} {
-		tok, _, err := auth.CreateToken(ctx, a.Store(), name, false, "test", time.Now())
+		tok, _, err := auth.CreateToken(ctx, a.Internals().Store, name, false, "test", time.Now())
 		require.NoError(t, err)
 		c := sdk.New(d.srv.URL, tok)
 		if name == "alice" {

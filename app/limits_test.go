@@ -48,7 +48,7 @@ func setupLimits(t *testing.T, newStore func(t testing.TB) store.Store, limits a
 	l.srv = httptest.NewServer(a.Handler())
 	t.Cleanup(l.srv.Close)
 	for _, name := range []string{"alice", "bob"} {
-		tok, _, err := auth.CreateToken(ctx, a.Store(), name, false, "test", l.clock.Now())
+		tok, _, err := auth.CreateToken(ctx, a.Internals().Store, name, false, "test", l.clock.Now())
 		require.NoError(t, err)
 		if name == "alice" {
 			l.alice, l.aliceTok = sdk.New(l.srv.URL, tok), tok

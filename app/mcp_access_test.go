@@ -57,7 +57,7 @@ func TestMCPServerAccess(t *testing.T) {
 		require.NoError(t, a.Start(t.Context()))
 		t.Cleanup(a.Stop)
 		client := func(name string) *sdk.Client {
-			tok, _, err := auth.CreateToken(t.Context(), a.Store(), name, false, "test", time.Now())
+			tok, _, err := auth.CreateToken(t.Context(), a.Internals().Store, name, false, "test", time.Now())
 			require.NoError(t, err)
 			return sdk.New(srv.URL, tok)
 		}

@@ -65,7 +65,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		a, err := app.NewWithStore(t.Context(), app.Config{BootstrapToken: admin}, newStore(t), io.Discard)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		user, _, err := auth.New(a.Store(), nil, nil, auth.Config{}).Create(t.Context(), auth.CreateParams{User: "bob"})
+		user, _, err := auth.New(a.Internals().Store, nil, nil, auth.Config{}).Create(t.Context(), auth.CreateParams{User: "bob"})
 		require.NoError(t, err)
 		srv := httptest.NewServer(a.Handler())
 		t.Cleanup(srv.Close)
@@ -125,7 +125,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.NotContains(t, string(got.body), "sekrit-value")
 		// At rest the env value is sealed (AES-GCM under the secret key).
 		var rows []store.MCPServer
-		require.NoError(t, a.Store().ReadTx(t.Context(), func(tx store.Reader) error {
+		require.NoError(t, a.Internals().Store.ReadTx(t.Context(), func(tx store.Reader) error {
 			var err error
 			rows, err = tx.MCPServerList(t.Context())
 			return err
@@ -153,7 +153,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Equal(t, []string{"everything__echo"}, toolNames(tested.Tools))
 
 		// The new server's tools are offered at once.
-		require.Len(t, a.MCP().Tools(t.Context(), anAdmin, nil), 1)
+		require.Len(t, a.Internals().MCP.Tools(t.Context(), anAdmin, nil), 1)
 
 		// Access: a server with env is the admins' by default, so bob does
 		// not see it; an admin sees it with its config.
@@ -186,9 +186,9 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Nil(t, list[0].Config)
 		require.Equal(t, sdk.MCPStateConnected, list[0].State)
 		bob := tools.User{Name: "bob"}
-		require.Len(t, a.MCP().Tools(t.Context(), bob, nil), 1)
-		require.Empty(t, a.MCP().Tools(t.Context(), tools.User{Name: "carol"}, nil))
-		require.NoError(t, a.Store().ReadTx(t.Context(), func(tx store.Reader) error {
+		require.Len(t, a.Internals().MCP.Tools(t.Context(), bob, nil), 1)
+		require.Empty(t, a.Internals().MCP.Tools(t.Context(), tools.User{Name: "carol"}, nil))
+		require.NoError(t, a.Internals().Store.ReadTx(t.Context(), func(tx store.Reader) error {
 			row, err := tx.MCPServerGet(t.Context(), created.ID)
 			require.NoError(t, err)
 			var spec struct{ Access []string }
@@ -198,11 +198,11 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		}))
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":"all"}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
-		require.Len(t, a.MCP().Tools(t.Context(), tools.User{Name: "carol"}, nil), 1, "all: every user")
+		require.Len(t, a.Internals().MCP.Tools(t.Context(), tools.User{Name: "carol"}, nil), 1, "all: every user")
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":null}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
 		require.Contains(t, string(got.body), `"access":"admins","access_default":true`, "null: back to the default")
-		require.Empty(t, a.MCP().Tools(t.Context(), bob, nil))
+		require.Empty(t, a.Internals().MCP.Tools(t.Context(), bob, nil))
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":"everyone"}`)
 		require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 		require.Contains(t, string(got.body), `access: \"everyone\" is not \"all\", \"admins\", or an array of usernames`)
@@ -212,7 +212,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
 		require.NotContains(t, string(got.body), "sekrit-value")
 		var names []string
-		for _, tool := range a.MCP().Tools(t.Context(), anAdmin, nil) {
+		for _, tool := range a.Internals().MCP.Tools(t.Context(), anAdmin, nil) {
 			names = append(names, tool.Name())
 		}
 		require.NotEmpty(t, names)
@@ -222,13 +222,13 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"enabled":false}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
-		require.Empty(t, a.MCP().Tools(t.Context(), anAdmin, nil), "disabled: no tools")
+		require.Empty(t, a.Internals().MCP.Tools(t.Context(), anAdmin, nil), "disabled: no tools")
 
 		got = call(t, srv, admin, "DELETE", "/api/v2/chats/mcp-servers/"+id, "")
 		require.Equal(t, http.StatusNoContent, got.status, "%s", got.body)
 		got = call(t, srv, admin, "GET", "/api/v2/chats/mcp-servers", "")
 		require.JSONEq(t, `[]`, string(got.body))
-		require.False(t, slices.ContainsFunc(a.MCP().Status(t.Context(), anAdmin), func(s sdk.MCPServer) bool { return s.ID == created.ID }))
+		require.False(t, slices.ContainsFunc(a.Internals().MCP.Status(t.Context(), anAdmin), func(s sdk.MCPServer) bool { return s.ID == created.ID }))
 	})
 }
 

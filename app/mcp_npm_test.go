@@ -61,7 +61,7 @@ func TestTurnCallsNPMServers(t *testing.T) {
 		t.Cleanup(srv.Close)
 		require.NoError(t, a.Start(t.Context()))
 		t.Cleanup(a.Stop)
-		tok, _, err := auth.CreateToken(t.Context(), a.Store(), "alice", false, "test", time.Now())
+		tok, _, err := auth.CreateToken(t.Context(), a.Internals().Store, "alice", false, "test", time.Now())
 		require.NoError(t, err)
 		client := sdk.New(srv.URL, tok)
 

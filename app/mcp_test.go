@@ -49,8 +49,8 @@ func TestMCPWiring(t *testing.T) {
 	a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path, BootstrapToken: token}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
-	require.Empty(t, a.MCP().Tools(t.Context(), anAdmin, nil), "a server that cannot start offers nothing")
-	st := a.MCP().Status(t.Context(), anAdmin)
+	require.Empty(t, a.Internals().MCP.Tools(t.Context(), anAdmin, nil), "a server that cannot start offers nothing")
+	st := a.Internals().MCP.Status(t.Context(), anAdmin)
 	require.Len(t, st, 2)
 	require.Equal(t, mcp.ServerID("broken"), st[0].ID)
 	require.Equal(t, sdk.MCPStateFailed, st[0].State)
@@ -78,7 +78,7 @@ func TestNoMCPConfigNoServers(t *testing.T) {
 	a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
-	require.Empty(t, a.MCP().Status(t.Context(), anAdmin))
+	require.Empty(t, a.Internals().MCP.Status(t.Context(), anAdmin))
 }
 
 func TestMCPConfigFromEnv(t *testing.T) {

@@ -45,7 +45,7 @@ func TestRuntimeMetricNames(t *testing.T) {
 	a, err := app.NewWithStore(context.Background(), app.Config{}, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	got := families(t, a.Metrics().Registry)
+	got := families(t, a.Internals().Metrics.Registry)
 	for name, want := range map[string]family{
 		"chatd_queue_depth":                {dto.MetricType_GAUGE, nil},
 		"chatd_running_chats":              {dto.MetricType_GAUGE, []string{"pool"}},
@@ -67,7 +67,7 @@ func TestStoreMetrics(t *testing.T) {
 	a, err := app.NewWithStore(context.Background(), app.Config{}, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	reg := a.Metrics().Registry
+	reg := a.Internals().Metrics.Registry
 	count := func(name string, labels map[string]string) float64 {
 		fams, err := reg.Gather()
 		require.NoError(t, err)
@@ -93,8 +93,8 @@ func TestStoreMetrics(t *testing.T) {
 	reads := count("chatd_store_tx_duration_seconds", map[string]string{"store": "sqlite", "tx": "read"})
 	writes := count("chatd_store_tx_duration_seconds", map[string]string{"store": "sqlite", "tx": "write"})
 	ctx := context.Background()
-	require.NoError(t, a.Store().ReadTx(ctx, func(store.Reader) error { return nil }))
-	require.ErrorIs(t, a.Store().InTx(ctx, func(store.Tx) error { return store.ErrConflict }), store.ErrConflict)
+	require.NoError(t, a.Internals().Store.ReadTx(ctx, func(store.Reader) error { return nil }))
+	require.ErrorIs(t, a.Internals().Store.InTx(ctx, func(store.Tx) error { return store.ErrConflict }), store.ErrConflict)
 	require.Equal(t, reads+1, count("chatd_store_tx_duration_seconds", map[string]string{"store": "sqlite", "tx": "read"}))
 	require.Equal(t, writes+1, count("chatd_store_tx_duration_seconds", map[string]string{"store": "sqlite", "tx": "write"}))
 	require.Equal(t, 1.0, count("chatd_store_tx_conflicts_total", map[string]string{"store": "sqlite"}))

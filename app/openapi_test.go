@@ -52,7 +52,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	var registered []string
-	for _, p := range a.Routes() {
+	for _, p := range a.Internals().Routes {
 		method, path, ok := strings.Cut(p, " ")
 		if !ok || !strings.HasPrefix(path, "/api/v2/") {
 			continue // the catch-alls and the routes outside the API

@@ -42,7 +42,7 @@ func newReview(t *testing.T, newStore func(t testing.TB) store.Store) *review {
 	t.Cleanup(srv.Close)
 	require.NoError(t, a.Start(ctx))
 	t.Cleanup(a.Stop)
-	tok, _, err := auth.CreateToken(ctx, a.Store(), "alice", false, "test", time.Now())
+	tok, _, err := auth.CreateToken(ctx, a.Internals().Store, "alice", false, "test", time.Now())
 	require.NoError(t, err)
 	alice := sdk.New(srv.URL, tok)
 	me, err := alice.Me(ctx)
@@ -55,7 +55,7 @@ func newReview(t *testing.T, newStore func(t testing.TB) store.Store) *review {
 // a turn sent without one, the journal entry alone.
 func (r *review) seed(t *testing.T, withRequest bool) (chatID uuid.UUID, request uuid.NullUUID, call string) {
 	t.Helper()
-	m := r.app.Machine()
+	m := r.app.Internals().Machine
 	chatID, call = uuid.New(), "call_"+uuid.NewString()[:8]
 	if withRequest {
 		request = uuid.NullUUID{UUID: uuid.New(), Valid: true}
@@ -123,7 +123,7 @@ func (r *review) toolResult(t *testing.T, chatID uuid.UUID, call string) *sdk.Ch
 func (r *review) journal(t *testing.T, chatID uuid.UUID, call string) store.JournalEntry {
 	t.Helper()
 	var e store.JournalEntry
-	require.NoError(t, r.app.Store().ReadTx(r.ctx, func(tx store.Reader) error {
+	require.NoError(t, r.app.Internals().Store.ReadTx(r.ctx, func(tx store.Reader) error {
 		var err error
 		e, err = tx.JournalGet(r.ctx, chatID, call)
 		return err

@@ -43,7 +43,7 @@ func TestReplicaTokenStoredHashed(t *testing.T) {
 	var row store.Replica
 	require.NoError(t, s.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
-		row, err = tx.ReplicaGet(ctx, a.Worker().ID())
+		row, err = tx.ReplicaGet(ctx, a.Internals().Worker.ID())
 		return err
 	}))
 	require.Len(t, row.TokenHash, 64)

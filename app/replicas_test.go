@@ -40,7 +40,7 @@ func TestReplicaAddressOnlyOnSharedStores(t *testing.T) {
 			var r store.Replica
 			err := s.ReadTx(ctx, func(tx store.Reader) error {
 				var err error
-				r, err = tx.ReplicaGet(ctx, a.Worker().ID())
+				r, err = tx.ReplicaGet(ctx, a.Internals().Worker.ID())
 				return err
 			})
 			return r, err

@@ -225,11 +225,3 @@ func (a *App) serveMetrics() (stop func(), err error) {
 		<-done
 	}, nil
 }
-
-// MetricsAddr is the address the metrics server listens on, nil when it
-// is off (valid once Run called ready).
-func (a *App) MetricsAddr() net.Addr { return a.metricsAddr }
-
-// Metrics is the app's Prometheus registry: HTTP, worker stages and turn
-// outcomes, MCP, process.
-func (a *App) Metrics() *api.Metrics { return a.metrics }

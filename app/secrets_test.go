@@ -1,14 +1,12 @@
 package app_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -25,24 +24,6 @@ import (
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
-
-// lockedBuffer is a log destination the app writes while the test reads.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // quotingMCPServer is a real MCP server over Streamable HTTP whose tool
 // "whoami" fails with an error quoting the X-Api-Key header it got.
@@ -76,7 +57,7 @@ func TestSecretsNeverLeaveInErrors(t *testing.T) {
 		fake.FailModels(llmtest.EchoHeaders(http.StatusUnauthorized, "invalid credentials"))
 		mcpConfig := writeMCPConfig(t, fmt.Sprintf(`{"mcpServers": {"h": {"url": %q, "headers": {"X-Api-Key": %q}}}}`,
 			quotingMCPServer(t), header))
-		logs := &lockedBuffer{}
+		logs := &apptest.LogBuffer{}
 		s := newStore(t)
 		adminToken := auth.NewToken()
 		a, err := app.NewWithStore(ctx, app.Config{

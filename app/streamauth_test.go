@@ -44,10 +44,10 @@ func setupAuth(t *testing.T, newStore func(t testing.TB) store.Store, interval t
 	t.Cleanup(a.Stop)
 	d.admin = sdk.New(d.srv.URL, adminToken)
 	var u store.User
-	d.aliceToken, u, err = auth.CreateToken(ctx, a.Store(), "alice", false, "test", time.Now())
+	d.aliceToken, u, err = auth.CreateToken(ctx, a.Internals().Store, "alice", false, "test", time.Now())
 	require.NoError(t, err)
 	d.alice, d.aliceID = sdk.New(d.srv.URL, d.aliceToken), u.ID
-	d.carolToken, u, err = auth.CreateToken(ctx, a.Store(), "carol", true, "test", time.Now())
+	d.carolToken, u, err = auth.CreateToken(ctx, a.Internals().Store, "carol", true, "test", time.Now())
 	require.NoError(t, err)
 	d.carolID = u.ID
 	return d
@@ -153,7 +153,7 @@ func TestStreamsNoticeRevocationsMadeElsewhere(t *testing.T) {
 		closed := d.dialStream(t, "/chats/"+chat.ID.String()+"/stream", d.aliceToken)
 		kept := d.dialStream(t, "/chats/"+chat.ID.String()+"/stream", d.carolToken)
 		// Straight in the store, as `chatd token revoke` on another process does.
-		require.NoError(t, auth.RevokeToken(d.ctx, d.app.Store(), d.aliceToken))
+		require.NoError(t, auth.RevokeToken(d.ctx, d.app.Internals().Store, d.aliceToken))
 		awaitClose(t, closed, websocket.StatusPolicyViolation, "after a revocation made in the database")
 		// Carol's stream went through many checks meanwhile and stays.
 		requireOpen(t, kept, "a valid token's stream")

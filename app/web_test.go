@@ -56,8 +56,8 @@ func TestMetricsAddr(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, func(addr net.Addr) { addrc <- addr }) }()
 	main := "http://" + (<-addrc).String()
-	require.NotNil(t, a.MetricsAddr())
-	scrape := "http://" + a.MetricsAddr().String()
+	require.NotNil(t, a.Internals().MetricsAddr)
+	scrape := "http://" + a.Internals().MetricsAddr.String()
 
 	resp, _ := send(t, "GET", main+"/healthz") // something to count
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -96,7 +96,7 @@ func TestMetricsAddrOffByDefault(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx, func(addr net.Addr) { addrc <- addr }) }()
 	<-addrc
-	require.Nil(t, a.MetricsAddr())
+	require.Nil(t, a.Internals().MetricsAddr)
 	cancel()
 	require.NoError(t, <-done)
 }

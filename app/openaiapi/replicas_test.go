@@ -117,12 +117,12 @@ func crashTest(t *testing.T, firstStore, secondStore func() store.Store) {
 	waitClosed(t, hang.Started(), "the model to stream on replica A")
 	crashA() // no Abandon, no commit: the worker just stops
 	a.Stop()
-	if a.Store().Dialect() == "sqlite" {
+	if a.Internals().Store.Dialect() == "sqlite" {
 		require.NoError(t, a.Close()) // one process per SQLite file
 	}
 
 	b, urlB := serve(t, ctx, cfg, secondStore())
-	require.NotEqual(t, a.Worker().ID(), b.Worker().ID())
+	require.NotEqual(t, a.Internals().Worker.ID(), b.Internals().Worker.ID())
 	onB := client(t, urlB, tok)
 	got.read(t, onB.Responses.GetStreaming(ctx, resp.ID, responses.ResponseGetParams{StartingAfter: openai.Int(got.last())}), nil)
 	requireIncreasing(t, got.seqs)
