@@ -1,4 +1,4 @@
-package app_test
+package e2e_test
 
 import (
 	"context"
@@ -116,7 +116,7 @@ func TestOpenAPIMatchesSDKTypes(t *testing.T) {
 // sdkStructs parses app/sdk's non-test files for their exported structs.
 func sdkStructs(t *testing.T) map[string]*ast.StructType {
 	t.Helper()
-	files, err := filepath.Glob("sdk/*.go")
+	files, err := filepath.Glob("../app/sdk/*.go")
 	require.NoError(t, err)
 	out := map[string]*ast.StructType{}
 	fset := token.NewFileSet()
