@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -44,27 +45,12 @@ func setup(t *testing.T, newStore func(t testing.TB) store.Store) *fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	d := &fixture{ctx: ctx, llm: llmtest.NewOpenAI(t)}
-	a, err := app.NewWithStore(ctx, app.Config{
-		BootstrapToken: auth.NewToken(), OpenAIBaseURL: d.llm.URL, DefaultModel: "openai/test-model",
+	h := apptest.Start(t, apptest.Options{Store: newStore, Config: app.Config{
+		OpenAIBaseURL: d.llm.URL, DefaultModel: "openai/test-model",
 		Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
-	}, newStore(t), io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) }) // the pubsub; the store closes twice harmlessly
-	d.app = a
-	d.srv = httptest.NewServer(a.Handler())
-	t.Cleanup(d.srv.Close)
-	require.NoError(t, a.Start(ctx))
-	t.Cleanup(a.Stop)
-	for _, name := range []string{"alice", "bob"} {
-		tok, _, err := auth.CreateToken(ctx, a.Internals().Store, name, false, "test", time.Now())
-		require.NoError(t, err)
-		c := sdk.New(d.srv.URL, tok)
-		if name == "alice" {
-			d.alice = c
-		} else {
-			d.bob = c
-		}
-	}
+	}})
+	d.app, d.srv = h.App, h.Server
+	d.alice, d.bob = h.NewUser(t, "alice"), h.NewUser(t, "bob")
 	return d
 }
 

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,7 +16,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/api"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -41,15 +40,10 @@ func setupLimits(t *testing.T, newStore func(t testing.TB) store.Store, limits a
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	l := &limited{ctx: ctx, clock: clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: auth.NewToken(), Limits: limits, Clock: l.clock}, newStore(t), io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	l.app = a
-	l.srv = httptest.NewServer(a.Handler())
-	t.Cleanup(l.srv.Close)
+	h := apptest.Start(t, apptest.Options{Store: newStore, NoStart: true, Config: app.Config{Limits: limits, Clock: l.clock}})
+	l.app, l.srv = h.App, h.Server
 	for _, name := range []string{"alice", "bob"} {
-		tok, _, err := auth.CreateToken(ctx, a.Internals().Store, name, false, "test", l.clock.Now())
-		require.NoError(t, err)
+		tok := h.NewUserToken(t, name)
 		if name == "alice" {
 			l.alice, l.aliceTok = sdk.New(l.srv.URL, tok), tok
 		} else {

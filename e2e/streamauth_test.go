@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -34,21 +34,12 @@ func setupAuth(t *testing.T, newStore func(t testing.TB) store.Store, interval t
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	adminToken := auth.NewToken()
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: adminToken, StreamAuthInterval: interval}, newStore(t), io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	d := &authFixture{ctx: ctx, app: a, srv: httptest.NewServer(a.Handler())}
-	t.Cleanup(d.srv.Close)
-	require.NoError(t, a.Start(ctx))
-	t.Cleanup(a.Stop)
-	d.admin = sdk.New(d.srv.URL, adminToken)
+	h := apptest.Start(t, apptest.Options{Store: newStore, Config: app.Config{StreamAuthInterval: interval}})
+	d := &authFixture{ctx: ctx, app: h.App, srv: h.Server, admin: h.Admin}
 	var u store.User
-	d.aliceToken, u, err = auth.CreateToken(ctx, a.Internals().Store, "alice", false, "test", time.Now())
-	require.NoError(t, err)
-	d.alice, d.aliceID = sdk.New(d.srv.URL, d.aliceToken), u.ID
-	d.carolToken, u, err = auth.CreateToken(ctx, a.Internals().Store, "carol", true, "test", time.Now())
-	require.NoError(t, err)
+	d.aliceToken, u = h.CreateToken(t, "alice", false)
+	d.alice, d.aliceID = h.Client(d.aliceToken), u.ID
+	d.carolToken, u = h.CreateToken(t, "carol", true)
 	d.carolID = u.ID
 	return d
 }

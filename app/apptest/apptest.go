@@ -66,8 +66,9 @@ const sharedSecretKey = "apptest shared secret key"
 
 // Harness is one running app and what a test needs of it.
 type Harness struct {
-	// URL is the app's base URL (an httptest server).
-	URL string
+	// URL is the app's base URL, Server's.
+	URL    string
+	Server *httptest.Server
 	// Token is the admin's API token; Admin is a client with it.
 	Token string
 	Admin *sdk.Client
@@ -141,8 +142,8 @@ func (h *Harness) start(t testing.TB, s store.Store) {
 		require.NoError(t, err)
 	}
 	h.App = a
-	h.srv = httptest.NewServer(a.Handler())
-	h.URL = h.srv.URL
+	h.Server = httptest.NewServer(a.Handler())
+	h.URL = h.Server.URL
 	a.SetAdvertiseURL(h.URL)
 	h.Token = h.opts.Config.BootstrapToken
 	h.Admin = sdk.New(h.URL, h.Token)
@@ -150,7 +151,7 @@ func (h *Harness) start(t testing.TB, s store.Store) {
 	t.Cleanup(func() {
 		a.Stop() // a no-op when never started
 		cancel()
-		h.srv.Close()
+		h.Server.Close()
 		require.NoError(t, a.Close())
 	})
 	if !h.opts.NoStart {
@@ -169,9 +170,22 @@ func (h *Harness) NewUser(t testing.TB, name string) *sdk.Client {
 // (for clients of several replicas).
 func (h *Harness) NewUserToken(t testing.TB, name string) string {
 	t.Helper()
-	tok, _, err := auth.CreateToken(h.Ctx, h.Store, name, false, "apptest", time.Now())
-	require.NoError(t, err)
+	tok, _ := h.CreateToken(t, name, false)
 	return tok
+}
+
+// CreateToken creates the user name (an admin when admin is set) if it
+// does not exist and an API token for it labelled "test", at the app's
+// clock's now.
+func (h *Harness) CreateToken(t testing.TB, name string, admin bool) (string, store.User) {
+	t.Helper()
+	now := time.Now()
+	if c := h.opts.Config.Clock; c != nil {
+		now = c.Now()
+	}
+	tok, u, err := auth.CreateToken(h.Ctx, h.Store, name, admin, "test", now)
+	require.NoError(t, err)
+	return tok, u
 }
 
 // Client is a client for h with token (a user's from another replica).
