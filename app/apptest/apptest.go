@@ -84,7 +84,6 @@ type Harness struct {
 
 	opts        Options
 	dsn, schema string // the Postgres schema Replicas share
-	srv         *httptest.Server
 }
 
 // Start builds the app Options describe, serves it on an httptest server
