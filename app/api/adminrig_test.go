@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/store"
 )
@@ -27,11 +28,11 @@ type secretRig struct {
 
 func newSecretRig(t *testing.T, s store.Store, prefix string, secrets ...string) *secretRig {
 	t.Helper()
-	return newLoggedSecretRig(t, s, prefix, &syncBuffer{}, secrets...)
+	return newLoggedSecretRig(t, s, prefix, &apptest.LogBuffer{}, secrets...)
 }
 
 // newLoggedSecretRig is newSecretRig with the app's JSON log written to logs.
-func newLoggedSecretRig(t *testing.T, s store.Store, prefix string, logs *syncBuffer, secrets ...string) *secretRig {
+func newLoggedSecretRig(t *testing.T, s store.Store, prefix string, logs *apptest.LogBuffer, secrets ...string) *secretRig {
 	t.Helper()
 	r := &secretRig{adminToken: auth.NewToken()}
 	a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: r.adminToken, NoWorker: true, LogFormat: "json"}, s, logs)

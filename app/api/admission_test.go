@@ -30,7 +30,7 @@ func withHooks(c *hookstest.Consumer) func(*app.Config) {
 func (h *fixture) allMessages(t testing.TB, id uuid.UUID) []store.Message {
 	t.Helper()
 	var ms []store.Message
-	require.NoError(t, h.app.Store().ReadTx(h.ctx, func(tx store.Reader) error {
+	require.NoError(t, h.app.Internals().Store.ReadTx(h.ctx, func(tx store.Reader) error {
 		var err error
 		ms, err = tx.MessageList(h.ctx, id, store.MessageListParams{})
 		return err

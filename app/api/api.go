@@ -93,7 +93,7 @@ type MCPServers interface {
 // Deps are the API's collaborators.
 type Deps struct {
 	Machine *chatstate.Machine
-	Store   store.Store
+	Store   store.ReadStore
 	Models  Models
 	Titles  TitleGenerator // optional
 	// Log receives unexpected errors (answered 500) and failed health
@@ -102,8 +102,8 @@ type Deps struct {
 	Metrics *Metrics // optional
 	// Clock is the time source; clock.Real when nil.
 	Clock clock.Clock
-	// Tokens authenticates and mints sessions; auth.New with the default
-	// session TTL when nil.
+	// Tokens authenticates, mints sessions and revokes them (required:
+	// the API holds only a read store, and writes users and tokens here).
 	Tokens *auth.Tokens
 	// MCP is the configured MCP servers (nil: none configured).
 	MCP MCPServers
@@ -150,9 +150,6 @@ func New(cfg Config, deps Deps) *Server {
 	}
 	if deps.Clock == nil {
 		deps.Clock = clock.Real{}
-	}
-	if deps.Tokens == nil {
-		deps.Tokens = auth.New(deps.Store, deps.Clock, deps.Log, auth.Config{})
 	}
 	s := &Server{cfg: cfg, deps: deps, mux: &routeMux{ServeMux: http.NewServeMux()}, guards: newGuards(cfg.Limits, deps.Clock)}
 	s.routes()

@@ -79,7 +79,7 @@ func (h *fixture) client(token string) *sdk.Client {
 // newUser creates a non-admin user with a token.
 func (h *fixture) newUser(t testing.TB, name string) (*sdk.Client, store.User, string) {
 	t.Helper()
-	tok, u, err := auth.CreateToken(h.ctx, h.app.Store(), name, false, "test", time.Now())
+	tok, u, err := auth.CreateToken(h.ctx, h.app.Internals().Store, name, false, "test", time.Now())
 	require.NoError(t, err)
 	require.False(t, u.Admin)
 	return h.client(tok), u, tok
@@ -230,7 +230,7 @@ func textOf(parts []sdk.ChatMessagePart) string {
 
 func (h *fixture) machine(t testing.TB, fn func(tx *chatstate.Tx) error) {
 	t.Helper()
-	require.NoError(t, h.app.Machine().Do(h.ctx, fn))
+	require.NoError(t, h.app.Internals().Machine.Do(h.ctx, fn))
 }
 
 func (h *fixture) acquire(t testing.TB, id uuid.UUID) {
@@ -316,7 +316,7 @@ func (h *fixture) seed(t testing.TB, st chatstate.State, opts ...seedOpts) seede
 		turns = 0
 	}
 	idle := !st.Runnable() && st != chatstate.StateInvalid
-	c := chatstatetest.Seed(t, h.app.Machine(), h.app.Store(), chatstatetest.Spec{
+	c := chatstatetest.Seed(t, h.app.Internals().Machine, h.app.Internals().Store, chatstatetest.Spec{
 		State: st, Owner: h.aliceID, Worker: h.worker, Labels: map[string]string{"case": s.label},
 		Turns: turns, Unowned: idle || o.unowned && st.Runnable(),
 	})

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -102,7 +101,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
 		u, authErr := s.deps.Tokens.Authenticate(r.Context(), c.Value)
-		if err := auth.RevokeToken(r.Context(), s.deps.Store, c.Value); err != nil && !errors.Is(err, store.ErrNotFound) {
+		if err := s.deps.Tokens.RevokeToken(r.Context(), c.Value); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 		if authErr == nil {

@@ -17,7 +17,7 @@ import (
 )
 
 // Defaults of the limits for a deployed server. Limits is zero (unlimited)
-// unless the operator's settings fill it: app.FromEnv takes these when a
+// unless the operator's settings fill it: config.FromEnv takes these when a
 // variable is unset, and 0 there means unlimited (benchmarks, load tests).
 const (
 	DefaultWritesPerMinute      = 300      // state-changing requests per user

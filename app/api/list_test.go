@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -318,7 +318,7 @@ func TestHealthMetricsModels(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, models.Models, 1)
 		demo := models.Models[0]
-		require.Equal(t, app.ModelID(app.DemoModelName, app.DemoModelName), demo.ID)
+		require.Equal(t, modelconfig.ModelID(modelconfig.DemoModelName, modelconfig.DemoModelName), demo.ID)
 		require.Equal(t, "demo", demo.Provider)
 		require.Equal(t, "demo", demo.Model)
 		require.NotEmpty(t, demo.DisplayName)

@@ -1,12 +1,10 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -15,29 +13,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/open"
 	"github.com/chatd/chatd/store/postgres"
 )
-
-// lockedBuffer is a log destination safe to read while the server writes.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestInternalErrorGoesToAppLog breaks the database under a running server
 // (the chats table is renamed away), so listing chats fails with an error
@@ -50,14 +32,14 @@ func TestInternalErrorGoesToAppLog(t *testing.T) {
 	s, err := postgres.Open(ctx, dsn, postgres.Options{SearchPath: schema})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
-	require.NoError(t, app.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
+	require.NoError(t, open.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
 
-	var defaultLog lockedBuffer
+	var defaultLog apptest.LogBuffer
 	prev := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&defaultLog, nil)))
 	t.Cleanup(func() { slog.SetDefault(prev) })
 
-	var appLog lockedBuffer
+	var appLog apptest.LogBuffer
 	token := auth.NewToken()
 	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token}, s, &appLog)
 	require.NoError(t, err)

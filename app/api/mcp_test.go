@@ -16,6 +16,7 @@ import (
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
@@ -58,7 +59,7 @@ func setupMCP(t *testing.T, s store.Store, mcp api.MCPServers) *mcpFixture {
 	ctx := context.Background()
 	m := chatstate.New(s, pubsub.NewMemory(), chatstate.Config{})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	srv := httptest.NewServer(api.New(api.Config{}, api.Deps{Machine: m, Store: s, Models: noModels{}, Log: log, MCP: mcp}))
+	srv := httptest.NewServer(api.New(api.Config{}, api.Deps{Machine: m, Store: s, Tokens: auth.New(s, clock.Real{}, log, auth.Config{}), Models: noModels{}, Log: log, MCP: mcp}))
 	t.Cleanup(srv.Close)
 	tok, _, err := auth.CreateToken(ctx, s, "alice", false, "test", time.Now())
 	require.NoError(t, err)

@@ -1,40 +1,21 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
+	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
-
-// syncBuffer is a log sink the server writes from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // The provider and model config API: admins manage, users read enabled
 // models only, anonymous callers nothing; bad input is a 400 naming the
@@ -43,7 +24,7 @@ func (s *syncBuffer) String() string {
 func TestProvidersAPI(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		const secret = "sk-never-shown-4f1c2a9b"
-		logs := &syncBuffer{}
+		logs := &apptest.LogBuffer{}
 		s := newStore(t)
 		rig := newLoggedSecretRig(t, s, "", logs, secret)
 		adminToken, userToken, do := rig.adminToken, rig.userToken, rig.do
@@ -54,7 +35,7 @@ func TestProvidersAPI(t *testing.T) {
 		var configs []sdk.ChatModelConfig
 		require.NoError(t, json.Unmarshal(body, &configs))
 		require.Len(t, configs, 1)
-		require.Equal(t, app.ModelID("demo", "demo"), configs[0].ID)
+		require.Equal(t, modelconfig.ModelID("demo", "demo"), configs[0].ID)
 		require.True(t, configs[0].IsDefault)
 		require.Equal(t, "env_preset", configs[0].Source)
 

@@ -200,7 +200,7 @@ func TestLoginWithCode(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		h := setup(t, newStore)
-		code, _, err := auth.New(h.app.Store(), nil, nil, auth.Config{}).CreateLoginCode(h.ctx, "alice")
+		code, _, err := auth.New(h.app.Internals().Store, nil, nil, auth.Config{}).CreateLoginCode(h.ctx, "alice")
 		require.NoError(t, err)
 		body, err := json.Marshal(sdk.LoginRequest{Code: code})
 		require.NoError(t, err)
@@ -226,7 +226,7 @@ func TestLoginWithCode(t *testing.T) {
 		r = h.raw(t, "POST", "/api/v2/auth/login", `{"code":"x","token":"y"}`)
 		requireJSONError(t, r, http.StatusBadRequest, sdk.CodeValidation)
 		// A code is not a bearer token.
-		code, _, err = auth.New(h.app.Store(), nil, nil, auth.Config{}).CreateLoginCode(h.ctx, "alice")
+		code, _, err = auth.New(h.app.Internals().Store, nil, nil, auth.Config{}).CreateLoginCode(h.ctx, "alice")
 		require.NoError(t, err)
 		r = h.raw(t, "GET", "/api/v2/users/me", nil, "Authorization", "Bearer "+code)
 		requireJSONError(t, r, http.StatusUnauthorized, sdk.CodeUnauthorized)

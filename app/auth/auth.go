@@ -101,6 +101,12 @@ func RevokeToken(ctx context.Context, s store.Store, token string) error {
 	})
 }
 
+// RevokeToken deletes the token (a web session's, at logout); the API,
+// which holds only a read store, revokes through here.
+func (t *Tokens) RevokeToken(ctx context.Context, token string) error {
+	return RevokeToken(ctx, t.store, token)
+}
+
 // Bootstrap prepares the admin user at start. With a bootstrap token, the
 // admin exists with exactly that token (idempotent across restarts), every
 // other bootstrap token of the admin (a previous CHATD_BOOTSTRAP_TOKEN) is

@@ -50,7 +50,7 @@ func serve(t *testing.T, db, adminToken string) (*app.App, string, func()) {
 func fillWith(t *testing.T, a *app.App, url string, w *world) {
 	ctx := t.Context()
 	admin := sdk.New(url, w.admin)
-	tok, _, err := auth.CreateToken(ctx, a.Store(), "alice", false, "test", time.Now())
+	tok, _, err := auth.CreateToken(ctx, a.Internals().Store, "alice", false, "test", time.Now())
 	require.NoError(t, err)
 	w.alice = tok
 	alice := sdk.New(url, tok)
@@ -60,7 +60,7 @@ func fillWith(t *testing.T, a *app.App, url string, w *world) {
 	require.NoError(t, admin.Do(ctx, "POST", "/chats/model-configs", map[string]any{"ai_provider_id": prov["id"], "model": "gpt-4o"}, nil))
 	var mcpServer sdk.MCPServer
 	require.NoError(t, admin.Do(ctx, "POST", "/chats/mcp-servers", map[string]any{"name": "tools", "command": "true", "env": map[string]string{"API_KEY": "sekrit"}, "access": "all"}, &mcpServer))
-	_, _, err = auth.New(a.Store(), nil, nil, auth.Config{}).CreateLoginCode(ctx, "alice")
+	_, _, err = auth.New(a.Internals().Store, nil, nil, auth.Config{}).CreateLoginCode(ctx, "alice")
 	require.NoError(t, err)
 
 	p, err := alice.CreateProject(ctx, sdk.CreateProjectRequest{Name: "proj", Instructions: "be brief"})
@@ -89,7 +89,7 @@ func fillWith(t *testing.T, a *app.App, url string, w *world) {
 
 	// What a turn would write: an error and a tool journal entry.
 	now := time.Now().UTC()
-	require.NoError(t, a.Store().InTx(ctx, func(tx store.Tx) error {
+	require.NoError(t, a.Internals().Store.InTx(ctx, func(tx store.Tx) error {
 		if _, err := tx.ChatUpdate(ctx, failed.ID, store.ChatPatch{
 			Status:    store.Some(store.ChatStatusError),
 			LastError: store.Some(json.RawMessage(`{"code":"provider_error","message":"boom"}`)),

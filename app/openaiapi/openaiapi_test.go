@@ -74,7 +74,7 @@ func serve(t *testing.T, runCtx context.Context, cfg app.Config, s store.Store) 
 
 func token(t *testing.T, a *app.App, name string) string {
 	t.Helper()
-	tok, _, err := auth.CreateToken(context.Background(), a.Store(), name, false, "test", time.Now())
+	tok, _, err := auth.CreateToken(context.Background(), a.Internals().Store, name, false, "test", time.Now())
 	require.NoError(t, err)
 	return tok
 }

@@ -11,10 +11,10 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/open"
 	"github.com/chatd/chatd/store/postgres"
 )
 
@@ -75,19 +75,19 @@ func TestResumeAfterCrash(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		db := filepath.Join(t.TempDir(), "chatd.db")
-		open := func() store.Store {
-			s, err := app.OpenStore(context.Background(), db)
+		openSQLite := func() store.Store {
+			s, err := open.Store(context.Background(), db)
 			require.NoError(t, err)
 			return s
 		}
-		first := open()
+		first := openSQLite()
 		migrations, err := first.(interface {
 			Migrations() (*goose.Provider, error)
 		}).Migrations()
 		require.NoError(t, err)
 		_, err = migrations.Up(context.Background())
 		require.NoError(t, err)
-		crashTest(t, func() store.Store { return first }, func() store.Store { return open() })
+		crashTest(t, func() store.Store { return first }, func() store.Store { return openSQLite() })
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
@@ -117,12 +117,12 @@ func crashTest(t *testing.T, firstStore, secondStore func() store.Store) {
 	waitClosed(t, hang.Started(), "the model to stream on replica A")
 	crashA() // no Abandon, no commit: the worker just stops
 	a.Stop()
-	if a.Store().Dialect() == "sqlite" {
+	if a.Internals().Store.Dialect() == "sqlite" {
 		require.NoError(t, a.Close()) // one process per SQLite file
 	}
 
 	b, urlB := serve(t, ctx, cfg, secondStore())
-	require.NotEqual(t, a.Worker().ID(), b.Worker().ID())
+	require.NotEqual(t, a.Internals().Worker.ID(), b.Internals().Worker.ID())
 	onB := client(t, urlB, tok)
 	got.read(t, onB.Responses.GetStreaming(ctx, resp.ID, responses.ResponseGetParams{StartingAfter: openai.Int(got.last())}), nil)
 	requireIncreasing(t, got.seqs)

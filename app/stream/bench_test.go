@@ -77,23 +77,23 @@ func benchStream(b *testing.B, viewers int, interval time.Duration) ([]time.Dura
 	ctx := context.Background()
 	r := startApp(b, dbtest.NewSQLite(b), app.Config{NoWorker: true, StreamPollInterval: time.Hour})
 	chat := createChat(b, r.client, "bench")
-	require.NoError(b, r.app.Machine().Do(ctx, func(tx *chatstate.Tx) error {
-		if _, err := tx.Acquire(chat.ID, r.app.Worker().ID(), uuid.New()); err != nil {
+	require.NoError(b, r.app.Internals().Machine.Do(ctx, func(tx *chatstate.Tx) error {
+		if _, err := tx.Acquire(chat.ID, r.app.Internals().Worker.ID(), uuid.New()); err != nil {
 			return err
 		}
 		_, err := tx.RecordGenerationAttempt(chat.ID)
 		return err
 	}))
-	row := chatRow(b, r.app.Store(), chat.ID)
+	row := chatRow(b, r.app.Internals().Store, chat.ID)
 	ep := partbuf.Episode{ChatID: chat.ID, HistoryVersion: row.HistoryVersion, GenerationAttempt: row.GenerationAttempt}
-	require.NoError(b, r.app.Buffer().CreateEpisode(ep))
+	require.NoError(b, r.app.Internals().Buffer.CreateEpisode(ep))
 	header := http.Header{"Authorization": {"Bearer " + token}}
 	// The bootstrap ends with preview_reset, after the relay is pointed at
 	// the episode.
 	ready := func(e sdk.ChatStreamEvent) bool { return e.Type == sdk.StreamPreviewReset }
 	return measure(b, streamURL(r.srv.URL, chat.ID), header, viewers, ready, interval, func(i int64, sent time.Duration) {
 		part := sdk.ChatMessagePart{Type: sdk.PartText, Text: strconv.FormatInt(int64(sent), 10)}
-		require.NoError(b, r.app.Buffer().AddPart(ep, part))
+		require.NoError(b, r.app.Internals().Buffer.AddPart(ep, part))
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/stream"
@@ -42,23 +42,12 @@ type replica struct {
 // store twice is harmless, so dbtest stores may close again).
 func startApp(t testing.TB, s store.Store, cfg app.Config) *replica {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
 	cfg.BootstrapToken = token
 	if cfg.StreamPollInterval == 0 {
 		cfg.StreamPollInterval = testPollInterval
 	}
-	a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
-	require.NoError(t, err)
-	srv := httptest.NewServer(a.Handler())
-	a.SetAdvertiseURL(srv.URL)
-	require.NoError(t, a.Start(ctx))
-	t.Cleanup(func() {
-		a.Stop()
-		cancel()
-		srv.Close()
-		require.NoError(t, a.Close())
-	})
-	return &replica{app: a, srv: srv, client: sdk.New(srv.URL, token)}
+	h := apptest.Start(t, apptest.Options{Config: cfg, Store: func(testing.TB) store.Store { return s }})
+	return &replica{app: h.App, srv: h.Server, client: h.Admin}
 }
 
 // demoConfig streams the offline demo model without pauses.

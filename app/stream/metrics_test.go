@@ -44,7 +44,7 @@ func gauge(t testing.TB, reg prometheus.Gatherer, name string, want ...string) f
 func TestViewersGauge(t *testing.T) {
 	t.Parallel()
 	r := startApp(t, dbtest.NewSQLite(t), demoConfig())
-	reg := r.app.Metrics().Registry
+	reg := r.app.Internals().Metrics.Registry
 	require.Zero(t, gauge(t, reg, "chatd_stream_viewers"))
 	chat := createChat(t, r.client, "")
 	one := dial(t, r.srv.URL, chat.ID)

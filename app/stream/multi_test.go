@@ -156,20 +156,20 @@ func TestStreamInterrupt(t *testing.T) {
 		v := dial(t, r.srv.URL, chat.ID)
 		v.untilStatus(sdk.ChatStatusRunning)
 
-		m := r.app.Machine()
+		m := r.app.Internals().Machine
 		require.NoError(t, m.Do(ctx, func(tx *chatstate.Tx) error {
-			if _, err := tx.Acquire(chat.ID, r.app.Worker().ID(), uuid.New()); err != nil {
+			if _, err := tx.Acquire(chat.ID, r.app.Internals().Worker.ID(), uuid.New()); err != nil {
 				return err
 			}
 			_, err := tx.RecordGenerationAttempt(chat.ID)
 			return err
 		}))
 		v.untilType(tPreview)
-		row := chatRow(t, r.app.Store(), chat.ID)
+		row := chatRow(t, r.app.Internals().Store, chat.ID)
 		ep := partbuf.Episode{ChatID: chat.ID, HistoryVersion: row.HistoryVersion, GenerationAttempt: row.GenerationAttempt}
-		require.NoError(t, r.app.Buffer().CreateEpisode(ep))
+		require.NoError(t, r.app.Internals().Buffer.CreateEpisode(ep))
 		for _, text := range []string{"Once ", "upon"} {
-			require.NoError(t, r.app.Buffer().AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: text}))
+			require.NoError(t, r.app.Internals().Buffer.AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: text}))
 		}
 		v.untilPart(2)
 
@@ -177,7 +177,7 @@ func TestStreamInterrupt(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []string{tStatus}, kinds(v.untilStatus(sdk.ChatStatusInterrupting)))
 
-		r.app.Buffer().CloseEpisode(ep)
+		r.app.Internals().Buffer.CloseEpisode(ep)
 		require.NoError(t, m.Do(ctx, func(tx *chatstate.Tx) error {
 			_, err := tx.FinishInterruption(chat.ID, assistantStep("Once upon").Messages)
 			return err

@@ -59,24 +59,24 @@ func TestStreamReplicas(t *testing.T) {
 	require.NoError(t, err)
 
 	first := llm.next(t)
-	row := chatRow(t, a.app.Store(), chat.ID)
-	require.Equal(t, uuid.NullUUID{UUID: b.app.Worker().ID(), Valid: true}, row.WorkerID, "replica B owns the chat")
+	row := chatRow(t, a.app.Internals().Store, chat.ID)
+	require.Equal(t, uuid.NullUUID{UUID: b.app.Internals().Worker.ID(), Valid: true}, row.WorkerID, "replica B owns the chat")
 	first.send(t, "one ", "two ")
 	onA.untilPart(2)
 	onB.untilPart(2)
-	_, err = a.app.Buffer().GetParts(partbuf.Episode{ChatID: chat.ID, HistoryVersion: row.HistoryVersion, GenerationAttempt: 1})
+	_, err = a.app.Internals().Buffer.GetParts(partbuf.Episode{ChatID: chat.ID, HistoryVersion: row.HistoryVersion, GenerationAttempt: 1})
 	require.ErrorIs(t, err, partbuf.ErrEpisodeNotFound, "A's parts came from B, not from A's buffer")
-	require.Equal(t, 1.0, gauge(t, a.app.Metrics().Registry, "chatd_stream_relay_connections", "direction", "outbound"), "A reads B")
-	require.Equal(t, 1.0, gauge(t, b.app.Metrics().Registry, "chatd_stream_relay_connections", "direction", "inbound"), "B serves A")
-	require.Equal(t, 1.0, gauge(t, b.app.Metrics().Registry, "chatd_stream_viewers"), "onB")
+	require.Equal(t, 1.0, gauge(t, a.app.Internals().Metrics.Registry, "chatd_stream_relay_connections", "direction", "outbound"), "A reads B")
+	require.Equal(t, 1.0, gauge(t, b.app.Internals().Metrics.Registry, "chatd_stream_relay_connections", "direction", "inbound"), "B serves A")
+	require.Equal(t, 1.0, gauge(t, b.app.Internals().Metrics.Registry, "chatd_stream_viewers"), "onB")
 
 	// B's worker stops mid-turn without abandoning the chat; C takes over
 	// once B's lease is stale.
-	b.app.Worker().Stop()
+	b.app.Internals().Worker.Stop()
 	first.ended(t)
 	c := start(cfg)
 	second := llm.next(t)
-	require.Equal(t, uuid.NullUUID{UUID: c.app.Worker().ID(), Valid: true}, chatRow(t, a.app.Store(), chat.ID).WorkerID,
+	require.Equal(t, uuid.NullUUID{UUID: c.app.Internals().Worker.ID(), Valid: true}, chatRow(t, a.app.Internals().Store, chat.ID).WorkerID,
 		"replica C owns the chat")
 	second.send(t, "three ", "four")
 	onA.untilPart(2)

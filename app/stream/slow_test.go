@@ -33,16 +33,16 @@ func TestStalledViewerBlocksNobody(t *testing.T) {
 		ctx := context.Background()
 		r := startApp(t, newStore(t), app.Config{NoWorker: true})
 		chat := createChat(t, r.client, "go")
-		require.NoError(t, r.app.Machine().Do(ctx, func(tx *chatstate.Tx) error {
-			if _, err := tx.Acquire(chat.ID, r.app.Worker().ID(), uuid.New()); err != nil {
+		require.NoError(t, r.app.Internals().Machine.Do(ctx, func(tx *chatstate.Tx) error {
+			if _, err := tx.Acquire(chat.ID, r.app.Internals().Worker.ID(), uuid.New()); err != nil {
 				return err
 			}
 			_, err := tx.RecordGenerationAttempt(chat.ID)
 			return err
 		}))
-		row := chatRow(t, r.app.Store(), chat.ID)
+		row := chatRow(t, r.app.Internals().Store, chat.ID)
 		ep := partbuf.Episode{ChatID: chat.ID, HistoryVersion: row.HistoryVersion, GenerationAttempt: row.GenerationAttempt}
-		require.NoError(t, r.app.Buffer().CreateEpisode(ep))
+		require.NoError(t, r.app.Internals().Buffer.CreateEpisode(ep))
 
 		// The stalled viewer reads its bootstrap, up to preview_reset,
 		// then nothing.
@@ -68,7 +68,7 @@ func TestStalledViewerBlocksNobody(t *testing.T) {
 		const n = 900
 		filler := strings.Repeat("x", 1000)
 		for i := 1; i <= n; i++ {
-			require.NoError(t, r.app.Buffer().AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: fmt.Sprintf("%d %s", i, filler)}))
+			require.NoError(t, r.app.Internals().Buffer.AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: fmt.Sprintf("%d %s", i, filler)}))
 		}
 		events := reader.untilPart(n)
 		var seqs []int64
@@ -100,8 +100,8 @@ func TestSilentViewerDropped(t *testing.T) {
 	defer conn.CloseNow()
 	_, _, err = conn.Read(ctx) // the bootstrap; then the client reads nothing, so pongs never come
 	require.NoError(t, err)
-	require.Equal(t, 1.0, gauge(t, r.app.Metrics().Registry, "chatd_stream_viewers"))
+	require.Equal(t, 1.0, gauge(t, r.app.Internals().Metrics.Registry, "chatd_stream_viewers"))
 	clk.Advance(time.Hour)
-	require.Eventually(t, func() bool { return gauge(t, r.app.Metrics().Registry, "chatd_stream_viewers") == 0 },
+	require.Eventually(t, func() bool { return gauge(t, r.app.Internals().Metrics.Registry, "chatd_stream_viewers") == 0 },
 		waitTimeout, 10*time.Millisecond, "the silent viewer is dropped")
 }

@@ -1,5 +1,6 @@
 // Package telemetry sets up OpenTelemetry tracing from the standard OTEL_*
-// environment variables. Tracing is off unless an OTLP endpoint is set.
+// environment variables (tracing is off unless an OTLP endpoint is set) and
+// measures the store's transactions (store.go).
 package telemetry
 
 import (

@@ -245,7 +245,7 @@ func TestBrowserReviewCard(t *testing.T) {
 		return a
 	}
 	first := start()
-	ownerToken, _, err := auth.CreateToken(ctx, first.Store(), "olive", false, "test", time.Now())
+	ownerToken, _, err := auth.CreateToken(ctx, first.Internals().Store, "olive", false, "test", time.Now())
 	require.NoError(t, err)
 	owner := sdk.New(srv.URL, ownerToken)
 

@@ -27,7 +27,7 @@ func TestBrowserLoginCode(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())
 	t.Cleanup(srv.Close)
-	code, _, err := auth.New(a.Store(), nil, nil, auth.Config{}).CreateLoginCode(ctx, auth.AdminName)
+	code, _, err := auth.New(a.Internals().Store, nil, nil, auth.Config{}).CreateLoginCode(ctx, auth.AdminName)
 	require.NoError(t, err)
 
 	b := openTab(t, srv.URL, &streamConns{})

@@ -50,7 +50,7 @@ func TestBrowserSettings(t *testing.T) {
 	appCtx, stopApp := context.WithCancel(ctx)
 	require.NoError(t, a.Start(appCtx))
 	t.Cleanup(func() { stopApp(); a.Stop() })
-	userToken, _, err := auth.CreateToken(ctx, a.Store(), "carol", false, "test", time.Now())
+	userToken, _, err := auth.CreateToken(ctx, a.Internals().Store, "carol", false, "test", time.Now())
 	require.NoError(t, err)
 
 	b := openTab(t, srv.URL, conns)

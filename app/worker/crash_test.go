@@ -1,7 +1,6 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -81,8 +81,8 @@ func TestCrashRecoverySQLiteRestart(t *testing.T) {
 	crash() // no Abandon, no commit: the worker just stops
 	a1.Stop()
 	srv1.Close()
-	dead := storeChat(t, a1.Store(), chat.ID)
-	require.Equal(t, a1.Worker().ID(), dead.WorkerID.UUID, "the chat stays owned by the dead worker")
+	dead := storeChat(t, a1.Internals().Store, chat.ID)
+	require.Equal(t, a1.Internals().Worker.ID(), dead.WorkerID.UUID, "the chat stays owned by the dead worker")
 	require.Equal(t, "running", string(dead.Status))
 	require.NoError(t, a1.Close())
 
@@ -92,7 +92,7 @@ func TestCrashRecoverySQLiteRestart(t *testing.T) {
 	t.Cleanup(func() { require.NoError(t, a2.Close()) })
 	require.NoError(t, a2.Start(ctx))
 	t.Cleanup(a2.Stop)
-	require.NotEqual(t, a1.Worker().ID(), a2.Worker().ID(), "a new process has a new worker id")
+	require.NotEqual(t, a1.Internals().Worker.ID(), a2.Internals().Worker.ID(), "a new process has a new worker id")
 	srv2 := httptest.NewServer(a2.Handler())
 	t.Cleanup(srv2.Close)
 	c2 := &sdk.Client{BaseURL: srv2.URL, Token: token, HTTP: srv2.Client()}
@@ -151,7 +151,7 @@ func buildChatd(t *testing.T) string {
 // process is a running chatd binary.
 type process struct {
 	cmd  *exec.Cmd
-	logs *syncBuffer
+	logs *apptest.LogBuffer
 	once sync.Once
 }
 
@@ -162,7 +162,7 @@ func (p *process) wait() { p.once.Do(func() { _ = p.cmd.Wait() }) }
 func startChatd(t *testing.T, bin, db, token, openAIURL string, env ...string) (*process, *sdk.Client) {
 	t.Helper()
 	addr := freeAddr(t)
-	p := &process{logs: &syncBuffer{}}
+	p := &process{logs: &apptest.LogBuffer{}}
 	p.cmd = exec.Command(bin, "serve", "--addr", addr, "--db", db)
 	p.cmd.Env = append(os.Environ(),
 		"CHATD_BOOTSTRAP_TOKEN="+token,
@@ -202,24 +202,6 @@ func freeAddr(t *testing.T) string {
 	return addr
 }
 
-// syncBuffer is a bytes.Buffer safe for a process's two output streams.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestCrashRecoveryPostgresReplicaTakesOver: two replicas share one
 // Postgres schema. Replica A dies mid-generation; once its lease is stale,
 // replica B's acquisition takes the chat over and finishes the turn.
@@ -254,21 +236,21 @@ func TestCrashRecoveryPostgresReplicaTakesOver(t *testing.T) {
 	chat, err := cA.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("A long question"), Title: "replicas"})
 	require.NoError(t, err)
 	waitClosed(t, hang.Started(), "the model to stream on replica A")
-	require.Equal(t, a.Worker().ID(), storeChat(t, sA, chat.ID).WorkerID.UUID, "replica A owns the chat")
+	require.Equal(t, a.Internals().Worker.ID(), storeChat(t, sA, chat.ID).WorkerID.UUID, "replica A owns the chat")
 
 	crashA() // replica A dies: no Abandon, its heartbeats stop
 	a.Stop()
 	// Checked before replica B starts: B would take the chat over once the
 	// lease goes stale and, under load, could finish the turn and release
 	// it before the check ran.
-	require.Equal(t, a.Worker().ID(), storeChat(t, sB, chat.ID).WorkerID.UUID, "nothing released the chat on the way out")
+	require.Equal(t, a.Internals().Worker.ID(), storeChat(t, sB, chat.ID).WorkerID.UUID, "nothing released the chat on the way out")
 	b, cB := replica(sB, ctx)
 
 	done := waitClientStatus(t, cB, chat, sdk.ChatStatusWaiting)
 	require.Nil(t, done.LastError)
 	requireOneTurn(t, cB, chat, "A long question", "Answer from replica B.")
 	require.Len(t, llmSrv.Requests(), 2)
-	require.NotEqual(t, a.Worker().ID(), b.Worker().ID())
+	require.NotEqual(t, a.Internals().Worker.ID(), b.Internals().Worker.ID())
 }
 
 // TestCrashWithQueuedDurableRequest: a process dies (the in-process
@@ -303,8 +285,8 @@ func TestCrashWithQueuedDurableRequest(t *testing.T) {
 
 		crash()
 		a1.Stop()
-		dead := storeChat(t, a1.Store(), chat.ID)
-		require.Equal(t, a1.Worker().ID(), dead.WorkerID.UUID, "the chat stays owned by the dead worker")
+		dead := storeChat(t, a1.Internals().Store, chat.ID)
+		require.Equal(t, a1.Internals().Worker.ID(), dead.WorkerID.UUID, "the chat stays owned by the dead worker")
 		require.Equal(t, store.ChatStatusRunning, dead.Status)
 
 		_, c2 := second(ctx)

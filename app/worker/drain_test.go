@@ -60,15 +60,15 @@ func TestShutdownHandsRunningChatToAnotherReplica(t *testing.T) {
 	chat, err := cA.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("A long question"), Title: "handoff"})
 	require.NoError(t, err)
 	waitClosed(t, hang.Started(), "the model to stream on replica A")
-	require.Equal(t, a.Worker().ID(), storeChat(t, sA, chat.ID).WorkerID.UUID, "replica A owns the chat")
+	require.Equal(t, a.Internals().Worker.ID(), storeChat(t, sA, chat.ID).WorkerID.UUID, "replica A owns the chat")
 
 	b, cB := replica(sB) // its first pass finds A's fresh lease and leaves the chat
-	require.NotEqual(t, b.Worker().ID(), storeChat(t, sB, chat.ID).WorkerID.UUID)
+	require.NotEqual(t, b.Internals().Worker.ID(), storeChat(t, sB, chat.ID).WorkerID.UUID)
 
 	shutdownCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	require.NoError(t, a.Shutdown(shutdownCtx))
-	require.Zero(t, a.Worker().Runners(), "A runs nothing after its shutdown")
+	require.Zero(t, a.Internals().Worker.Runners(), "A runs nothing after its shutdown")
 
 	done := waitClientStatus(t, cB, chat, sdk.ChatStatusWaiting)
 	require.Nil(t, done.LastError)
@@ -101,12 +101,12 @@ func TestShutdownOnSQLiteFinishesRunningTurn(t *testing.T) {
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- a.Shutdown(shutdownCtx) }()
-	waitClosed(t, a.Worker().Draining(), "the drain to begin")
-	require.Equal(t, "running", string(storeChat(t, a.Store(), chat.ID).Status), "the turn is still running when the drain begins")
+	waitClosed(t, a.Internals().Worker.Draining(), "the drain to begin")
+	require.Equal(t, "running", string(storeChat(t, a.Internals().Store, chat.ID).Status), "the turn is still running when the drain begins")
 	close(release) // the model finishes its answer during the drain
 	require.NoError(t, <-shut)
 
-	done := storeChat(t, a.Store(), chat.ID)
+	done := storeChat(t, a.Internals().Store, chat.ID)
 	require.Equal(t, "waiting", string(done.Status), "the turn finished before the process stopped")
 	require.Nil(t, done.LastError)
 	require.False(t, done.WorkerID.Valid, "the finished chat was given up")
@@ -142,10 +142,10 @@ func TestShutdownOnSQLiteLeavesLongTurnForNextStart(t *testing.T) {
 	require.NoError(t, a1.Shutdown(shutdownCtx))
 	cancel()
 	srv1.Close()
-	left := storeChat(t, a1.Store(), chat.ID)
+	left := storeChat(t, a1.Internals().Store, chat.ID)
 	require.Equal(t, "running", string(left.Status), "not failed: left to resume")
 	require.Nil(t, left.LastError)
-	require.Equal(t, a1.Worker().ID(), left.WorkerID.UUID, "still owned by the stopped worker")
+	require.Equal(t, a1.Internals().Worker.ID(), left.WorkerID.UUID, "still owned by the stopped worker")
 	require.NoError(t, a1.Close())
 
 	a2, err := app.New(ctx, cfg, io.Discard)

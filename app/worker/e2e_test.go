@@ -13,6 +13,7 @@ import (
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/llm/llmtest"
+	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -52,7 +53,7 @@ func TestTurns(t *testing.T) {
 			require.Len(t, ms, 2)
 			require.Equal(t, "assistant", ms[1].Role)
 			require.NotEmpty(t, strings.TrimSpace(text(ms[1])), "the demo model answers with text")
-			require.Equal(t, app.ModelID(app.DemoModelName, app.DemoModelName), *ms[1].ModelConfigID)
+			require.Equal(t, modelconfig.ModelID(modelconfig.DemoModelName, modelconfig.DemoModelName), *ms[1].ModelConfigID)
 			require.Empty(t, e.llm.Requests())
 		})
 	})
@@ -299,7 +300,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 		waitClosed(t, held.Arrived(), "the provider request")
 		require.NoError(t, e.c.DeleteChat(e.ctx, chat.ID))
 		waitClosed(t, held.Cancelled(), "the generation to stop")
-		require.Eventually(t, func() bool { return e.app.Worker().Runners() == 0 }, 15*time.Second, 5*time.Millisecond,
+		require.Eventually(t, func() bool { return e.app.Internals().Worker.Runners() == 0 }, 15*time.Second, 5*time.Millisecond,
 			"the runner of the deleted chat is cleaned up")
 	})
 
@@ -358,11 +359,11 @@ func roles(ms []sdk.ChatMessage) []string {
 func (e *fixture) waitBuffered(id uuid.UUID, want string) {
 	e.t.Helper()
 	require.Eventually(e.t, func() bool {
-		c, ok := peekChat(e.app.Store(), id)
+		c, ok := peekChat(e.app.Internals().Store, id)
 		if !ok {
 			return false
 		}
-		parts, err := e.app.Buffer().GetParts(partbuf.Episode{ChatID: c.ID, HistoryVersion: c.HistoryVersion, GenerationAttempt: c.GenerationAttempt})
+		parts, err := e.app.Internals().Buffer.GetParts(partbuf.Episode{ChatID: c.ID, HistoryVersion: c.HistoryVersion, GenerationAttempt: c.GenerationAttempt})
 		var a llm.Assembler
 		for _, p := range parts {
 			a.Add(p)
@@ -382,9 +383,9 @@ func TestRootLimitOverHTTP(t *testing.T) {
 		waitClosed(t, first.Arrived(), "the first chat's provider request")
 		b := e.create(sdk.CreateChatRequest{Content: sdk.Text("chat b")})
 		// Both chats run; the one the worker admitted holds the only slot.
-		owned := func(id uuid.UUID) bool { return storeChat(t, e.app.Store(), id).WorkerID.Valid }
+		owned := func(id uuid.UUID) bool { return storeChat(t, e.app.Internals().Store, id).WorkerID.Valid }
 		require.True(t, owned(a.ID))
-		require.Zero(t, e.app.Worker().AcquirePass(e.ctx), "an extra pass admits nothing")
+		require.Zero(t, e.app.Internals().Worker.AcquirePass(e.ctx), "an extra pass admits nothing")
 		require.False(t, owned(b.ID), "the second chat waits for capacity, unowned")
 		require.Equal(t, sdk.ChatStatusRunning, e.chat(b.ID).Status)
 

@@ -146,7 +146,7 @@ func (e *fixture) waitStatus(id uuid.UUID, status sdk.ChatStatus) sdk.Chat {
 // waitUnowned waits until no worker owns the chat (the runner abandoned it).
 func (e *fixture) waitUnowned(id uuid.UUID) {
 	e.t.Helper()
-	require.Eventually(e.t, func() bool { c, ok := peekChat(e.app.Store(), id); return ok && !c.WorkerID.Valid },
+	require.Eventually(e.t, func() bool { c, ok := peekChat(e.app.Internals().Store, id); return ok && !c.WorkerID.Valid },
 		15*time.Second, 5*time.Millisecond, "chat %s stays owned", id)
 }
 

@@ -121,7 +121,7 @@ func TestMemoryCapAndReminder(t *testing.T) {
 		})
 		p, err := e.c.CreateProject(e.ctx, sdk.CreateProjectRequest{Name: "Full"})
 		require.NoError(t, err)
-		svc := projects.New(e.app.Store(), nil, projects.Limits{})
+		svc := projects.New(e.app.Internals().Store, nil, projects.Limits{})
 		for i := range projects.MaxMemories - 1 {
 			_, err := svc.SaveMemory(e.ctx, p.ID, fmt.Sprintf("m%03d", i), "x", uuid.NullUUID{})
 			require.NoError(t, err)
@@ -152,7 +152,7 @@ func TestMemoryCapAndReminder(t *testing.T) {
 		// The journal records each tool's effect class: a save or delete
 		// re-run after a crash is harmless, a read is pure.
 		want := map[string]string{"call_1": store.EffectIdempotent, "call_4": store.EffectIdempotent, "call_5": store.EffectPure}
-		require.NoError(t, e.app.Store().ReadTx(e.ctx, func(tx store.Reader) error {
+		require.NoError(t, e.app.Internals().Store.ReadTx(e.ctx, func(tx store.Reader) error {
 			for id, effect := range want {
 				entry, err := tx.JournalGet(e.ctx, chat.ID, id)
 				require.NoError(t, err)

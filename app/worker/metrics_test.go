@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -104,7 +105,7 @@ func turnMetrics(t *testing.T, newStore func(t testing.TB) store.Store, replies 
 	e := setup(t, newStore(t), prov, replies, configure...)
 	c := e.create(sdk.CreateChatRequest{Content: sdk.Text("hi")})
 	e.waitStatus(c.ID, status)
-	reg := e.app.Metrics().Registry
+	reg := e.app.Internals().Metrics.Registry
 	// The outcome is counted once the task that finished the turn returns.
 	require.Eventually(t, func() bool {
 		n, err := gathered(reg, "chatd_turn_outcomes_total", map[string]string{"outcome": outcome, "chat_kind": "root"})
@@ -203,7 +204,7 @@ func TestStageMetricsInterruptedTurn(t *testing.T) {
 	require.NoError(t, err)
 	waitClosed(t, held.Cancelled(), "the cancelled model call")
 	e.waitStatus(c.ID, sdk.ChatStatusWaiting)
-	reg := e.app.Metrics().Registry
+	reg := e.app.Internals().Metrics.Registry
 	require.Eventually(t, func() bool {
 		n, err := gathered(reg, "chatd_turn_outcomes_total", map[string]string{"outcome": "interrupted", "chat_kind": "root"})
 		return err == nil && n == 1
@@ -221,7 +222,7 @@ func TestStageMetricsBackgroundTitle(t *testing.T) {
 	e.titles.Enqueue(llmtest.TextChunks("A title"))
 	chat, err := e.c.CreateChat(e.ctx, sdk.CreateChatRequest{Content: sdk.Text("hi")})
 	require.NoError(t, err)
-	reg := e.app.Metrics().Registry
+	reg := e.app.Internals().Metrics.Registry
 	require.Eventually(t, func() bool {
 		n, err := gathered(reg, "chatd_turn_outcomes_total", nil)
 		return err == nil && n == 1 && e.peek(chat.ID).TitleSource == string(store.TitleSourceGenerated)
@@ -243,7 +244,7 @@ func TestRunnerLogsNameTheChat(t *testing.T) {
 	e.titles = providers[0].newServer(t)
 	e.router = newRouter(t, e.llm, e.titles)
 	token := auth.NewToken()
-	cfg := app.Config{BootstrapToken: token, Worker: fastWorker(), LogFormat: app.LogFormatJSON}
+	cfg := app.Config{BootstrapToken: token, Worker: fastWorker(), LogFormat: config.LogFormatJSON}
 	providers[0].configure(&cfg, e.router.URL)
 	a, err := app.NewWithStore(e.ctx, cfg, sqliteStore(t), &logs)
 	require.NoError(t, err)

@@ -85,7 +85,7 @@ func tracedTurn(t *testing.T, newStore func(t testing.TB) store.Store, replies [
 	e := setup(t, newStore(t), prov, replies, configure...)
 	c := e.create(sdk.CreateChatRequest{Content: sdk.Text("a secret prompt")})
 	e.waitStatus(c.ID, status)
-	reg := e.app.Metrics().Registry
+	reg := e.app.Internals().Metrics.Registry
 	require.Eventually(t, func() bool {
 		n, err := gathered(reg, "chatd_turn_outcomes_total", map[string]string{"outcome": outcome, "chat_kind": "root"})
 		return err == nil && n == 1
@@ -270,7 +270,7 @@ func TestTracingQueueWait(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Queued, "queued behind the running turn")
 	held.Release()
-	reg := e.app.Metrics().Registry
+	reg := e.app.Internals().Metrics.Registry
 	require.Eventually(t, func() bool {
 		n, err := gathered(reg, "chatd_turn_outcomes_total", map[string]string{"outcome": "completed"})
 		return err == nil && n == 2
@@ -299,7 +299,7 @@ func TestTracingBackgroundTitle(t *testing.T) {
 	e.titles.Enqueue(llmtest.TextChunks("A title"))
 	chat, err := e.c.CreateChat(e.ctx, sdk.CreateChatRequest{Content: sdk.Text("hi")})
 	require.NoError(t, err)
-	reg := e.app.Metrics().Registry
+	reg := e.app.Internals().Metrics.Registry
 	require.Eventually(t, func() bool {
 		n, err := gathered(reg, "chatd_turn_outcomes_total", nil)
 		return err == nil && n == 1 && e.peek(chat.ID).TitleSource == string(store.TitleSourceGenerated)

@@ -10,9 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/dbcopy"
+	"github.com/chatd/chatd/store/open"
 )
 
 // pgDumpHint is what Postgres users are told: chatd does not back up a
@@ -54,7 +54,7 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 			return fmt.Errorf("backup: %w", err)
 		}
 	} else {
-		if app.IsPostgres(*db) {
+		if open.IsPostgres(*db) {
 			return errors.New(pgDumpHint)
 		}
 		err := withAdmin(ctx, *db, func(c admin.Client) error {

@@ -11,8 +11,8 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/bench"
+	"github.com/chatd/chatd/store/open"
 )
 
 // runBench measures chatd against same-run baselines (app/bench). Without
@@ -78,19 +78,19 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		defer os.RemoveAll(dir)
 		path = filepath.Join(dir, "bench.db")
 	}
-	s, err := app.OpenStore(ctx, path)
+	s, err := open.Store(ctx, path)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", path, err)
 	}
 	defer s.Close()
-	if err := app.Migrate(ctx, s, func(p *goose.Provider) error {
+	if err := open.Migrate(ctx, s, func(p *goose.Provider) error {
 		_, err := p.Up(ctx)
 		return err
 	}); err != nil {
 		return fmt.Errorf("migrate: %w", err)
 	}
 	name := "sqlite"
-	if app.IsPostgres(path) {
+	if open.IsPostgres(path) {
 		name = "postgres"
 	}
 	if *cpuProfile != "" {

@@ -7,8 +7,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/dbcopy"
+	"github.com/chatd/chatd/app/modelconfig"
+	"github.com/chatd/chatd/store/open"
 )
 
 const copyUsage = `usage: chatd copy --from SOURCE --to TARGET
@@ -45,7 +46,7 @@ func runCopy(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 // describe names a database without its credentials.
 func describe(db string) string {
-	if app.IsPostgres(db) {
+	if open.IsPostgres(db) {
 		return "postgres"
 	}
 	return db
@@ -57,13 +58,13 @@ func secretKeyNote(from, to string) string {
 	if os.Getenv("CHATD_SECRET_KEY") != "" {
 		return "Sealed provider keys and MCP secrets were copied as they are: serve the target with this same CHATD_SECRET_KEY."
 	}
-	if !app.IsPostgres(from) {
-		keyFile := app.SecretKeyFile(from)
+	if !open.IsPostgres(from) {
+		keyFile := modelconfig.SecretKeyFile(from)
 		if _, err := os.Stat(keyFile); err == nil {
 			return "Sealed provider keys and MCP secrets were copied as they are: serve the target with CHATD_SECRET_KEY set to the key in " + keyFile + " (the one the SQLite server used)."
 		}
 	}
-	if !app.IsPostgres(to) {
+	if !open.IsPostgres(to) {
 		return "Sealed provider keys and MCP secrets were copied as they are: serve " + to + " with the CHATD_SECRET_KEY of the Postgres replicas (or write it to " + to + ".secret-key, mode 0600)."
 	}
 	return "Sealed provider keys and MCP secrets were copied as they are: serve the target with the source's CHATD_SECRET_KEY."

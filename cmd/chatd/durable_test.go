@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -24,32 +23,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 )
 
-// syncBuffer is a bytes.Buffer the child process writes while tests read.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // server is a chatd process under test.
 type server struct {
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *apptest.LogBuffer
 	done chan struct{} // closed when the process has exited
 }
 
@@ -64,7 +46,7 @@ func freeAddr(t *testing.T) string {
 
 func startServer(t *testing.T, bin string, env []string, addr string) *server {
 	t.Helper()
-	s := &server{cmd: exec.Command(bin, "serve"), out: &syncBuffer{}, done: make(chan struct{})}
+	s := &server{cmd: exec.Command(bin, "serve"), out: &apptest.LogBuffer{}, done: make(chan struct{})}
 	s.cmd.Env = append(os.Environ(), env...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
 	require.NoError(t, s.cmd.Start())

@@ -10,8 +10,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/admin"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -31,7 +31,7 @@ func runInvocation(ctx context.Context, args []string, stdout, stderr io.Writer)
 	action := args[0]
 	fs := flag.NewFlagSet("invocation "+action, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", envDefault("CHATD_DB", app.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
+	db := fs.String("db", envDefault("CHATD_DB", config.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
 	rawID := fs.String("request-id", "", "the request's UUID")
 	rawChat := fs.String("chat", "", "the chat of a tool call sent without a request id")
 	toolCall := fs.String("tool-call", "", "the tool call's id (with --chat)")

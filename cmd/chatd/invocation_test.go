@@ -13,13 +13,13 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/open"
 )
 
 // seedReview leaves two chats stopped for review the way a crash during an
@@ -28,10 +28,10 @@ import (
 func seedReview(t *testing.T, db string) seeded {
 	t.Helper()
 	ctx := context.Background()
-	s, err := app.OpenStore(ctx, db)
+	s, err := open.Store(ctx, db)
 	require.NoError(t, err)
 	defer s.Close()
-	require.NoError(t, app.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
+	require.NoError(t, open.Migrate(ctx, s, func(p *goose.Provider) error { _, err := p.Up(ctx); return err }))
 	user := uuid.New()
 	require.NoError(t, s.InTx(ctx, func(tx store.Tx) error {
 		_, err := tx.UserInsert(ctx, store.UserInsertParams{ID: user, Name: "alice", Now: time.Now()})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -76,7 +77,7 @@ func TestLoginLinkPostgres(t *testing.T) {
 func TestFirstStartPrintsLoginCode(t *testing.T) {
 	t.Parallel()
 	db := filepath.Join(t.TempDir(), "chatd.db")
-	logs := &syncBuffer{}
+	logs := &apptest.LogBuffer{}
 	_, stop := serveLogging(t, db, logs)
 	stop()
 	out := logs.String()
@@ -89,7 +90,7 @@ func TestFirstStartPrintsLoginCode(t *testing.T) {
 	require.Contains(t, out, "chatd token create --user admin")
 
 	// A restart prints how to get a new link and the code still works once.
-	logs = &syncBuffer{}
+	logs = &apptest.LogBuffer{}
 	base, stop := serveLogging(t, db, logs)
 	defer stop()
 	require.Contains(t, logs.String(), "chatd login-link")

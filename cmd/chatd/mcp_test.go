@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -144,7 +145,7 @@ func TestKilledDuringEffectfulMCPCall(t *testing.T) {
 
 	require.NoError(t, srv.cmd.Process.Signal(syscall.SIGTERM))
 	<-srv.done
-	var inspected syncBuffer
+	var inspected apptest.LogBuffer
 	require.NoError(t, run(ctx, []string{"invocation", "inspect", "--db", r.db, "--request-id", requestID.String()}, &inspected, &inspected))
 	var view struct {
 		Claim   struct{ State string }

@@ -8,13 +8,14 @@ import (
 
 	"github.com/pressly/goose/v3"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
+	"github.com/chatd/chatd/store/open"
 )
 
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", envDefault("CHATD_DB", app.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
+	db := fs.String("db", envDefault("CHATD_DB", config.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -25,15 +26,15 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if action != "up" && action != "down" && action != "status" {
 		return fmt.Errorf("migrate: unknown action %q (want up, down or status)", action)
 	}
-	s, err := app.OpenStore(ctx, *db)
+	s, err := open.Store(ctx, *db)
 	if err != nil {
 		return fmt.Errorf("open %s: %w", *db, err)
 	}
 	defer s.Close()
-	return app.Migrate(ctx, s, func(p *goose.Provider) error {
+	return open.Migrate(ctx, s, func(p *goose.Provider) error {
 		switch action {
 		case "up":
-			if err := app.CheckSchema(ctx, p); err != nil {
+			if err := open.CheckSchema(ctx, p); err != nil {
 				return err
 			}
 			results, err := p.Up(ctx)
@@ -71,7 +72,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 // "matches", the pending count (serve or migrate up applies them), or a
 // database newer than the binary (serve refuses to start).
 func printSchemaSummary(ctx context.Context, stdout io.Writer, p *goose.Provider, statuses []*goose.MigrationStatus) error {
-	db, known, err := app.SchemaVersions(ctx, p)
+	db, known, err := open.SchemaVersions(ctx, p)
 	if err != nil {
 		return err
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/store/open"
 )
 
 // TestMigrateStatusSummary: migrate status says whether this binary
@@ -47,5 +47,5 @@ func TestMigrateStatusSummary(t *testing.T) {
 	require.Contains(t, out, "the database is NEWER than this binary")
 
 	_, err = run1("migrate", "--db", db, "up")
-	require.ErrorIs(t, err, app.ErrSchemaNewer)
+	require.ErrorIs(t, err, open.ErrSchemaNewer)
 }

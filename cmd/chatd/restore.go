@@ -9,10 +9,10 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/dbcopy"
 	"github.com/chatd/chatd/store"
-	"github.com/chatd/chatd/store/sqlite"
+	"github.com/chatd/chatd/store/open"
 )
 
 // runRestore implements `chatd restore --from FILE --db PATH`: it checks
@@ -22,14 +22,14 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	from := fs.String("from", "", "the snapshot to restore (from chatd backup)")
-	db := fs.String("db", envDefault("CHATD_DB", app.DefaultDB), "the SQLite file to restore into (CHATD_DB)")
+	db := fs.String("db", envDefault("CHATD_DB", config.DefaultDB), "the SQLite file to restore into (CHATD_DB)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *from == "" || fs.NArg() > 0 {
 		return errors.New("usage: chatd restore --from FILE [--db PATH]")
 	}
-	if app.IsPostgres(*db) {
+	if open.IsPostgres(*db) {
 		return errors.New("chatd restore writes a SQLite file; with PostgreSQL use pg_restore (or chatd copy from a restored SQLite file)")
 	}
 	version, err := dbcopy.CheckSQLite(ctx, *from)
@@ -51,7 +51,7 @@ func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	// refused, and none can start in between. Closing the store
 	// The old file's WAL and shared memory go with it: they would
 	// otherwise be replayed into the restored file.
-	st, err := sqlite.Open(ctx, target, sqlite.Options{})
+	st, err := open.Store(ctx, target)
 	if errors.Is(err, store.ErrLocked) {
 		return fmt.Errorf("restore: %w (stop the server first)", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"os"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 const serveUsage = `usage: chatd serve [--FLAG VALUE ...]
@@ -43,11 +44,11 @@ func terminal(w io.Writer) io.Writer {
 }
 
 // serveConfig is the Config of `chatd serve`: each setting of the table
-// (app.Settings) from its flag, else its environment variable, else its
+// (config.Settings) from its flag, else its environment variable, else its
 // default. --help writes the settings to stdout and returns flag.ErrHelp;
 // a bad variable or flag is a usageError (exit status 2).
 func serveConfig(args []string, stdout io.Writer) (app.Config, error) {
-	cfg, err := app.FromEnv()
+	cfg, err := config.FromEnv()
 	if err != nil {
 		return app.Config{}, usageError{err}
 	}
@@ -55,13 +56,13 @@ func serveConfig(args []string, stdout io.Writer) (app.Config, error) {
 	// The flag package would print the error and a default usage; run's
 	// caller prints the error, and --help prints the table.
 	fs.SetOutput(io.Discard)
-	for _, s := range app.Settings() {
+	for _, s := range config.Settings() {
 		fs.Var(settingFlag{s, &cfg}, s.Flag, s.Usage)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, serveUsage)
-			app.WriteSettingsHelp(stdout)
+			config.WriteSettingsHelp(stdout)
 			return app.Config{}, err
 		}
 		return app.Config{}, usageError{fmt.Errorf("serve: %w (chatd serve --help lists the settings)", err)}
@@ -74,7 +75,7 @@ func serveConfig(args []string, stdout io.Writer) (app.Config, error) {
 
 // settingFlag is a setting as a flag.Value writing into a Config.
 type settingFlag struct {
-	s   app.Setting
+	s   config.Setting
 	cfg *app.Config
 }
 
@@ -90,4 +91,4 @@ func (f settingFlag) String() string {
 }
 
 // IsBoolFlag lets a bool setting stand alone: --pprof means --pprof=true.
-func (f settingFlag) IsBoolFlag() bool { return f.s.Kind() == app.KindBool }
+func (f settingFlag) IsBoolFlag() bool { return f.s.Kind() == config.KindBool }

@@ -11,13 +11,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 // clearSettingsEnv unsets every setting's variable for the test.
 func clearSettingsEnv(t *testing.T) {
 	t.Helper()
-	for _, s := range app.Settings() {
+	for _, s := range config.Settings() {
 		t.Setenv(s.Env, "")
 	}
 }
@@ -35,7 +35,7 @@ func TestServeHelpListsEverySetting(t *testing.T) {
 	require.ErrorIs(t, err, flag.ErrHelp)
 	require.Equal(t, 0, exitCode(err))
 	help := out.String()
-	for _, s := range app.Settings() {
+	for _, s := range config.Settings() {
 		require.Regexp(t, `(?m)^  --`+s.Flag+`( |\[=true\|false\])`, help, s.Env)
 		require.Contains(t, help, "("+s.Env, s.Flag)
 		def := strings.ReplaceAll(strings.ReplaceAll(s.Shown, "`", ""), "**", "")

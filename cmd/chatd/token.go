@@ -16,6 +16,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 )
 
 const tokenUsage = `usage:
@@ -47,13 +48,13 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 func tokenFlags(name string, stderr io.Writer) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	db := fs.String("db", envDefault("CHATD_DB", app.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
+	db := fs.String("db", envDefault("CHATD_DB", config.DefaultDB), "SQLite file or postgres:// URL (CHATD_DB)")
 	return fs, db
 }
 
 // withAdmin runs fn with the admin client for db.
 func withAdmin(ctx context.Context, db string, fn func(admin.Client) error) error {
-	cfg, err := app.FromEnv()
+	cfg, err := config.FromEnv()
 	if err != nil {
 		return usageError{err}
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/store/dbtest"
+	"github.com/chatd/chatd/store/open"
 )
 
 // cli runs chatd with args and returns stdout, stderr and the error.
@@ -107,7 +108,7 @@ func TestTokenCommandsBesideARunningServer(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, os.ModeSocket, fi.Mode().Type())
 	require.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the admin socket is the owner's only")
-	_, err = app.OpenStore(context.Background(), db)
+	_, err = open.Store(context.Background(), db)
 	require.Error(t, err, "the server holds the file: what follows goes over the socket")
 
 	bob := createToken(t, db, "--user", "bob", "--expires", "30d")
