@@ -744,6 +744,9 @@ type MessagePatch struct {
 	Visibility Opt[string]
 	Compressed Opt[bool]
 	Deleted    Opt[bool]
+	// The model a turn asks for (a regenerate that names another).
+	ModelConfigID   Opt[uuid.NullUUID]
+	ReasoningEffort Opt[string]
 }
 
 // MessageListParams page a chat's messages.
