@@ -172,3 +172,31 @@ func TestVersionsEndToEnd(t *testing.T) {
 		requireCode(t, err, http.StatusBadRequest, sdk.CodeValidation)
 	})
 }
+
+// TestAISDKRegenerateKeepsVersions: useChat's regenerate (trigger
+// regenerate-message) adds a version of the reply; the old one stays one
+// click away.
+func TestAISDKRegenerateKeepsVersions(t *testing.T) {
+	t.Parallel()
+	r := startAISDK(t, func(t testing.TB) store.Store { return dbtest.NewSQLite(t) })
+	r.llm.Enqueue(llmtest.TextChunks("first"), llmtest.TextChunks("second"))
+	require.Equal(t, "first", r.do(t, r.alice, http.MethodPost, "", submit("vr", userMsg("m1", "one"))).text())
+	var ui []map[string]any
+	require.NoError(t, json.Unmarshal(r.do(t, r.alice, http.MethodGet, "/vr/messages", nil).body, &ui))
+	g := r.do(t, r.alice, http.MethodPost, "", map[string]any{"id": "vr", "trigger": "regenerate-message", "messageId": ui[1]["id"],
+		"messages": []any{ui[0]}})
+	require.Equal(t, "second", g.text(), string(g.body))
+
+	chats, err := r.aliceAPI.ListChats(r.ctx, sdk.ListChatsOptions{})
+	require.NoError(t, err)
+	require.Len(t, chats, 1)
+	page, err := r.aliceAPI.ChatMessages(r.ctx, chats[0].ID, sdk.MessagesOptions{})
+	require.NoError(t, err)
+	require.Equal(t, []string{"one", "second"}, textsOfMessages(t, page.Messages))
+	reply := page.Messages[1]
+	require.Len(t, reply.SiblingIDs, 2, "the old reply is a version of the new one")
+	old, err := r.aliceAPI.BranchMessages(r.ctx, chats[0].ID, reply.SiblingIDs[0])
+	require.NoError(t, err)
+	require.Equal(t, []string{"one", "first"}, textsOfMessages(t, old.Messages))
+	require.Equal(t, page.Messages[0].ID, old.Messages[0].ID, "the same user message: no edit")
+}
