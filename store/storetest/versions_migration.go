@@ -95,4 +95,10 @@ func VersionsMigration(t *testing.T, s store.Store, raw func(query string, args 
 		return err
 	}))
 	require.Len(t, tree, 4, "pruned rows are in no branch")
+
+	// Down and up again: the schema goes back and forth.
+	_, err = p.DownTo(ctx, VersionsMigrationVersion-1)
+	require.NoError(t, err)
+	_, err = p.UpTo(ctx, VersionsMigrationVersion)
+	require.NoError(t, err)
 }
