@@ -44,6 +44,7 @@ func TestBrowserVersions(t *testing.T) {
 	// The switcher from the keyboard: focus ‹ and press Enter.
 	b.do(chromedp.Focus(`.thread .msg-user button[aria-label="Previous version"]`), chromedp.KeyEvent("\r"))
 	b.waitJS("the first version", `JSON.stringify(`+jsUserTexts+`) === '["First question"]' && JSON.stringify(`+jsVersionCounts+`) === '["1/2"]'`)
+	b.waitJS("the focus on the switcher", `document.activeElement?.closest('.versions') && document.activeElement.closest('[data-id]')?.textContent.includes('First question')`)
 	b.shot("80-versions-switched")
 
 	// Regenerate the reply: a second version of it.

@@ -91,7 +91,10 @@ export class ChatView {
       onCancelEdit: () => this.cancelEdit(),
       onContinue: () => this.sendMessage('Continue', 'queue', false),
       onRegenerate: (replyId) => replyId ? versions.regenerate(this.id, replyId, this.modelFields()) : this.retryLast(),
-      onSwitch: (id) => versions.switchBranch(this.id, id),
+      onSwitch: (id, label) => {
+        this.thread.refocus = { id, label };
+        versions.switchBranch(this.id, id).then((ok) => { if (!ok) this.thread.refocus = null; });
+      },
       onFork: async (m) => {
         const c = await versions.fork(this.id, m.id);
         if (c) this.app.navigate(`/chats/${c.id}`);

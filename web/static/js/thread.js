@@ -10,7 +10,7 @@ import { messageText } from './api.js';
 import * as render from './messages.js';
 import { mcpVersion } from './mcp.js';
 import { OlderPages } from './older.js';
-import { switcher, firstReplies } from './versions.js';
+import { switcher, firstReplies, refocus } from './versions.js';
 
 // toolsSig is part of a message's signature: tool cards show MCP details
 // (server, effect) from a list that arrives or changes after the message.
@@ -312,6 +312,8 @@ export class Thread {
         h('p', { class: 'muted', text: 'Send a message below to start; replies stream in as they are written.' })) });
     }
     this.reconcile(items);
+    // After a switch from the keyboard, the focus follows to the version shown.
+    if (this.refocus && refocus(this.scroller, this.refocus.id, this.refocus.label)) this.refocus = null;
     if (this.jumpTo && msgs.length) {
       const id = this.jumpTo;
       const hit = this.nodes.get('u' + id) || this.nodes.get('a' + id);

@@ -39,7 +39,7 @@ export function switcher(m, onSwitch, busy = false) {
   const btn = (label, text, target) => h('button', {
     type: 'button', class: 'icon-btn version-btn', 'aria-label': label, title: label, text,
     disabled: target == null || busy ? true : null,
-    onclick: () => { if (target != null) onSwitch(target); },
+    onclick: () => { if (target != null) onSwitch(target, label); },
   });
   return h('span', { class: 'versions', role: 'group', 'aria-label': `Version ${v.index} of ${v.count}` },
     btn('Previous version', '‹', v.prev),
@@ -47,13 +47,27 @@ export function switcher(m, onSwitch, busy = false) {
     btn('Next version', '›', v.next));
 }
 
+// refocus puts the focus back on the switcher of message id once it is
+// shown (the switch renders the other version as a new node): on the
+// button labelled label, else its other one. It reports whether it could.
+export function refocus(root, id, label) {
+  const msg = root.querySelector(`[data-id="${Number(id)}"]`);
+  const btn = msg && (msg.querySelector(`.versions button[aria-label="${label}"]:not(:disabled)`) ||
+    msg.querySelector('.versions button:not(:disabled)'));
+  if (btn) btn.focus();
+  return !!btn;
+}
+
 // switchBranch makes the branch through messageID active; the stream
 // brings the new branch (a history reset) to this tab and every other.
+// It reports whether the switch was made.
 export async function switchBranch(chatId, messageID) {
   try {
     await api('POST', `/chats/${chatId}/branch`, { message_id: messageID });
+    return true;
   } catch (e) {
     toast('Could not show that version', 'error', e.message);
+    return false;
   }
 }
 
