@@ -68,6 +68,8 @@ func (p MessagePatch) Assignments() []Assignment {
 	as = setText(as, "visibility", p.Visibility)
 	as = set(as, "compressed", p.Compressed)
 	as = set(as, "deleted", p.Deleted)
+	as = set(as, "model_config_id", p.ModelConfigID)
+	as = set(as, "reasoning_effort", p.ReasoningEffort)
 	return as
 }
 

@@ -70,6 +70,7 @@ type Store interface {
 // matches, on every store.
 type Reader interface {
 	ProjectReader
+	VersionReader
 
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -713,6 +714,11 @@ type Message struct {
 	// RequestID links the user message of a durable request to its claim.
 	RequestID uuid.NullUUID
 	CreatedAt time.Time
+	// ParentID, Pruned and SiblingIDs place the message in its chat's
+	// tree of versions (see versions.go).
+	ParentID   *int64
+	Pruned     bool
+	SiblingIDs []int64
 }
 
 // MessageInsertParams are the columns of a new message. Revision is
@@ -738,6 +744,9 @@ type MessagePatch struct {
 	Visibility Opt[string]
 	Compressed Opt[bool]
 	Deleted    Opt[bool]
+	// The model a turn asks for (a regenerate that names another).
+	ModelConfigID   Opt[uuid.NullUUID]
+	ReasoningEffort Opt[string]
 }
 
 // MessageListParams page a chat's messages.

@@ -186,8 +186,11 @@ func (h *Handler) edit(ctx context.Context, c *sdk.Client, chatID uuid.UUID, req
 	return Target{MessageID: res.Message.ID}, nil
 }
 
-// regenerate reruns a reply: the named user message (or the one the named
-// reply answers, or the last one) is edited to itself.
+// regenerate reruns a reply: the reply to the named user message (or the
+// named reply, or the reply to the last one) gets a new version, as POST
+// /chats/{chat}/messages/{message}/regenerate does; the old one stays a
+// version of it. A turn with no reply yet (it failed) is rerun by editing
+// its user message to itself.
 func (h *Handler) regenerate(ctx context.Context, c *sdk.Client, chatID uuid.UUID, req ChatRequest) (Target, error) {
 	var id int64
 	var err error
@@ -200,6 +203,15 @@ func (h *Handler) regenerate(ctx context.Context, c *sdk.Client, chatID uuid.UUI
 	}
 	if err != nil {
 		return Target{}, err
+	}
+	if reply, err := h.firstReply(ctx, chatID, id); err != nil {
+		return Target{}, err
+	} else if reply != 0 {
+		_, err := c.RegenerateMessage(ctx, chatID, reply, sdk.RegenerateMessageRequest{ModelConfigID: req.ModelConfigID, ReasoningEffort: req.ReasoningEffort})
+		if err != nil {
+			return Target{}, err
+		}
+		return Target{MessageID: id}, nil
 	}
 	var m store.Message
 	err = h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
@@ -231,6 +243,26 @@ func (h *Handler) regenerate(ctx context.Context, c *sdk.Client, chatID uuid.UUI
 		return Target{}, err
 	}
 	return Target{MessageID: res.Message.ID}, nil
+}
+
+// firstReply is the first assistant reply to user message id on the active
+// branch (0: none yet).
+func (h *Handler) firstReply(ctx context.Context, chatID uuid.UUID, id int64) (int64, error) {
+	var reply int64
+	err := h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+		ms, err := tx.MessageList(ctx, chatID, store.MessageListParams{AfterID: id, PeopleOnly: true})
+		for _, m := range ms {
+			if m.Role == store.RoleUser {
+				break
+			}
+			if m.Role == store.RoleAssistant && !m.Compressed {
+				reply = m.ID
+				break
+			}
+		}
+		return err
+	})
+	return reply, err
 }
 
 // continueTurn is a submit-message whose last message is the assistant's:

@@ -184,6 +184,7 @@ func (s *Server) routes() {
 	chat("GET", "/chats/{chat}/messages", s.listMessages)
 	chat("POST", "/chats/{chat}/messages", s.sendMessage)
 	chat("PATCH", "/chats/{chat}/messages/{message}", s.editMessage)
+	s.versionRoutes(chat) // versions.go
 	chat("DELETE", "/chats/{chat}/queue/{queuedMessage}", s.deleteQueued)
 	chat("POST", "/chats/{chat}/queue/{queuedMessage}/promote", s.promoteQueued)
 	chat("POST", "/chats/{chat}/interrupt", s.interrupt)

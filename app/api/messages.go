@@ -32,6 +32,9 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 	if err != nil {
 		return err
 	}
+	if r.URL.Query().Has("message_id") {
+		return s.listBranch(w, r, c, id, limit) // versions.go
+	}
 	var resp sdk.ChatMessagesResponse
 	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		ctx := r.Context()

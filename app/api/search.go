@@ -28,7 +28,11 @@ func searchSnippets(ctx context.Context, tx store.Reader, chats []store.Chat, qu
 	}
 	out := make(map[uuid.UUID]*sdk.SearchSnippet, len(hits))
 	for _, h := range hits {
-		out[h.ChatID] = &sdk.SearchSnippet{MessageID: h.MessageID, Text: snippet(h.Text, query)}
+		m, err := tx.MessageGet(ctx, h.ChatID, h.MessageID)
+		if err != nil {
+			return nil, err
+		}
+		out[h.ChatID] = &sdk.SearchSnippet{MessageID: h.MessageID, Text: snippet(h.Text, query), ActiveBranch: !m.Deleted}
 	}
 	return out, nil
 }

@@ -74,7 +74,7 @@ func TestSearchMessageText(t *testing.T) {
 		}
 		got := raw("swims")
 		require.Len(t, got, 1)
-		require.JSONEq(t, `{"message_id":`+jsonInt(cs[0].SearchSnippet.MessageID)+`,"text":`+jsonString(cs[0].SearchSnippet.Text)+`}`, string(got[0]["search_snippet"]))
+		require.JSONEq(t, `{"message_id":`+jsonInt(cs[0].SearchSnippet.MessageID)+`,"text":`+jsonString(cs[0].SearchSnippet.Text)+`,"active_branch":true}`, string(got[0]["search_snippet"]))
 
 		// Other users' messages are not searched.
 		bob, _, _ := h.newUser(t, "bob")

@@ -30,6 +30,9 @@ type CreateParams struct {
 	// ProjectID puts the chat in a project of its owner. A child chat is
 	// in its parent's project whatever this says.
 	ProjectID uuid.NullUUID
+	// Copy is a fork's history (Fork): copied in order instead of a system
+	// prompt and a first message; the chat starts waiting.
+	Copy []store.Message
 }
 
 // Create applies N -> Create -> R0 (or W with no user message). The chat
@@ -80,7 +83,7 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 	}
 	status := store.ChatStatusWaiting
 	var content json.RawMessage
-	if len(p.Input.Content) > 0 {
+	if len(p.Input.Content) > 0 && len(p.Copy) == 0 {
 		status = store.ChatStatusRunning
 		var err error
 		if content, err = p.Input.encode("content"); err != nil {
@@ -102,7 +105,12 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 		return Result{}, fmt.Errorf("insert chat: %w", err)
 	}
 	t.touched = append(t.touched, c.ID)
-	if p.SystemPrompt != "" {
+	if len(p.Copy) > 0 {
+		if err := t.insertCopy(c.ID, p.Copy); err != nil {
+			return Result{}, err
+		}
+	}
+	if p.SystemPrompt != "" && len(p.Copy) == 0 {
 		sys, _ := EncodeParts([]sdk.ChatMessagePart{{Type: sdk.PartText, Text: p.SystemPrompt}})
 		if _, err := t.insertMessage(store.MessageInsertParams{
 			ChatID: c.ID, Role: store.RoleSystem, Content: sys, Visibility: store.VisibilityModel, Now: t.now,

@@ -345,6 +345,11 @@ var mxAppliers = map[chatstate.Transition]mxApplyFn{
 	chatstate.ReconcileInvalidState: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
 		return tx.ReconcileInvalidState(r.id)
 	},
+	// The active branch, through its last user message: a switch that
+	// changes no message (versions_test.go switches between branches).
+	chatstate.SwitchBranch: func(tx *chatstate.Tx, r *mxRun) (chatstate.Result, error) {
+		return tx.SwitchBranch(r.id, r.editID)
+	},
 }
 
 // mxAnswer answers the first n calls awaiting approval (all when n < 0):
@@ -797,7 +802,11 @@ func (r *mxRun) edited(t *testing.T, want ...mxMsg) {
 		require.True(t, got.Deleted, "message %d from the edited one on is soft-deleted", m.ID)
 		require.Equal(t, r.snapVersion(), got.Revision, "revision of soft-deleted message %d", m.ID)
 		deleted = append(deleted, m.ID)
-		got.Deleted, got.Revision = m.Deleted, m.Revision
+		if m.ID == r.editID && r.res.Message != nil {
+			// The replacement is a new version of it (issue 32).
+			require.Equal(t, append(slices.Clone(m.SiblingIDs), r.res.Message.ID), got.SiblingIDs, "versions of the edited message")
+		}
+		got.Deleted, got.Revision, got.SiblingIDs = m.Deleted, m.Revision, m.SiblingIDs
 		require.Equal(t, m, got, "soft-deleting message %d changes nothing else", m.ID)
 	}
 	require.NotEmpty(t, deleted)
@@ -1139,6 +1148,7 @@ var mxCases = map[mxTriple]mxCase{
 	}},
 	{mxW, chatstate.FinishError, mxE0}:     {check: mxSame},
 	{mxW, chatstate.SetArchivedTrue, mxXW}: {check: mxSame},
+	{mxW, chatstate.SwitchBranch, mxW}:     {seed: mxHistW, check: mxSame},
 
 	// E0
 	{mxE0, chatstate.SendMessageQueue, mxR0}: {check: func(t *testing.T, r *mxRun) {
@@ -1161,6 +1171,7 @@ var mxCases = map[mxTriple]mxCase{
 		r.queue(t)
 	}},
 	{mxE0, chatstate.SetArchivedTrue, mxXE0}: {check: mxSame},
+	{mxE0, chatstate.SwitchBranch, mxE0}:     {check: mxSame},
 
 	// E1: a send joins the tail and the old head is promoted.
 	{mxE1, chatstate.SendMessageQueue, mxR1}: {check: func(t *testing.T, r *mxRun) {
@@ -1192,6 +1203,7 @@ var mxCases = map[mxTriple]mxCase{
 		r.queue(t, r.q(0))
 	}},
 	{mxE1, chatstate.SetArchivedTrue, mxXE1}: {check: mxSameQ0},
+	{mxE1, chatstate.SwitchBranch, mxE1}:     {check: mxSameQ0},
 
 	// R0
 	{mxR0, chatstate.RecordGenerationAttempt, mxR0}: {check: mxSame},

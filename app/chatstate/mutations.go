@@ -20,6 +20,7 @@ const (
 	reasonNewMessage    = "a new user message arrived"
 	reasonActionTimeout = "no result was submitted before the deadline"
 	reasonReconciled    = "the chat was reconciled from an invalid state"
+	reasonForked        = "the chat was forked before it had a result"
 )
 
 // UserInput is a user turn: the content of a message or queued message.

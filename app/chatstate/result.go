@@ -35,7 +35,8 @@ type Result struct {
 	Message *store.Message
 	// Queued is SendMessage's queue row while the message stays queued.
 	Queued *store.QueuedMessage
-	// DeletedIDs are the messages EditMessage soft-deleted.
+	// DeletedIDs are the messages that left the active branch (EditMessage,
+	// RegenerateMessage, SwitchBranch): hidden, not gone.
 	DeletedIDs []int64
 	// Members are the other chats a family operation applied to, parents
 	// first: SetArchivedFamily's descendants after the change, Delete's

@@ -121,10 +121,11 @@ func (t *Tx) SendMessage(chatID uuid.UUID, in UserInput, busy BusyBehavior) (Res
 	return res, nil
 }
 
-// EditMessage replaces user message k: it clears the queue, drops active
-// work and any pending action, soft-deletes the history suffix from k on,
-// and inserts the replacement turn. The result has the replacement in
-// Message and the soft-deleted messages in DeletedIDs.
+// EditMessage adds a new version of user message k: it clears the queue,
+// drops active work and any pending action, hides the active branch from k
+// on (a branch switch shows it again, see versions.go), and inserts the
+// replacement turn, k's sibling. The result has the replacement in Message
+// and the messages that left the active branch in DeletedIDs.
 func (t *Tx) EditMessage(chatID uuid.UUID, messageID int64, in UserInput) (Result, error) {
 	content, err := in.encode("content")
 	if err != nil {
@@ -144,13 +145,7 @@ func (t *Tx) EditMessage(chatID uuid.UUID, messageID int64, in UserInput) (Resul
 	if target.Role != store.RoleUser || target.Visibility == store.VisibilityModel {
 		return Result{}, invalid("message", "only user messages can be edited (message %d is %s)", messageID, target.Role)
 	}
-	if err := t.settleRequests(chatID, messageID); err != nil {
-		return Result{}, err
-	}
-	if _, err := t.tx.QueueDeleteAll(t.ctx, chatID); err != nil {
-		return Result{}, err
-	}
-	deleted, err := t.tx.MessageSoftDeleteFrom(t.ctx, chatID, messageID)
+	deleted, err := t.hideFrom(chatID, messageID)
 	if err != nil {
 		return Result{}, err
 	}

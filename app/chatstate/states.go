@@ -144,6 +144,9 @@ const (
 	FinishError             Transition = "FinishError"
 	CancelRequiresAction    Transition = "CancelRequiresAction"
 	ReconcileInvalidState   Transition = "ReconcileInvalidState"
+	// SwitchBranch is chatd's own (issue 32): it makes another branch of
+	// the chat's message tree the active one, only while the chat is idle.
+	SwitchBranch Transition = "SwitchBranch"
 )
 
 // Ownership transitions (spec: "Ownership state transition diagram").
@@ -160,7 +163,7 @@ var AllTransitions = []Transition{
 	EditMessage, DeleteQueuedMessage, PromoteQueuedMessage, Interrupt,
 	CompleteRequiresAction, RequestCompaction, ClearContext, CommitStep,
 	EnterRequiresAction, EnterReview, EnterApproval, AnswerApproval, FinishInterruption, RecordGenerationAttempt, RecordRetryState,
-	FinishTurn, FinishError, CancelRequiresAction, ReconcileInvalidState,
+	FinishTurn, FinishError, CancelRequiresAction, ReconcileInvalidState, SwitchBranch,
 }
 
 // matrix is the execution state transition diagram: from-state ->
@@ -179,6 +182,7 @@ var matrix = map[State]map[Transition][]State{
 		ClearContext:         {StateW},
 		FinishError:          {StateE0},
 		SetArchivedTrue:      {StateXW},
+		SwitchBranch:         {StateW},
 	},
 	StateE0: {
 		SendMessageQueue:     {StateR0},
@@ -187,6 +191,7 @@ var matrix = map[State]map[Transition][]State{
 		RequestCompaction:    {StateR0},
 		ClearContext:         {StateW},
 		SetArchivedTrue:      {StateXE0},
+		SwitchBranch:         {StateE0},
 	},
 	StateE1: {
 		SendMessageQueue:     {StateR1},
@@ -196,6 +201,7 @@ var matrix = map[State]map[Transition][]State{
 		DeleteQueuedMessage:  {StateE0, StateE1},
 		PromoteQueuedMessage: {StateR0, StateR1},
 		SetArchivedTrue:      {StateXE1},
+		SwitchBranch:         {StateE1},
 	},
 	StateR0: {
 		RecordGenerationAttempt: {StateR0},

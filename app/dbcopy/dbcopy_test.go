@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -30,6 +32,7 @@ type world struct {
 	chats        []uuid.UUID
 	requests     []uuid.UUID
 	project      uuid.UUID
+	hidden       int64 // a message off its chat's active branch (chats[4])
 }
 
 // serve starts an app (no worker: nothing moves between the snapshots)
@@ -86,6 +89,20 @@ func fillWith(t *testing.T, a *app.App, url string, w *world) {
 	failed, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("doomed"), MCPServerIDs: []uuid.UUID{mcpServer.ID}})
 	require.NoError(t, err)
 	w.chats = []uuid.UUID{root, child.ID, archived.ID, failed.ID}
+
+	// Versions (issue 32): an edit leaves its first version hidden, a fork
+	// copies a branch; the copy keeps the tree (parent_id, sibling_ids, the
+	// hidden branch).
+	versioned, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("version one")})
+	require.NoError(t, err)
+	page, err := alice.ChatMessages(ctx, versioned.ID, sdk.MessagesOptions{})
+	require.NoError(t, err)
+	w.hidden = page.Messages[0].ID
+	_, err = alice.EditMessage(ctx, versioned.ID, w.hidden, sdk.EditChatMessageRequest{Content: sdk.Text("version two")})
+	require.NoError(t, err)
+	fork, err := alice.ForkChat(ctx, versioned.ID, sdk.ForkChatRequest{MessageID: w.hidden})
+	require.NoError(t, err)
+	w.chats = append(w.chats, versioned.ID, fork.ID)
 
 	// What a turn would write: an error and a tool journal entry.
 	now := time.Now().UTC()
@@ -145,6 +162,7 @@ func answers(t *testing.T, url string, w world) map[string]any {
 		get(alice, "chat "+id.String(), "/chats/"+id.String())
 		get(alice, "messages "+id.String(), "/chats/"+id.String()+"/messages")
 	}
+	get(alice, "hidden branch", "/chats/"+w.chats[4].String()+"/messages?message_id="+strconv.FormatInt(w.hidden, 10))
 	for _, id := range w.requests {
 		get(alice, "request "+id.String(), "/requests/"+id.String())
 	}
@@ -161,6 +179,7 @@ func TestCopyRoundTrip(t *testing.T) {
 	a, url, stop := serve(t, db, w.admin)
 	fillWith(t, a, url, &w)
 	want := answers(t, url, w)
+	require.Contains(t, fmt.Sprint(want["hidden branch"]), "version one", "the hidden branch reads")
 	_, schema := dbtest.PostgresSchema(t)
 	pg := dsn + " search_path=" + schema
 

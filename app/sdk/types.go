@@ -154,6 +154,10 @@ type Chat struct {
 type SearchSnippet struct {
 	MessageID int64  `json:"message_id"`
 	Text      string `json:"text"`
+	// ActiveBranch: the message is on the chat's active branch. Search
+	// covers every branch; message_id names the hit's branch (GET
+	// /chats/{chat}/messages?message_id=, POST /chats/{chat}/branch).
+	ActiveBranch bool `json:"active_branch"`
 }
 
 // ChatMessageUsage is the token accounting of a message.
@@ -185,6 +189,10 @@ type ChatMessage struct {
 	// (absent for messages sent without one, and for replies), so clients
 	// can match stream events to their requests.
 	RequestID *uuid.UUID `json:"request_id,omitempty"`
+	// ParentID and SiblingIDs place the message in its chat's tree of
+	// versions (see versions.go).
+	ParentID   *int64  `json:"parent_id"`
+	SiblingIDs []int64 `json:"sibling_ids"`
 	// RawContent, when set, is sent as content in place of Content: the
 	// server passes a stored message's JSON through without decoding it
 	// (it must be a valid JSON array of parts). Decoding never sets it;

@@ -79,6 +79,10 @@ func messageFields(m store.Message) sdk.ChatMessage {
 		ID: m.ID, ChatID: m.ChatID, CreatedBy: uuidPtr(m.CreatedBy), ModelConfigID: uuidPtr(m.ModelConfigID),
 		CreatedAt: m.CreatedAt, Role: m.Role, QueuedMessageID: m.QueuedMessageID,
 		ReasoningEffort: strPtr(m.ReasoningEffort), Compressed: m.Compressed, RequestID: uuidPtr(m.RequestID),
+		ParentID: m.ParentID, SiblingIDs: m.SiblingIDs,
+	}
+	if len(out.SiblingIDs) == 0 {
+		out.SiblingIDs = []int64{m.ID} // a row read without its versions is its only one
 	}
 	if m.Usage != nil {
 		u := sdk.ChatMessageUsage(*m.Usage)

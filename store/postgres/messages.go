@@ -10,12 +10,21 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
-// messageColumns lists the chat_messages columns in the order scanMessage
-// reads them.
-const messageColumns = `id, chat_id, role, content, visibility, compressed, deleted, revision,
+// rowColumns lists the chat_messages columns in the order scanMessage
+// reads them, before SiblingIDs.
+const rowColumns = `id, chat_id, role, content, visibility, compressed, deleted, revision,
 	queued_message_id, created_by, model_config_id, reasoning_effort,
 	input_tokens, output_tokens, total_tokens, reasoning_tokens,
-	cache_creation_tokens, cache_read_tokens, context_limit, request_id, created_at`
+	cache_creation_tokens, cache_read_tokens, context_limit, request_id, created_at,
+	parent_id, pruned`
+
+// messageColumns is what a SELECT reads: the row and its SiblingIDs.
+const messageColumns = rowColumns + `, ` + siblingsColumn
+
+// returningColumns is what an INSERT or UPDATE returns: a RETURNING
+// subquery sees the table as it was before the statement, so the siblings
+// are read after it (withSiblings).
+const returningColumns = rowColumns + `, NULL::bigint[]`
 
 func scanMessage(row pgx.Row) (store.Message, error) {
 	var (
@@ -27,7 +36,7 @@ func scanMessage(row pgx.Row) (store.Message, error) {
 		&m.ID, &m.ChatID, &m.Role, &content, &m.Visibility, &m.Compressed, &m.Deleted, &m.Revision,
 		&m.QueuedMessageID, &m.CreatedBy, &m.ModelConfigID, &m.ReasoningEffort,
 		&usage[0], &usage[1], &usage[2], &usage[3], &usage[4], &usage[5], &usage[6],
-		&m.RequestID, &m.CreatedAt,
+		&m.RequestID, &m.CreatedAt, &m.ParentID, &m.Pruned, &m.SiblingIDs,
 	)
 	if err != nil {
 		return store.Message{}, translate(err)
@@ -80,14 +89,15 @@ func (t *tx) MessageInsert(ctx context.Context, p store.MessageInsertParams) (st
 			chat_id, role, content, visibility, compressed, queued_message_id, created_by,
 			model_config_id, reasoning_effort, input_tokens, output_tokens, total_tokens,
 			reasoning_tokens, cache_creation_tokens, cache_read_tokens, context_limit, request_id,
-			created_at
-		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
-		RETURNING `+messageColumns,
+			created_at, parent_id
+		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18,
+			(SELECT max(id) FROM chat_messages WHERE chat_id = $1 AND NOT deleted))
+		RETURNING `+returningColumns,
 		p.ChatID, p.Role, p.Content, visibility, p.Compressed, p.QueuedMessageID, p.CreatedBy,
 		p.ModelConfigID, p.ReasoningEffort, usage[0], usage[1], usage[2],
 		usage[3], usage[4], usage[5], usage[6], p.RequestID, p.Now,
 	)
-	m, err := scanMessage(row)
+	m, err := t.withSiblings(ctx, row)
 	if err != nil {
 		return store.Message{}, fmt.Errorf("insert message in chat %s: %w", p.ChatID, err)
 	}
@@ -118,8 +128,8 @@ func (t *tx) MessageUpdate(ctx context.Context, chatID uuid.UUID, id int64, p st
 	}
 	query := `UPDATE chat_messages SET ` + sets +
 		` WHERE chat_id = ` + a.add(chatID) + ` AND id = ` + a.add(id) +
-		` RETURNING ` + messageColumns
-	m, err := scanMessage(t.tx.QueryRow(ctx, query, a...))
+		` RETURNING ` + returningColumns
+	m, err := t.withSiblings(ctx, t.tx.QueryRow(ctx, query, a...))
 	if err != nil {
 		return store.Message{}, fmt.Errorf("update message %d of chat %s: %w", id, chatID, err)
 	}

@@ -19,7 +19,7 @@ import (
 
 // searchable is the partial index's predicate: live user and assistant
 // messages people see.
-const searchable = `NOT deleted AND role IN ('user', 'assistant') AND visibility <> 'model'`
+const searchable = `NOT pruned AND role IN ('user', 'assistant') AND visibility <> 'model'`
 
 // shortWindow is the bounded scan of a term too short for the trigram
 // index: the newest store.SearchShortScan searchable messages (the same

@@ -17,7 +17,8 @@ import (
 const messageColumns = `id, chat_id, role, content, visibility, compressed, deleted, revision,
 	queued_message_id, created_by, model_config_id, reasoning_effort,
 	input_tokens, output_tokens, total_tokens, reasoning_tokens,
-	cache_creation_tokens, cache_read_tokens, context_limit, request_id, created_at`
+	cache_creation_tokens, cache_read_tokens, context_limit, request_id, created_at,
+	parent_id, pruned, ` + siblingsColumn
 
 func scanMessage(row rowScanner) (store.Message, error) {
 	var (
@@ -27,10 +28,14 @@ func scanMessage(row rowScanner) (store.Message, error) {
 		compressed, deleted       int
 		revision, queued          sql.NullInt64
 		usage                     [7]sql.NullInt64
+		parent                    sql.NullInt64
+		pruned                    int
+		siblings                  sql.NullString
 	)
 	err := row.Scan(&m.ID, &chatID, &m.Role, &content, &m.Visibility, &compressed, &deleted,
 		&revision, &queued, &createdBy, &modelID, &m.ReasoningEffort, &usage[0], &usage[1],
-		&usage[2], &usage[3], &usage[4], &usage[5], &usage[6], &reqID, &created)
+		&usage[2], &usage[3], &usage[4], &usage[5], &usage[6], &reqID, &created,
+		&parent, &pruned, &siblings)
 	if err != nil {
 		return store.Message{}, translate(err)
 	}
@@ -47,6 +52,14 @@ func scanMessage(row rowScanner) (store.Message, error) {
 	m.Compressed = compressed != 0
 	m.Deleted = deleted != 0
 	m.Revision = revision.Int64
+	if parent.Valid {
+		p := parent.Int64
+		m.ParentID = &p
+	}
+	m.Pruned = pruned != 0
+	if m.SiblingIDs, err = parseIDs(siblings.String); err != nil {
+		return store.Message{}, err
+	}
 	if queued.Valid {
 		q := queued.Int64
 		m.QueuedMessageID = &q
@@ -100,8 +113,9 @@ func (t *tx) MessageInsert(ctx context.Context, p store.MessageInsertParams) (st
 			chat_id, role, content, visibility, compressed, queued_message_id, created_by,
 			model_config_id, reasoning_effort, input_tokens, output_tokens, total_tokens,
 			reasoning_tokens, cache_creation_tokens, cache_read_tokens, context_limit, request_id,
-			created_at
-		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			created_at, parent_id
+		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+			(SELECT max(id) FROM chat_messages WHERE chat_id = ?1 AND deleted = 0))
 		RETURNING id`,
 		p.ChatID.String(), p.Role, nullJSON(p.Content), visibility, boolInt(p.Compressed),
 		nullInt(p.QueuedMessageID), nullUUID(p.CreatedBy), nullUUID(p.ModelConfigID), p.ReasoningEffort,

@@ -33,7 +33,7 @@ const messageBody = `(SELECT group_concat(json_extract(p.value, '$.text'), char(
 // messageSearchable is whether message m belongs in the index.
 // (A row that is not JSON, which the store never writes, is left out
 // rather than failing every flush after it.)
-const messageSearchable = `m.deleted = 0 AND m.role IN ('user', 'assistant') AND m.visibility <> 'model'
+const messageSearchable = `m.pruned = 0 AND m.role IN ('user', 'assistant') AND m.visibility <> 'model'
 	AND CASE WHEN json_valid(m.content) THEN json_type(m.content) = 'array' ELSE 0 END`
 
 // pendingBodies are the searchable messages not indexed yet, as rows of

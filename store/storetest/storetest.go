@@ -98,6 +98,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ProvidersAndModelConfigs", testProvidersAndModelConfigs},
 		{"Files", testFiles},
 		{"OwnerCounts", testOwnerCounts},
+		{"MessageTree", testMessageTree}, {"MessageTreePruned", testMessageTreePruned},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

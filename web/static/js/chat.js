@@ -18,6 +18,7 @@ import { ApprovalCard } from './approval.js';
 import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } from './send.js';
 import { ToolsPopover, MCPNotice, onMCP } from './mcp.js';
 import { Outcomes } from './outcomes.js';
+import * as versions from './versions.js';
 
 const STALE_PREVIEW_MS = 1500;
 
@@ -89,7 +90,15 @@ export class ChatView {
       onSaveEdit: (m, text) => this.saveEdit(m, text),
       onCancelEdit: () => this.cancelEdit(),
       onContinue: () => this.sendMessage('Continue', 'queue', false),
-      onRegenerate: () => this.retryLast(),
+      onRegenerate: (replyId) => replyId ? versions.regenerate(this.id, replyId, this.modelFields()) : this.retryLast(),
+      onSwitch: (id, label) => {
+        this.thread.refocus = { id, label };
+        versions.switchBranch(this.id, id).then((ok) => { if (!ok) this.thread.refocus = null; });
+      },
+      onFork: async (m) => {
+        const c = await versions.fork(this.id, m.id);
+        if (c) this.app.navigate(`/chats/${c.id}`);
+      },
     });
     this.outcomes = new Outcomes(() => this.scheduleRender());
     this.banner = new ErrorBanner({

@@ -47,6 +47,7 @@ const ICONS = {
   copy: 'M9 9h10v10H9zM5 15V5h10',
   check: 'M5 12.5l4.5 4.5L19 7.5',
   edit: 'M4 20h4L19 9l-4-4L4 16zM13.5 6.5l4 4',
+  fork: 'M7 4v6a4 4 0 0 0 4 4h2a4 4 0 0 1 4 4v2M17 4v6M7 14v6',
   pin: 'M9 4h6M10 4v5l-3 4h10l-3-4V4M12 13v7',
   archive: 'M4 5h16v4H4zM6 9v10h12V9M10 13h4',
   unarchive: 'M4 5h16v4H4zM6 9v10h12V9M12 17v-5M9.5 14.5L12 12l2.5 2.5',

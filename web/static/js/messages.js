@@ -187,9 +187,11 @@ export function userMessage(m, actions, note = null) {
     text ? bubble : null,
     fileChips(m.content),
     h('div', { class: 'msg-actions' },
+      actions.versions ? actions.versions(m) : null,
       h('span', { class: 'msg-time', text: formatTime(m.created_at) }),
       actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget)),
-      actions.edit ? actionButton('Edit message', 'edit', () => actions.edit(m)) : null),
+      actions.edit ? actionButton('Edit message', 'edit', () => actions.edit(m)) : null,
+      actions.fork ? actionButton('Fork from here', 'fork', () => actions.fork(m)) : null),
     note ? turnNote(note, actions) : null);
 }
 
@@ -214,7 +216,7 @@ export function userEditor(m, onSave, onCancel) {
   const node = h('div', { class: 'msg msg-user editing', dataset: { id: m.id } },
     h('div', { class: 'edit-box' }, ta,
       h('div', { class: 'edit-actions' },
-        h('span', { class: 'edit-hint', text: 'Messages after this one are replaced.' }),
+        h('span', { class: 'edit-hint', text: 'A new version: the current one stays a click away.' }),
         h('button', { type: 'button', class: 'btn ghost', onclick: onCancel }, 'Cancel'),
         h('button', { type: 'button', class: 'btn primary', onclick: save }, 'Save & rerun'))));
   requestAnimationFrame(() => {
@@ -237,9 +239,19 @@ export function assistantMessage(m, ctx, actions, extra = {}) {
   return h('div', { class: 'msg msg-assistant' + (extra.stopped ? ' stopped' : ''), dataset: { id: m.id } },
     partsNodes(m.content || [], { ...ctx, reasoningSeconds: ctx.reasoningFor(m) }, false),
     extra.stopped ? turnNote({ kind: 'stopped', canContinue: extra.canContinue }, actions) : null,
-    text || extra.canRegenerate ? h('div', { class: 'msg-actions' },
-      text ? actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget)) : null,
-      extra.canRegenerate ? actionButton('Regenerate', 'retry', () => actions.regenerate()) : null) : null);
+    actionsRow(m, text, actions, extra));
+}
+
+// actionsRow is an assistant message's actions (none on a step without
+// text, unless it has versions or is the one to regenerate).
+function actionsRow(m, text, actions, extra) {
+  const versions = actions.versions ? actions.versions(m) : null;
+  if (!text && !extra.canRegenerate && !versions) return null;
+  return h('div', { class: 'msg-actions' },
+    versions,
+    text ? actionButton('Copy message', 'copy', (e) => actions.copy(text, e.currentTarget)) : null,
+    extra.canRegenerate ? actionButton('Regenerate', 'retry', () => actions.regenerate(m)) : null,
+    actions.fork ? actionButton('Fork from here', 'fork', () => actions.fork(m)) : null);
 }
 
 // orphanResults renders a tool message whose calls are not on screen.

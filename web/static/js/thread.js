@@ -10,6 +10,7 @@ import { messageText } from './api.js';
 import * as render from './messages.js';
 import { mcpVersion } from './mcp.js';
 import { OlderPages } from './older.js';
+import { switcher, firstReplies, refocus } from './versions.js';
 
 // toolsSig is part of a message's signature: tool cards show MCP details
 // (server, effect) from a list that arrives or changes after the message.
@@ -222,8 +223,11 @@ export class Thread {
       copy: async (text, btn) => { if (await copyText(text)) flashCopied(btn); },
       edit: (m) => hd.onEdit(m),
       continue: () => hd.onContinue(),
-      regenerate: () => hd.onRegenerate(),
+      regenerate: (m) => hd.onRegenerate(replyOf.get(m.id) != null ? firstReply.get(replyOf.get(m.id)) : m.id),
+      versions: hd.onSwitch ? (m) => switcher(m, hd.onSwitch, !idle) : null,
+      fork: hd.onFork ? (m) => hd.onFork(m) : null,
     };
+    const firstReply = firstReplies(msgs);
     const waitSig = [...waitingIds].join(',') + '|' + [...approvalIds].join(',');
 
     // Remember how long live reasoning took, for the committed message.
@@ -263,7 +267,7 @@ export class Thread {
           ? { kind: 'failed', text: (o.last_error && o.last_error.message) || 'The turn failed.' }
           : stoppedStatus(m) && !lastReply.has(m.id) ? { kind: 'stopped', canContinue: isLast && idle } : null;
         items.push({
-          key: 'u' + m.id, sig: JSON.stringify([m.content, editing, note]),
+          key: 'u' + m.id, sig: JSON.stringify([m.content, editing, note, m.sibling_ids, idle]),
           make: () => editing ? render.userEditor(m, (text) => hd.onSaveEdit(m, text), () => hd.onCancelEdit()) : render.userMessage(m, actions, note),
         });
       } else if (m.role === 'assistant') {
@@ -278,7 +282,7 @@ export class Thread {
           canRegenerate: last && idle && !!u,
         };
         items.push({
-          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved, toolsSig(m), extra]),
+          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved, toolsSig(m), extra, m.sibling_ids, idle]),
           make: () => {
             const node = render.assistantMessage(m, ctx, actions, extra);
             if (isSaved) {
@@ -308,6 +312,8 @@ export class Thread {
         h('p', { class: 'muted', text: 'Send a message below to start; replies stream in as they are written.' })) });
     }
     this.reconcile(items);
+    // After a switch from the keyboard, the focus follows to the version shown.
+    if (this.refocus && refocus(this.scroller, this.refocus.id, this.refocus.label)) this.refocus = null;
     if (this.jumpTo && msgs.length) {
       const id = this.jumpTo;
       const hit = this.nodes.get('u' + id) || this.nodes.get('a' + id);
