@@ -98,6 +98,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ProvidersAndModelConfigs", testProvidersAndModelConfigs},
 		{"Files", testFiles},
 		{"OwnerCounts", testOwnerCounts},
+		{"UsageLedger", testUsageLedger}, {"UserBudgets", testUserBudgets},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
