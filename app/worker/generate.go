@@ -380,7 +380,7 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 		if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{
 			Role: store.RoleAssistant, Content: content, ModelConfigID: uuid.NullUUID{UUID: model.ID, Valid: model.ID != uuid.Nil},
 			ReasoningEffort: req.ReasoningEffort, Usage: usage,
-		}}}); err != nil {
+		}}, Charge: charge(model, store.UsageKindStep, resp.Usage)}); err != nil {
 			return err
 		}
 		if !finishes {
@@ -723,7 +723,8 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 	}
 	triplet = append(triplet, userContext...)
 	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
-		if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: triplet, Compaction: true}); err != nil {
+		st := chatstate.Step{Messages: triplet, Compaction: true, Charge: charge(model, store.UsageKindCompaction, resp.Usage)}
+		if _, err := t.CommitStep(r.chatID, st); err != nil {
 			return err
 		}
 		if hookErr != nil {

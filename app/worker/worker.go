@@ -146,6 +146,8 @@ type Model struct {
 	// the percent of ContextLimit that triggers automatic compaction (0 =
 	// the deployment's CHATD_COMPACT_THRESHOLD_PERCENT).
 	CompactThresholdPercent int
+	// Price is the model config's price, for the usage ledger's cost.
+	Price Price
 }
 
 // compactThreshold is the percent of the model's window that triggers
