@@ -45,6 +45,9 @@ type view struct {
 	// decided for them); ownerErr why it could not be read.
 	owner    store.User
 	ownerErr error
+	// overBudget is why the owner may not start another model step (nil:
+	// they may), read in the same snapshot.
+	overBudget error
 }
 
 // load reads the chat's prompt-relevant history.
@@ -92,6 +95,11 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 		}
 		if err := v.loadProject(ctx, tx); err != nil {
 			return err
+		}
+		if r.w.deps.Budget != nil {
+			if v.overBudget, err = r.w.deps.Budget.Over(ctx, tx, c.OwnerID); err != nil {
+				return fmt.Errorf("read the budget of user %s: %w", c.OwnerID, err)
+			}
 		}
 		// Last: a failed read of the owner leaves out MCP tools, not the step.
 		v.owner, v.ownerErr = tx.UserGet(ctx, c.OwnerID)
@@ -317,6 +325,16 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 	if v.complete() || v.steps() >= r.w.cfg.MaxSteps {
 		step.set(actionAttr("finish"))
 		return r.stopTurn(ctx, f, v)
+	}
+	if v.overBudget != nil {
+		// The step that went over has committed; the turn stops here with
+		// the reason on the chat (nothing is lost: a new prompt continues
+		// once the budget resets).
+		step.set(actionAttr("error"))
+		return r.commit(ctx, f, func(t *chatstate.Tx) error {
+			_, err := t.FinishError(r.chatID, sdk.ChatError{Message: v.overBudget.Error(), Kind: sdk.ChatErrorBudget})
+			return err
+		})
 	}
 	pctx, prep := r.stage(ctx, StagePrepare)
 	model, err := r.w.deps.Models.Resolve(v.modelID())

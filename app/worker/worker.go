@@ -203,6 +203,16 @@ type Deps struct {
 	Memory Memory
 	// Files removes unreferenced uploads (nil: no retention loop).
 	Files FileRemover
+	// Budget judges the chat owner's usage budget before each model step
+	// (nil: no budgets); app/usage implements it.
+	Budget Budget
+}
+
+// Budget refuses a model step of a user who is over a usage budget: Over
+// returns an error that says which limit and when it resets (nil: not
+// over), or err when the budget could not be read.
+type Budget interface {
+	Over(ctx context.Context, tx store.Reader, userID uuid.UUID) (over, err error)
 }
 
 // Worker is one replica's chat worker.
