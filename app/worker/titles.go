@@ -106,7 +106,12 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 	bg = withStageIdentity(bg, stageIdentity{rec: w.rec, scope: ScopeBackground, kind: kind, chat: chatAttr})
 	for attempt := int64(1); ; attempt++ {
 		sctx, st := w.rec.start(bg, StageStream, ScopeBackground, kind, time.Time{}, chatAttr)
-		resp, err = model.Provider.Stream(sctx, req, nil)
+		// The span carries its model like a turn's; the metrics keep the
+		// background scope without model labels.
+		st.set(identityOf(model, "").attrs()...)
+		gctx, call := w.genai.call(sctx, model.Provider.Name(), req, w.clock.Now())
+		resp, err = model.Provider.Stream(gctx, req, nil)
+		call.end(gctx, resp, err, w.clock.Now())
 		st.end(err)
 		var perr *llm.Error
 		if err == nil || !errors.As(llm.Classify(model.Provider.Name(), err), &perr) || !perr.Retryable ||
