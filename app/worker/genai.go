@@ -58,7 +58,7 @@ type genAICall struct {
 }
 
 // call opens the client span of a chat call of model on provider.
-func (g genAI) call(ctx context.Context, provider string, req llm.Request, now time.Time) (context.Context, *genAICall) {
+func (g genAI) call(ctx context.Context, provider string, req llm.Request, now time.Time, extra ...attribute.KeyValue) (context.Context, *genAICall) {
 	attrs := []attribute.KeyValue{
 		semconv.GenAIOperationNameKey.String(string(genaiconv.OperationNameChat)),
 		semconv.GenAIProviderNameKey.String(provider),
@@ -67,6 +67,7 @@ func (g genAI) call(ctx context.Context, provider string, req llm.Request, now t
 	if req.MaxOutputTokens > 0 {
 		attrs = append(attrs, semconv.GenAIRequestMaxTokens(req.MaxOutputTokens))
 	}
+	attrs = append(attrs, extra...)
 	if g.content {
 		if raw, err := json.Marshal(req.Messages); err == nil {
 			attrs = append(attrs, semconv.GenAIInputMessagesKey.String(string(raw)))
@@ -134,10 +135,16 @@ func errorType(err error) string {
 }
 
 // tool opens the execute_tool span of one server-side tool run.
-func (g genAI) tool(ctx context.Context, name, callID string) (context.Context, trace.Span) {
-	return g.tracer.Start(ctx, string(genaiconv.OperationNameExecuteTool)+" "+name, trace.WithAttributes(
+func (g genAI) tool(ctx context.Context, name, callID string, extra ...attribute.KeyValue) (context.Context, trace.Span) {
+	return g.tracer.Start(ctx, string(genaiconv.OperationNameExecuteTool)+" "+name, trace.WithAttributes(append([]attribute.KeyValue{
 		semconv.GenAIOperationNameKey.String(string(genaiconv.OperationNameExecuteTool)),
 		semconv.GenAIToolName(name), semconv.GenAIToolCallID(callID),
 		semconv.GenAIToolTypeKey.String("function"),
-	))
+	}, extra...)...))
+}
+
+// spanScope is what every span of the runner's turn carries: its scope,
+// chat kind and chat id.
+func (r *runner) spanScope() []attribute.KeyValue {
+	return []attribute.KeyValue{attribute.String("scope", ScopeTurn), attribute.String("chat_kind", r.kind), r.chatAttr()}
 }

@@ -549,8 +549,10 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 		sctx, stream := r.stage(callCtx, StageStream)
 		stream.onModel(id)
 		first, think := r.firstToken(sctx, id), r.thinking(sctx, id)
-		gctx, call := r.w.genai.call(sctx, model.Provider.Name(), req, r.w.clock.Now())
-		resp, err = model.Provider.Stream(gctx, req, func(p sdk.ChatMessagePart) { first.part(p); think.part(p); _ = buf.AddPart(ep, p) })
+		// The GenAI client span sits beside the stage spans of the stream
+		// (provider_attempt, time_to_first_token stay the stream's).
+		gctx, call := r.w.genai.call(sctx, model.Provider.Name(), req, r.w.clock.Now(), r.spanScope()...)
+		resp, err = model.Provider.Stream(sctx, req, func(p sdk.ChatMessagePart) { first.part(p); think.part(p); _ = buf.AddPart(ep, p) })
 		call.end(gctx, resp, err, r.w.clock.Now())
 		first.done(err)
 		think.done()

@@ -259,7 +259,7 @@ func effectOf(t tools.Tool) string {
 // class and outcome (error: it failed to run, a Run error or a panic).
 func (r *runner) runTool(ctx context.Context, tool tools.Tool, callID string, args json.RawMessage) (json.RawMessage, error) {
 	ctx, st := r.stage(ctx, StageToolCall, attribute.String("tool_name", tool.Name()))
-	ctx, span := r.w.genai.tool(ctx, tool.Name(), callID)
+	ctx, span := r.w.genai.tool(ctx, tool.Name(), callID, r.spanScope()...)
 	out, err := runTool(ctx, tool, args)
 	if err != nil {
 		span.SetStatus(codes.Error, err.Error())

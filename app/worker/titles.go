@@ -109,8 +109,9 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 		// The span carries its model like a turn's; the metrics keep the
 		// background scope without model labels.
 		st.set(identityOf(model, "").attrs()...)
-		gctx, call := w.genai.call(sctx, model.Provider.Name(), req, w.clock.Now())
-		resp, err = model.Provider.Stream(gctx, req, nil)
+		gctx, call := w.genai.call(sctx, model.Provider.Name(), req, w.clock.Now(),
+			attribute.String("scope", ScopeBackground), attribute.String("chat_kind", kind), chatAttr)
+		resp, err = model.Provider.Stream(sctx, req, nil)
 		call.end(gctx, resp, err, w.clock.Now())
 		st.end(err)
 		var perr *llm.Error
