@@ -30,8 +30,8 @@ import (
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/sdk"
-	"github.com/chatd/chatd/app/usage"
 	"github.com/chatd/chatd/app/tools"
+	"github.com/chatd/chatd/app/usage"
 	"github.com/chatd/chatd/store"
 )
 

@@ -54,7 +54,7 @@ const (
 type Config struct {
 	// TraceContent puts message contents on the GenAI spans
 	// (gen_ai.input.messages, gen_ai.output.messages); off by default.
-	TraceContent bool
+	TraceContent      bool
 	AcquireInterval   time.Duration
 	SyncInterval      time.Duration
 	HeartbeatInterval time.Duration
