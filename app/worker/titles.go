@@ -161,8 +161,14 @@ func cleanTitle(parts []sdk.ChatMessagePart) string {
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		text = text[:i]
 	}
-	text = strings.TrimSpace(strings.TrimPrefix(text, "Title:"))
+	if strings.HasPrefix(text, "```") {
+		return "" // a code block, not a title
+	}
+	text = strings.NewReplacer("**", "", "__", "").Replace(text)
 	text = strings.Trim(text, " \t\"'`*#>.")
+	if len(text) >= 6 && strings.EqualFold(text[:6], "title:") {
+		text = strings.Trim(text[6:], " \t\"'`*#>.")
+	}
 	if text == "" || strings.ContainsAny(text, "<>{}[]`|\\") {
 		return ""
 	}

@@ -135,6 +135,8 @@ export class UsageView {
         h('p', { class: 'usage-total', text: `This month: ${formatTokens(days.total.input_tokens)} input and ${formatTokens(days.total.output_tokens)} output tokens, cost ${formatCost(days.total.cost)}.` }),
         this.budget(days.budget),
         h('h2', { text: 'Per day' }),
+        h('p', { class: 'usage-legend muted' }, h('span', { class: 'swatch input' }), 'input tokens ',
+          h('span', { class: 'swatch output' }), 'output tokens'),
         chart(days.rows, monthDays(days.from, days.to)),
         h('h2', { text: 'Per model' }),
         models.rows.length ? table('Per model', ['Model', ...COLUMNS], models.rows.map((r) => [r.model, ...numbers(r)]))
