@@ -42,6 +42,7 @@ import (
 	"github.com/chatd/chatd/app/telemetry"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/ui"
+	"github.com/chatd/chatd/app/usage"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/open"
@@ -85,6 +86,7 @@ type App struct {
 	tokens     *auth.Tokens
 	projects   *projects.Service // projects and their memory (not chat state)
 	handler    http.Handler
+	usage      *usage.Service
 	authed     func(*http.Request) bool // valid credentials, for the connection cap
 	firstToken string                   // printed once on a first start without a bootstrap token
 
@@ -244,19 +246,24 @@ func (a *App) init(ctx context.Context) error {
 	for _, t := range a.cfg.Tools {
 		reg.Add(t)
 	}
-	tp := a.cfg.TracerProvider
-	if tp == nil {
+	tp, mp := a.cfg.TracerProvider, a.cfg.MeterProvider
+	if tp == nil && mp == nil {
 		if a.tracing, err = telemetry.FromEnv(ctx, os.Getenv); err != nil {
 			return fmt.Errorf("tracing (OTEL_*): %w", err)
 		}
-		tp = a.tracing.Provider
+		tp, mp = a.tracing.Provider, a.tracing.Meter
 	}
+	budget, err := a.cfg.Budget()
+	if err != nil {
+		return err
+	}
+	a.usage = usage.New(a.store, a.clock, budget)
 	a.projects = projects.New(a.store, a.clock, a.cfg.Projects)
 	wdeps := worker.Deps{
 		Tracer:  tp,
 		Machine: a.machine, Store: a.store, Pubsub: a.pubsub, Buffer: a.buffer, Models: workerModels{a.models},
 		Tools: reg, Clock: a.clock, Log: a.log, Metrics: worker.NewMetrics(a.metrics.Registry),
-		Memory: a.projects,
+		Memory: a.projects, Meter: mp, Budget: a.usage,
 	}
 	fileStore := files.New(a.store, a.clock, a.cfg.Files)
 	wdeps.Files = fileStore
@@ -302,6 +309,7 @@ func (a *App) init(ctx context.Context) error {
 		Files:        fileStore,
 		Hooks:        wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
 		Backup:       a.backup(),
+		Usage:        a.usage,
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)

@@ -88,7 +88,7 @@ func (w workerModels) Resolve(id uuid.NullUUID) (worker.Model, error) {
 	}
 	return worker.Model{ID: m.Config.ID, Provider: m.Client, Name: m.Config.Model, ContextLimit: m.ContextLimit,
 		ReasoningEffort: m.ReasoningEffort, MaxOutputTokens: m.MaxOutputTokens,
-		CompactThresholdPercent: int(m.Config.CompressionThreshold)}, nil
+		CompactThresholdPercent: int(m.Config.CompressionThreshold), Price: workerPrice(m.Price())}, nil
 }
 
 // randomSecretKey is the key of an app built over a store without a
@@ -340,4 +340,12 @@ func mcpAPIError(err error) error {
 		}
 	}
 	return err
+}
+
+// workerPrice is a model config's price for the usage ledger.
+func workerPrice(p *sdk.ModelPrice) worker.Price {
+	if p == nil {
+		return worker.Price{}
+	}
+	return worker.Price{InputPerMillion: p.InputPerMillion, OutputPerMillion: p.OutputPerMillion}
 }

@@ -71,6 +71,7 @@ type Store interface {
 type Reader interface {
 	ProjectReader
 	VersionReader
+	UsageReader
 
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -222,6 +223,7 @@ type Reader interface {
 type Tx interface {
 	Reader
 	ProjectTx
+	UsageTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 

@@ -8,6 +8,7 @@ import (
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/wire"
+	"github.com/chatd/chatd/store"
 )
 
 // chatAction runs a body-less transition and answers with the chat.
@@ -20,7 +21,17 @@ func (s *Server) chatAction(w http.ResponseWriter, r *http.Request, c *caller, f
 	if err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusOK, wire.ToChat(chat))
+	out := wire.ToChat(chat)
+	// The chat object carries its usage totals, as GET /chats/{chat} does.
+	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
+		var err error
+		out.Usage, err = chatUsage(r.Context(), tx, id)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, out)
 	return nil
 }
 

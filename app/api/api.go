@@ -31,6 +31,7 @@ import (
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
+	"github.com/chatd/chatd/app/usage"
 	"github.com/chatd/chatd/store"
 )
 
@@ -123,6 +124,8 @@ type Deps struct {
 	// returns the snapshot open at its start (nil: PostgreSQL, the route
 	// points to pg_dump).
 	Backup func(ctx context.Context) (*os.File, error)
+	// Usage judges budgets (nil: none are enforced; reports still work).
+	Usage *usage.Service
 }
 
 // Server is the HTTP API.
@@ -194,6 +197,7 @@ func (s *Server) routes() {
 	chat("POST", "/chats/{chat}/clear", s.clear)
 	chat("POST", "/chats/{chat}/reconcile-invalid", s.reconcileInvalid)
 	chat("GET", "/users/me", s.me)
+	s.usageRoutes()
 	chat("GET", "/requests/{request_id}", s.lookupRequest)
 	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)

@@ -113,6 +113,11 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 			ModelConfigID: model, ReasoningEffort: req.ReasoningEffort, FileCap: s.fileCap()},
 		Title: strings.TrimSpace(req.Title), TitleSource: store.TitleSourceUser,
 	}
+	if len(parts) > 0 {
+		if err := s.checkBudget(r.Context(), c.user.ID, requestID); err != nil {
+			return err
+		}
+	}
 	// Lifecycle hooks see the chat's id before it exists; the prompt may
 	// come back replaced, so the fallback title follows the admission.
 	p.ID = uuid.New()
@@ -361,6 +366,9 @@ func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) erro
 			return err
 		}
 		out = wire.ToChat(chat)
+		if out.Usage, err = chatUsage(r.Context(), tx, chat.ID); err != nil {
+			return err
+		}
 		family, err := tx.ChatDescendants(r.Context(), chat.Root())
 		for _, f := range family {
 			if f.ParentChatID.Valid && f.ParentChatID.UUID == id {

@@ -109,6 +109,9 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err != nil {
 		return err
 	}
+	if err := s.checkChatBudget(r, c, id, requestID); err != nil {
+		return err
+	}
 	if in, err = s.admitToChat(r, c, id, requestID, "", in); err != nil {
 		return err
 	}
@@ -207,6 +210,9 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 		return err
 	}
 	// An edit starts the conversation over from the message: a new session.
+	if err := s.checkChatBudget(r, c, id, uuid.NullUUID{}); err != nil {
+		return err
+	}
 	if in, err = s.admitToChat(r, c, id, uuid.NullUUID{}, hooks.SessionEdit, in); err != nil {
 		return err
 	}

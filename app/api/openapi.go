@@ -90,6 +90,8 @@ var operations = []operation{
 	{method: "POST", path: "/users", summary: "Create a user (admin)", request: sdk.CreateUserRequest{}, status: 201, response: sdk.User{}},
 	{method: "PATCH", path: "/users/{user}", summary: "Update a user", request: sdk.UpdateUserRequest{}, status: 200, response: sdk.User{}},
 	{method: "GET", path: "/users/{user}/tokens", summary: "List a user's tokens", status: 200, response: []sdk.APIKey{}},
+	{method: "GET", path: "/users/{user}/usage", summary: "A user's token usage and cost (from, to, group_by=day|model|chat) and budget state", status: 200, response: sdk.UsageResponse{}},
+	{method: "GET", path: "/usage", summary: "Everyone's token usage and cost (admin; group_by=user|day|model|chat)", status: 200, response: sdk.UsageResponse{}},
 	{method: "POST", path: "/users/{user}/tokens", summary: "Create a token", request: sdk.CreateTokenRequest{}, status: 201, response: sdk.GenerateAPIKeyResponse{}},
 	{method: "DELETE", path: "/users/{user}/tokens/{token}", summary: "Revoke a token", status: 204},
 	{method: "POST", path: "/files", summary: "Upload a file (raw body with its Content-Type, or multipart field file)", status: 201, response: sdk.UploadFileResponse{}},

@@ -112,6 +112,9 @@ func (s *Server) patchUser(w http.ResponseWriter, r *http.Request, c *caller) er
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
+	if err := s.patchBudget(r.Context(), u.ID, req.Budget); err != nil {
+		return err
+	}
 	u, err = s.deps.Tokens.UpdateUser(r.Context(), u.ID, auth.UserPatch{Disabled: req.Disabled, Admin: req.Admin})
 	if errors.Is(err, store.ErrNotFound) {
 		return errUserNotFound

@@ -107,6 +107,12 @@ func (t *Tokens) RevokeToken(ctx context.Context, token string) error {
 	return RevokeToken(ctx, t.store, token)
 }
 
+// SetBudget sets a user's own budget (nil: the defaults apply again);
+// store.ErrNotFound when there is no such user.
+func (t *Tokens) SetBudget(ctx context.Context, userID uuid.UUID, b *store.Budget, now time.Time) error {
+	return t.store.InTx(ctx, func(tx store.Tx) error { return tx.UserBudgetSet(ctx, userID, b, now) })
+}
+
 // Bootstrap prepares the admin user at start. With a bootstrap token, the
 // admin exists with exactly that token (idempotent across restarts), every
 // other bootstrap token of the admin (a previous CHATD_BOOTSTRAP_TOKEN) is

@@ -17,6 +17,9 @@ type Step struct {
 	// Compaction marks a compaction step: it consumes the one-shot
 	// compaction request in the same transaction.
 	Compaction bool
+	// Charge is the usage of the provider call that produced the step
+	// (nil: none); it is recorded with the step, once.
+	Charge *Charge
 }
 
 // CommitStep inserts one step's messages while remaining running; they are
@@ -26,8 +29,14 @@ func (t *Tx) CommitStep(chatID uuid.UUID, st Step) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if _, err := t.insertSuffix(chatID, st.Messages); err != nil {
+	inserted, err := t.insertSuffix(chatID, st.Messages)
+	if err != nil {
 		return Result{}, err
+	}
+	if st.Charge != nil {
+		if err := t.recordCharge(s.chat, stepUsageKey(s.chat), *st.Charge, inserted); err != nil {
+			return Result{}, err
+		}
 	}
 	if st.Compaction {
 		if err := t.update(chatID, store.ChatPatch{CompactionRequestedAt: store.Some[*time.Time](nil)}); err != nil {

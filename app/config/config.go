@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatd/chatd/app/api"
@@ -18,6 +22,7 @@ import (
 	"github.com/chatd/chatd/app/projects"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
+	"github.com/chatd/chatd/store"
 )
 
 // Defaults for Config's zero values.
@@ -175,6 +180,44 @@ type Config struct {
 	// OTEL_EXPORTER_OTLP_ENDPOINT or its _TRACES_ variant is set; see
 	// app/telemetry). Tests pass an SDK provider with an in-memory exporter.
 	TracerProvider trace.TracerProvider
+	// MeterProvider receives the GenAI metrics (gen_ai.client.*). With
+	// TracerProvider nil too, both come from the OTEL_* variables.
+	MeterProvider metric.MeterProvider
+
+	// Budget defaults: every user's limits unless an admin set their own
+	// (0 or "": no limit of that kind). Costs are decimals in the currency
+	// of the model configs' prices.
+	BudgetTokensPerDay   int64
+	BudgetTokensPerMonth int64
+	BudgetCostPerDay     string
+	BudgetCostPerMonth   string
+}
+
+// Budget is the default budget of the Budget settings.
+func (c Config) Budget() (store.Budget, error) {
+	var b store.Budget
+	if c.BudgetTokensPerDay > 0 {
+		b.TokensPerDay = &c.BudgetTokensPerDay
+	}
+	if c.BudgetTokensPerMonth > 0 {
+		b.TokensPerMonth = &c.BudgetTokensPerMonth
+	}
+	for _, f := range []struct {
+		env, v string
+		dst    **float64
+	}{{"CHATD_BUDGET_COST_PER_DAY", c.BudgetCostPerDay, &b.CostPerDay}, {"CHATD_BUDGET_COST_PER_MONTH", c.BudgetCostPerMonth, &b.CostPerMonth}} {
+		if strings.TrimSpace(f.v) == "" {
+			continue
+		}
+		n, err := strconv.ParseFloat(strings.TrimSpace(f.v), 64)
+		if err != nil || n < 0 || math.IsInf(n, 0) {
+			return b, fmt.Errorf("%s=%q: want a decimal number, not negative", f.env, f.v)
+		}
+		if n > 0 {
+			*f.dst = &n
+		}
+	}
+	return b, nil
 }
 
 // Log formats (Config.LogFormat).

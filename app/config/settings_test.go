@@ -153,6 +153,11 @@ func TestFromEnvSetsEveryField(t *testing.T) {
 		{"CHATD_HEARTBEAT_INTERVAL", "2s", func(c config.Config) any { return c.Worker.HeartbeatInterval }, 2 * time.Second},
 		{"CHATD_LEASE_TIMEOUT", "6s", func(c config.Config) any { return c.Worker.LeaseTimeout }, 6 * time.Second},
 		{"CHATD_ACQUIRE_INTERVAL", "1s", func(c config.Config) any { return c.Worker.AcquireInterval }, time.Second},
+		{"CHATD_BUDGET_TOKENS_PER_DAY", "1000", func(c config.Config) any { return c.BudgetTokensPerDay }, int64(1000)},
+		{"CHATD_BUDGET_TOKENS_PER_MONTH", "9000", func(c config.Config) any { return c.BudgetTokensPerMonth }, int64(9000)},
+		{"CHATD_BUDGET_COST_PER_DAY", "1.5", func(c config.Config) any { return c.BudgetCostPerDay }, "1.5"},
+		{"CHATD_BUDGET_COST_PER_MONTH", "20", func(c config.Config) any { return c.BudgetCostPerMonth }, "20"},
+		{"CHATD_TRACE_CONTENT", "true", func(c config.Config) any { return c.Worker.TraceContent }, true},
 	}
 	covered := map[string]bool{}
 	for _, tc := range cases {

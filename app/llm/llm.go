@@ -80,6 +80,10 @@ type Response struct {
 	Parts        []sdk.ChatMessagePart
 	Usage        Usage
 	FinishReason string // "stop", "tool_calls", "length", "content_filter", ...
+	// ID and Model are the provider's id of the response and the model
+	// that answered, as it reports them ("" when it does not).
+	ID    string
+	Model string
 }
 
 // ToolCalls returns the response's tool-call parts.

@@ -46,6 +46,14 @@ type Model struct {
 	call            *callConfig
 }
 
+// Price is the config's model_config.price (nil: none).
+func (m Model) Price() *sdk.ModelPrice {
+	if m.call == nil {
+		return nil
+	}
+	return m.call.Price
+}
+
 // ReasoningEffort is the effort to send for a requested one ("" = none
 // requested): the config's default when none is requested, clamped to its
 // max, and "" (not sent) when the config has no reasoning_effort, or the

@@ -298,6 +298,9 @@ func checkCallConfig(c *callConfig) error {
 	if c.MaxOutputTokens != nil && *c.MaxOutputTokens <= 0 {
 		return invalid("model_config.max_output_tokens", "must be positive")
 	}
+	if p := c.Price; p != nil && (!(p.InputPerMillion >= 0) || !(p.OutputPerMillion >= 0)) {
+		return invalid("model_config.price", "input_per_million and output_per_million must not be negative")
+	}
 	if r := c.ReasoningEffort; r != nil {
 		if effortIndex(r.Max) < 0 {
 			return invalid("model_config.reasoning_effort.max", "%q is not one of %s", r.Max, strings.Join(Efforts, ", "))

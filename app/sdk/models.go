@@ -98,6 +98,8 @@ type ChatModelCallConfig struct {
 	ReasoningEffort *ReasoningEffortConfig `json:"reasoning_effort,omitempty"`
 	// OpenAIConfig holds the OpenAI client options (the spec's openai_config).
 	OpenAIConfig *OpenAIModelConfig `json:"openai_config,omitempty"`
+	// Price gives the usage ledger a cost for this model (nil: none).
+	Price *ModelPrice `json:"price,omitempty"`
 }
 
 // ReasoningEffortConfig bounds the reasoning effort of a model: efforts

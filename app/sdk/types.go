@@ -108,6 +108,9 @@ var OrganizationID = uuid.MustParse("00000000-0000-4000-8000-00000000c4a7")
 
 // Chat is a chat as the API returns it.
 type Chat struct {
+	// Usage is what the chat's provider calls spent (GET /chats/{chat}
+	// only; absent when nothing was recorded).
+	Usage               *UsageTotals      `json:"usage,omitempty"`
 	ID                  uuid.UUID         `json:"id"`
 	OrganizationID      uuid.UUID         `json:"organization_id"`
 	OwnerID             uuid.UUID         `json:"owner_id"`

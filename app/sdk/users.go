@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -33,6 +34,10 @@ type CreateUserRequest struct {
 type UpdateUserRequest struct {
 	Disabled *bool `json:"disabled,omitempty"`
 	Admin    *bool `json:"admin,omitempty"`
+	// Budget sets the user's budget override: a Budget object (a null
+	// limit in it: none of that kind), or JSON null to remove the override
+	// so the deployment's defaults apply. Absent: unchanged.
+	Budget json.RawMessage `json:"budget,omitempty"`
 }
 
 // APIKey describes a token without its secret (codersdk.APIKey's names

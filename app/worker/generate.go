@@ -45,6 +45,9 @@ type view struct {
 	// decided for them); ownerErr why it could not be read.
 	owner    store.User
 	ownerErr error
+	// overBudget is why the owner may not start another model step (nil:
+	// they may), read in the same snapshot.
+	overBudget error
 }
 
 // load reads the chat's prompt-relevant history.
@@ -92,6 +95,11 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 		}
 		if err := v.loadProject(ctx, tx); err != nil {
 			return err
+		}
+		if r.w.deps.Budget != nil {
+			if v.overBudget, err = r.w.deps.Budget.Over(ctx, tx, c.OwnerID); err != nil {
+				return fmt.Errorf("read the budget of user %s: %w", c.OwnerID, err)
+			}
 		}
 		// Last: a failed read of the owner leaves out MCP tools, not the step.
 		v.owner, v.ownerErr = tx.UserGet(ctx, c.OwnerID)
@@ -318,6 +326,16 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 		step.set(actionAttr("finish"))
 		return r.stopTurn(ctx, f, v)
 	}
+	if v.overBudget != nil {
+		// The step that went over has committed; the turn stops here with
+		// the reason on the chat (nothing is lost: a new prompt continues
+		// once the budget resets).
+		step.set(actionAttr("error"))
+		return r.commit(ctx, f, func(t *chatstate.Tx) error {
+			_, err := t.FinishError(r.chatID, sdk.ChatError{Message: v.overBudget.Error(), Kind: sdk.ChatErrorBudget})
+			return err
+		})
+	}
 	pctx, prep := r.stage(ctx, StagePrepare)
 	model, err := r.w.deps.Models.Resolve(v.modelID())
 	if err != nil {
@@ -380,7 +398,7 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 		if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{
 			Role: store.RoleAssistant, Content: content, ModelConfigID: uuid.NullUUID{UUID: model.ID, Valid: model.ID != uuid.Nil},
 			ReasoningEffort: req.ReasoningEffort, Usage: usage,
-		}}}); err != nil {
+		}}, Charge: charge(model, store.UsageKindStep, resp.Usage)}); err != nil {
 			return err
 		}
 		if !finishes {
@@ -531,7 +549,11 @@ func (r *runner) callModel(ctx context.Context, ev event, v view, model Model, r
 		sctx, stream := r.stage(callCtx, StageStream)
 		stream.onModel(id)
 		first, think := r.firstToken(sctx, id), r.thinking(sctx, id)
+		// The GenAI client span sits beside the stage spans of the stream
+		// (provider_attempt, time_to_first_token stay the stream's).
+		gctx, call := r.w.genai.call(sctx, model.Provider.Name(), req, r.w.clock.Now(), r.spanScope()...)
 		resp, err = model.Provider.Stream(sctx, req, func(p sdk.ChatMessagePart) { first.part(p); think.part(p); _ = buf.AddPart(ep, p) })
+		call.end(gctx, resp, err, r.w.clock.Now())
 		first.done(err)
 		think.done()
 		stream.end(err)
@@ -723,7 +745,8 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 	}
 	triplet = append(triplet, userContext...)
 	return r.commit(ctx, fence{ev: ev}, func(t *chatstate.Tx) error {
-		if _, err := t.CommitStep(r.chatID, chatstate.Step{Messages: triplet, Compaction: true}); err != nil {
+		st := chatstate.Step{Messages: triplet, Compaction: true, Charge: charge(model, store.UsageKindCompaction, resp.Usage)}
+		if _, err := t.CommitStep(r.chatID, st); err != nil {
 			return err
 		}
 		if hookErr != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/sdk"
@@ -126,7 +127,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 				callCtx := tools.WithCall(ctx, tools.Call{
 					ChatID: r.chatID, OwnerID: v.chat.OwnerID, ToolCallID: c.ID, ModelConfigID: model, ReasoningEffort: effort,
 				})
-				out, runErr = r.runTool(callCtx, tool, c.Args)
+				out, runErr = r.runTool(callCtx, tool, c.ID, c.Args)
 			} else {
 				runErr = fmt.Errorf("tool %q is unavailable: its MCP server is not connected, no longer configured, or not open to this chat's owner; the call was not run", c.Name)
 			}
@@ -256,9 +257,14 @@ func effectOf(t tools.Tool) string {
 
 // runTool runs a tool as one tool_call stage, counted by tool, effect
 // class and outcome (error: it failed to run, a Run error or a panic).
-func (r *runner) runTool(ctx context.Context, tool tools.Tool, args json.RawMessage) (json.RawMessage, error) {
+func (r *runner) runTool(ctx context.Context, tool tools.Tool, callID string, args json.RawMessage) (json.RawMessage, error) {
 	ctx, st := r.stage(ctx, StageToolCall, attribute.String("tool_name", tool.Name()))
+	ctx, span := r.w.genai.tool(ctx, tool.Name(), callID, r.spanScope()...)
 	out, err := runTool(ctx, tool, args)
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 	st.end(err)
 	outcome := "ok"
 	if err != nil {

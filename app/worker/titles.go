@@ -106,7 +106,13 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 	bg = withStageIdentity(bg, stageIdentity{rec: w.rec, scope: ScopeBackground, kind: kind, chat: chatAttr})
 	for attempt := int64(1); ; attempt++ {
 		sctx, st := w.rec.start(bg, StageStream, ScopeBackground, kind, time.Time{}, chatAttr)
+		// The span carries its model like a turn's; the metrics keep the
+		// background scope without model labels.
+		st.set(identityOf(model, "").attrs()...)
+		gctx, call := w.genai.call(sctx, model.Provider.Name(), req, w.clock.Now(),
+			attribute.String("scope", ScopeBackground), attribute.String("chat_kind", kind), chatAttr)
 		resp, err = model.Provider.Stream(sctx, req, nil)
+		call.end(gctx, resp, err, w.clock.Now())
 		st.end(err)
 		var perr *llm.Error
 		if err == nil || !errors.As(llm.Classify(model.Provider.Name(), err), &perr) || !perr.Retryable ||
@@ -120,30 +126,50 @@ func (w *Worker) generateTitle(ctx context.Context, chatID uuid.UUID) error {
 	if err != nil {
 		return err
 	}
+	// The call is paid for whether or not its answer is a title; a reply
+	// that is not one (tool-call markup, JSON, an empty answer) leaves the
+	// prompt-derived title in place.
 	title := cleanTitle(resp.Parts)
-	if title == "" {
-		return nil
-	}
+	ch := charge(model, store.UsageKindTitle, resp.Usage)
 	return w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+		if err := t.RecordTitleUsage(chatID, uuid.New(), *ch); err != nil {
+			return err
+		}
+		if title == "" {
+			return nil
+		}
 		_, err := t.WriteTitle(chatID, title, store.TitleSourceGenerated)
 		return err
 	})
 }
 
-// cleanTitle takes the first line of the answer without quotes or markdown.
+// cleanTitle takes the first line of the answer without quotes or
+// markdown; "" when the answer is not a plain-text title: it calls a tool,
+// or its text is markup (a model that answers with tool-call tags, JSON or
+// code instead of a title), so the chat keeps its prompt-derived title.
 func cleanTitle(parts []sdk.ChatMessagePart) string {
 	var text string
 	for _, p := range parts {
-		if p.Type == sdk.PartText {
+		switch p.Type {
+		case sdk.PartText:
 			text += p.Text
+		case sdk.PartToolCall:
+			return ""
 		}
 	}
 	text = strings.TrimSpace(text)
 	if i := strings.IndexByte(text, '\n'); i >= 0 {
 		text = text[:i]
 	}
+	if strings.HasPrefix(text, "```") {
+		return "" // a code block, not a title
+	}
+	text = strings.NewReplacer("**", "", "__", "").Replace(text)
 	text = strings.Trim(text, " \t\"'`*#>.")
-	if text == "" {
+	if len(text) >= 6 && strings.EqualFold(text[:6], "title:") {
+		text = strings.Trim(text[6:], " \t\"'`*#>.")
+	}
+	if text == "" || strings.ContainsAny(text, "<>{}[]`|\\") {
 		return ""
 	}
 	return chatstate.FallbackTitle(text, 80)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatd/chatd/app/chatstate"
@@ -51,6 +52,9 @@ const (
 
 // Config tunes the worker. Zero values take the Defaults.
 type Config struct {
+	// TraceContent puts message contents on the GenAI spans
+	// (gen_ai.input.messages, gen_ai.output.messages); off by default.
+	TraceContent      bool
 	AcquireInterval   time.Duration
 	SyncInterval      time.Duration
 	HeartbeatInterval time.Duration
@@ -146,6 +150,8 @@ type Model struct {
 	// the percent of ContextLimit that triggers automatic compaction (0 =
 	// the deployment's CHATD_COMPACT_THRESHOLD_PERCENT).
 	CompactThresholdPercent int
+	// Price is the model config's price, for the usage ledger's cost.
+	Price Price
 }
 
 // compactThreshold is the percent of the model's window that triggers
@@ -201,6 +207,18 @@ type Deps struct {
 	Memory Memory
 	// Files removes unreferenced uploads (nil: no retention loop).
 	Files FileRemover
+	// Meter records the GenAI metrics (gen_ai.client.*; nil: none).
+	Meter metric.MeterProvider
+	// Budget judges the chat owner's usage budget before each model step
+	// (nil: no budgets); app/usage implements it.
+	Budget Budget
+}
+
+// Budget refuses a model step of a user who is over a usage budget: Over
+// returns an error that says which limit and when it resets (nil: not
+// over), or err when the budget could not be read.
+type Budget interface {
+	Over(ctx context.Context, tx store.Reader, userID uuid.UUID) (over, err error)
 }
 
 // Worker is one replica's chat worker.
@@ -211,6 +229,7 @@ type Worker struct {
 	log   *slog.Logger
 	clock clock.Clock
 	rec   recorder
+	genai genAI
 
 	manager *manager
 	history historyCache
@@ -252,6 +271,7 @@ func New(cfg Config, deps Deps) *Worker {
 	}
 	w := &Worker{id: uuid.New(), cfg: cfg.withDefaults(), deps: deps, clock: deps.Clock}
 	w.rec = newRecorder(deps.Metrics, deps.Tracer, deps.Clock)
+	w.genai = newGenAI(deps.Tracer, deps.Meter, w.cfg.TraceContent)
 	w.log = deps.Log.With("worker_id", w.id)
 	w.manager = newManager(w)
 	w.titles = make(chan uuid.UUID, 256)

@@ -99,6 +99,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"Files", testFiles},
 		{"OwnerCounts", testOwnerCounts},
 		{"MessageTree", testMessageTree}, {"MessageTreePruned", testMessageTreePruned},
+		{"UsageLedger", testUsageLedger}, {"UserBudgets", testUserBudgets},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

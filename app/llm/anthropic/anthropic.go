@@ -115,6 +115,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, onPart func(sdk.
 		ev := stream.Current()
 		switch ev.Type {
 		case "message_start":
+			resp.ID, resp.Model = ev.Message.ID, string(ev.Message.Model)
 			u := ev.Message.Usage
 			resp.Usage = llm.Usage{
 				InputTokens:         u.InputTokens,

@@ -103,7 +103,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, onPart func(sdk.
 	}
 
 	var asm llm.Assembler
-	resp := llm.Response{FinishReason: "stop", Usage: llm.Usage{InputTokens: promptWords(req)}}
+	resp := llm.Response{FinishReason: "stop", Model: req.Model, Usage: llm.Usage{InputTokens: promptWords(req)}}
 	emit := func(part sdk.ChatMessagePart) error {
 		if p.delay > 0 {
 			t := p.clock.NewTimer(p.delay)

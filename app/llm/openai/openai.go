@@ -138,6 +138,9 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, onPart func(
 	}
 	for stream.Next() {
 		chunk := stream.Current()
+		if resp.ID == "" {
+			resp.ID, resp.Model = chunk.ID, chunk.Model
+		}
 		if chunk.JSON.Usage.Valid() {
 			u := chunk.Usage
 			resp.Usage = llm.Usage{

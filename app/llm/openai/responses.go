@@ -104,6 +104,7 @@ func (p *Provider) streamResponses(ctx context.Context, req llm.Request, onPart 
 			}
 		case "response.completed", "response.incomplete":
 			resp.Usage = responsesUsage(ev.Response.Usage)
+			resp.ID, resp.Model = ev.Response.ID, string(ev.Response.Model)
 			resp.FinishReason = "stop"
 			if ev.Type == "response.incomplete" {
 				switch ev.Response.IncompleteDetails.Reason {

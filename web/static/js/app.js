@@ -9,6 +9,7 @@ import { ChatView } from './chat.js';
 import { NewChatView } from './newchat.js';
 import { ProjectsView, ProjectView } from './project.js';
 import { SettingsView } from './settings.js';
+import { UsageView } from './usage.js';
 import { openMenu, toast } from './widgets.js';
 
 const NARROW = window.matchMedia('(max-width: 800px)');
@@ -82,6 +83,9 @@ class App {
       this.sidebar.setActive(null);
     } else if (path === '/settings' || path === '/settings/') {
       this.view = new SettingsView(this);
+      this.sidebar.setActive(null);
+    } else if (path === '/usage' || path === '/usage/') {
+      this.view = new UsageView(this);
       this.sidebar.setActive(null);
     } else if (path === '/projects' || path === '/projects/') {
       this.view = new ProjectsView(this);

@@ -4,6 +4,7 @@
 
 import { h, icon, local, debounce } from './dom.js';
 import { Attachments } from './attach.js';
+import { mountBudgetNotice } from './usage.js';
 
 export const COMMANDS = [
   { name: 'compact', hint: 'Summarize older messages to free up context' },
@@ -75,6 +76,7 @@ export class Composer {
       h('p', { id: 'composer-hint', class: 'composer-hint' },
         'Enter to send · Shift+Enter for a new line', opts.commands ? ' · / for commands' : ''));
 
+    mountBudgetNotice(this.el);
     this.saveDraft = debounce(() => local.set(opts.draftKey, this.textarea.value), 250);
     this.textarea.addEventListener('input', () => {
       this.autosize();

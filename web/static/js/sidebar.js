@@ -88,6 +88,7 @@ export class Sidebar {
       this.list,
       h('div', { class: 'sidebar-bottom' },
         h('a', { class: 'side-btn projects-link', href: '/projects', 'data-link': true }, icon('chat'), h('span', { text: 'Projects' })),
+        h('a', { class: 'side-btn usage-link', href: '/usage', 'data-link': true }, icon('gear'), h('span', { text: 'Usage' })),
         this.archivedBtn,
         h('div', { class: 'user' },
           h('span', { class: 'avatar', 'aria-hidden': 'true', text: (app.me && app.me.username || '?').slice(0, 1).toUpperCase() }),

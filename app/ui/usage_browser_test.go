@@ -1,0 +1,36 @@
+package ui_test
+
+import (
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
+)
+
+// TestBrowserUsage: a turn on the demo model is accounted for; the usage
+// page draws the month's days as an SVG chart with the day's bars, lists
+// the model and (for an admin) everyone; the spent daily budget shows
+// above the composer.
+func TestBrowserUsage(t *testing.T) {
+	b := startBrowserWith(t, func(c *app.Config) { c.BudgetTokensPerDay = 1 })
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	b.typeAndSend("Count my tokens")
+	b.waitJS("the demo's answer", `/^\/chats\//.test(location.pathname) && `+jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 1`)
+
+	b.clickText(".sidebar .usage-link", "Usage")
+	b.waitJS("the usage page", `location.pathname === '/usage' && document.querySelector('svg.usage-chart')`)
+	today := eval[string](b, `new Date().toISOString().slice(0, 10)`)
+	b.waitJS("today's bars", `document.querySelector('svg.usage-chart rect.bar-input[data-day="`+today+`"]')`)
+	require.Greater(t, eval[float64](b, `+document.querySelector('svg.usage-chart rect.bar-input[data-day="`+today+`"]').getAttribute('height')`), 0.0)
+	require.Contains(t, eval[string](b, `document.querySelector('table[aria-label="Per model"]').textContent`), "demo")
+	require.Contains(t, eval[string](b, `document.querySelector('table[aria-label="Everyone"]').textContent`), "admin")
+	require.Contains(t, eval[string](b, `document.querySelector('.usage-budget .budget-notice.over').textContent`), "daily token budget is spent")
+	b.shot("70-usage-page")
+
+	b.do(chromedp.Navigate(b.base + "/"))
+	b.waitJS("the notice above the composer", `document.querySelector('.composer-wrap .budget-notice.over')?.textContent.includes('daily token budget is spent')`)
+	b.checkNoProblems()
+}
