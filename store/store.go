@@ -70,6 +70,8 @@ type Store interface {
 // matches, on every store.
 type Reader interface {
 	ProjectReader
+	ScheduleReader
+	WebhookReader
 
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -221,6 +223,8 @@ type Reader interface {
 type Tx interface {
 	Reader
 	ProjectTx
+	ScheduleTx
+	WebhookTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 
