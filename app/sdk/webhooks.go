@@ -1,0 +1,79 @@
+package sdk
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// Webhook events.
+const (
+	EventTurnCompleted         = "turn.completed"
+	EventTurnFailed            = "turn.failed"
+	EventChatRequiresAction    = "chat.requires_action"
+	EventToolApprovalRequested = "tool.approval_requested"
+)
+
+// Headers of a webhook delivery.
+const (
+	HeaderWebhookEvent     = "Chatd-Event"
+	HeaderWebhookDelivery  = "Chatd-Delivery"
+	HeaderWebhookSignature = "Chatd-Signature"
+)
+
+// CreateWebhookRequest is the body of POST /webhooks.
+type CreateWebhookRequest struct {
+	URL    string   `json:"url"`
+	Events []string `json:"events"`
+	// Secret signs the deliveries (Chatd-Signature); the server makes one
+	// up when it is empty and returns it once, in the create answer.
+	Secret string `json:"secret,omitempty"`
+	// ChatID limits the webhook to one chat.
+	ChatID *uuid.UUID `json:"chat_id,omitempty"`
+	// Global (admins only) hears every user's chats.
+	Global bool `json:"global,omitempty"`
+}
+
+// Webhook is a registered webhook. Secret is only in the create answer.
+type Webhook struct {
+	ID        uuid.UUID  `json:"id"`
+	URL       string     `json:"url"`
+	Events    []string   `json:"events"`
+	ChatID    *uuid.UUID `json:"chat_id"`
+	OwnerID   *uuid.UUID `json:"owner_id"` // null: global
+	Secret    string     `json:"secret,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+}
+
+// WebhookDelivery is one event's delivery to a webhook.
+type WebhookDelivery struct {
+	ID            uuid.UUID       `json:"id"`
+	Event         string          `json:"event"`
+	ChatID        uuid.UUID       `json:"chat_id"`
+	Status        string          `json:"status"` // pending, delivered, failed
+	Attempts      int64           `json:"attempts"`
+	NextAttemptAt *time.Time      `json:"next_attempt_at,omitempty"`
+	LastStatus    int64           `json:"last_status,omitempty"`
+	LastError     string          `json:"last_error,omitempty"`
+	CreatedAt     time.Time       `json:"created_at"`
+	DeliveredAt   *time.Time      `json:"delivered_at,omitempty"`
+	Payload       json.RawMessage `json:"payload"`
+}
+
+// WebhookEvent is the JSON body of a delivery.
+type WebhookEvent struct {
+	// ID is the delivery's id, also in Chatd-Delivery: the same on every
+	// retry, for the receiver's deduplication.
+	ID         uuid.UUID `json:"id"`
+	Event      string    `json:"event"`
+	ChatID     uuid.UUID `json:"chat_id"`
+	OwnerID    uuid.UUID `json:"owner_id"`
+	OccurredAt time.Time `json:"occurred_at"`
+	// Status is the chat's status after the event.
+	Status string `json:"status"`
+	// Error is the turn's error (turn.failed).
+	Error *ChatError `json:"error,omitempty"`
+	// ToolApprovals are the calls waiting for a person (tool.approval_requested).
+	ToolApprovals []ToolApproval `json:"tool_approvals,omitempty"`
+}
