@@ -63,6 +63,7 @@ type App struct {
 	models     *modelconfig.Service
 	buffer     *partbuf.Buffer
 	worker     *worker.Worker
+	auto       automation // schedules and webhooks (automation.go)
 	mcp        *mcp.Manager
 	mcpServers *mcp.Servers // the stored MCP servers a.mcp follows
 	cipher     *modelconfig.Cipher
@@ -290,6 +291,7 @@ func (a *App) init(ctx context.Context) error {
 	// The API server reports storage-full writes on /healthz; the worker's
 	// go through the machine too. a.api is set below, before anything runs.
 	mcfg.OnStorageFull = func(err error) { a.api.NoteStorageFull(err) }
+	mcfg.OnOutbox = a.wakeDeliverer
 	wcfg := a.cfg.Worker
 	wcfg.Leases = leases
 	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
@@ -335,6 +337,7 @@ func (a *App) init(ctx context.Context) error {
 		}
 	}
 	a.worker = worker.New(wcfg, wdeps)
+	a.initAutomation(wdeps.Hooks)
 	// A bundle that leaves a chat runnable acquires it for this worker in
 	// the same transaction once the worker runs (worker/admit.go).
 	a.machine.SetAdmitter(a.worker)
@@ -364,6 +367,8 @@ func (a *App) init(ctx context.Context) error {
 		Files:        fileStore,
 		Hooks:        wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
 		Backup:       a.backup(),
+		Schedules:    a.auto.schedules,
+		Webhooks:     a.auto.webhooks,
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
@@ -498,6 +503,9 @@ func (a *App) Start(ctx context.Context) error {
 	if a.cfg.NoWorker {
 		return nil
 	}
+	if err := a.startAutomation(ctx); err != nil {
+		return err
+	}
 	return a.worker.Start(ctx)
 }
 
@@ -505,6 +513,7 @@ func (a *App) Start(ctx context.Context) error {
 // poller and the buffer, waiting for each.
 func (a *App) Stop() {
 	a.streams.Close()
+	a.stopAutomation()
 	a.worker.Stop()
 	a.mcpServers.Stop()
 	a.closeMCP() // after the worker: its tool calls are over

@@ -29,8 +29,10 @@ import (
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/projects"
+	"github.com/chatd/chatd/app/schedules"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
+	"github.com/chatd/chatd/app/webhooks"
 	"github.com/chatd/chatd/store"
 )
 
@@ -123,6 +125,9 @@ type Deps struct {
 	// returns the snapshot open at its start (nil: PostgreSQL, the route
 	// points to pg_dump).
 	Backup func(ctx context.Context) (*os.File, error)
+	// Schedules and Webhooks serve their routes (404 without them).
+	Schedules *schedules.Service
+	Webhooks  *webhooks.Service
 }
 
 // Server is the HTTP API.
@@ -200,6 +205,8 @@ func (s *Server) routes() {
 	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
 	s.projectRoutes(chat)
+	s.scheduleRoutes(chat) // schedules.go
+	s.webhookRoutes(chat)  // webhooks.go
 	s.backupRoutes(chat)
 	s.userRoutes() // users.go
 	s.fileRoutes()

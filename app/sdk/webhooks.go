@@ -1,7 +1,6 @@
 package sdk
 
 import (
-	"encoding/json"
 	"time"
 
 	"github.com/google/uuid"
@@ -48,17 +47,18 @@ type Webhook struct {
 
 // WebhookDelivery is one event's delivery to a webhook.
 type WebhookDelivery struct {
-	ID            uuid.UUID       `json:"id"`
-	Event         string          `json:"event"`
-	ChatID        uuid.UUID       `json:"chat_id"`
-	Status        string          `json:"status"` // pending, delivered, failed
-	Attempts      int64           `json:"attempts"`
-	NextAttemptAt *time.Time      `json:"next_attempt_at,omitempty"`
-	LastStatus    int64           `json:"last_status,omitempty"`
-	LastError     string          `json:"last_error,omitempty"`
-	CreatedAt     time.Time       `json:"created_at"`
-	DeliveredAt   *time.Time      `json:"delivered_at,omitempty"`
-	Payload       json.RawMessage `json:"payload"`
+	ID            uuid.UUID  `json:"id"`
+	Event         string     `json:"event"`
+	ChatID        uuid.UUID  `json:"chat_id"`
+	Status        string     `json:"status"` // pending, delivered, failed
+	Attempts      int64      `json:"attempts"`
+	NextAttemptAt *time.Time `json:"next_attempt_at,omitempty"`
+	LastStatus    int64      `json:"last_status,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+	CreatedAt     time.Time  `json:"created_at"`
+	DeliveredAt   *time.Time `json:"delivered_at,omitempty"`
+	// Payload is the body POSTed (the same on every attempt).
+	Payload *WebhookEvent `json:"payload"`
 }
 
 // WebhookEvent is the JSON body of a delivery.
