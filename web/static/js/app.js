@@ -10,6 +10,7 @@ import { NewChatView } from './newchat.js';
 import { ProjectsView, ProjectView } from './project.js';
 import { SettingsView } from './settings.js';
 import { openMenu, toast } from './widgets.js';
+import { scheduleDialog } from './schedule.js';
 
 const NARROW = window.matchMedia('(max-width: 800px)');
 
@@ -165,8 +166,11 @@ class App {
   }
 
   chatMenu(chat, anchor) {
-    openMenu(anchor, this.sidebar.menuItems(chat).map((it) => it.label === 'Rename'
-      ? { ...it, onSelect: () => this.sidebar.renameDialog(chat) } : it));
+    const items = this.sidebar.menuItems(chat).map((it) => it.label === 'Rename'
+      ? { ...it, onSelect: () => this.sidebar.renameDialog(chat) } : it);
+    const at = items.findIndex((it) => it.danger);
+    items.splice(at < 0 ? items.length : at, 0, { label: 'Schedule', icon: 'clock', onSelect: () => scheduleDialog(chat) });
+    openMenu(anchor, items);
   }
 
   onChatsLoaded(chats) {
