@@ -47,7 +47,7 @@ func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 		var secret string
 		recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, _ := io.ReadAll(r.Body)
-			if r.Header.Get(sdk.HeaderWebhookSignature) != webhooks.Sign(secret, body) {
+			if !sdk.VerifyWebhookSignature(secret, body, r.Header.Get(sdk.HeaderWebhookSignature)) {
 				w.WriteHeader(http.StatusUnauthorized)
 				return
 			}
@@ -58,9 +58,8 @@ func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 			w.WriteHeader(http.StatusNoContent)
 		}))
 		t.Cleanup(recv.Close)
-		var hook sdk.Webhook
-		require.NoError(t, alice.Do(ctx, http.MethodPost, "/webhooks",
-			sdk.CreateWebhookRequest{URL: recv.URL, Events: []string{sdk.EventTurnCompleted}}, &hook))
+		hook, err := alice.CreateWebhook(ctx, sdk.CreateWebhookRequest{URL: recv.URL, Events: []string{sdk.EventTurnCompleted}})
+		require.NoError(t, err)
 		require.NotEmpty(t, hook.Secret, "made up and shown once")
 		secret = hook.Secret
 		next := func() sdk.WebhookEvent {
@@ -80,9 +79,8 @@ func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 		require.Equal(t, sdk.EventTurnCompleted, ev.Event)
 		require.Equal(t, chat.ID, ev.ChatID)
 
-		var sc sdk.Schedule
-		require.NoError(t, alice.Do(ctx, http.MethodPost, "/chats/"+chat.ID.String()+"/schedules",
-			sdk.CreateScheduleRequest{Content: sdk.Text("status?"), Every: "1m"}, &sc))
+		sc, err := alice.CreateSchedule(ctx, chat.ID, sdk.CreateScheduleRequest{Content: sdk.Text("status?"), Every: "1m"})
+		require.NoError(t, err)
 		require.Equal(t, c.Now().Add(time.Minute), *sc.NextRunAt)
 		err = alice.Do(ctx, http.MethodPost, "/chats/"+chat.ID.String()+"/schedules",
 			sdk.CreateScheduleRequest{Content: sdk.Text("x"), Every: "5s"}, nil)
@@ -93,7 +91,8 @@ func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 		var runs []sdk.ScheduleRun
 		require.Eventually(t, func() bool {
 			c.Advance(10 * time.Second)
-			require.NoError(t, alice.Do(ctx, http.MethodGet, "/chats/"+chat.ID.String()+"/schedules/"+sc.ID.String()+"/runs", nil, &runs))
+			runs, err = alice.ScheduleRuns(ctx, chat.ID, sc.ID)
+			require.NoError(t, err)
 			return len(runs) > 0
 		}, 30*time.Second, 20*time.Millisecond)
 		require.Equal(t, sdk.ScheduleRunFired, runs[0].Status)
@@ -101,6 +100,8 @@ func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 		require.NotNil(t, runs[0].RequestID)
 		ev = next()
 		require.Equal(t, chat.ID, ev.ChatID, "the scheduled turn is heard")
+		_, err = alice.ChatSchedules(ctx, chat.ID)
+		require.NoError(t, err)
 
 		msgs, err := alice.ChatMessages(ctx, chat.ID, sdk.MessagesOptions{})
 		require.NoError(t, err)
@@ -114,18 +115,21 @@ func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 		var lookup map[string]any
 		require.NoError(t, alice.Do(ctx, http.MethodGet, "/requests/"+runs[0].RequestID.String(), nil, &lookup))
 
-		var all []sdk.Schedule
-		require.NoError(t, alice.Do(ctx, http.MethodGet, "/schedules", nil, &all))
+		all, err := alice.Schedules(ctx)
+		require.NoError(t, err)
 		require.Len(t, all, 1)
 		off := false
-		require.NoError(t, alice.Do(ctx, http.MethodPatch, "/chats/"+chat.ID.String()+"/schedules/"+sc.ID.String(),
-			sdk.UpdateScheduleRequest{Enabled: &off}, &sc))
+		sc, err = alice.UpdateSchedule(ctx, chat.ID, sc.ID, sdk.UpdateScheduleRequest{Enabled: &off})
+		require.NoError(t, err)
 		require.Nil(t, sc.NextRunAt)
-		var ds []sdk.WebhookDelivery
-		require.NoError(t, alice.Do(ctx, http.MethodGet, "/webhooks/"+hook.ID.String()+"/deliveries", nil, &ds))
+		ds, err := alice.WebhookDeliveries(ctx, hook.ID)
+		require.NoError(t, err)
 		require.Len(t, ds, 2)
 		require.Equal(t, "delivered", ds[0].Status)
-		require.NoError(t, alice.Do(ctx, http.MethodDelete, "/chats/"+chat.ID.String()+"/schedules/"+sc.ID.String(), nil, nil))
-		require.NoError(t, alice.Do(ctx, http.MethodDelete, "/webhooks/"+hook.ID.String(), nil, nil))
+		require.NoError(t, alice.DeleteSchedule(ctx, chat.ID, sc.ID))
+		require.NoError(t, alice.DeleteWebhook(ctx, hook.ID))
+		hooks, err := alice.Webhooks(ctx)
+		require.NoError(t, err)
+		require.Empty(t, hooks)
 	})
 }

@@ -1,6 +1,8 @@
 package sdk
 
 import (
+	"context"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -94,4 +96,39 @@ type ScheduleRun struct {
 	ChatID    *uuid.UUID `json:"chat_id,omitempty"`
 	Detail    string     `json:"detail,omitempty"`
 	CreatedAt time.Time  `json:"created_at"`
+}
+
+// CreateSchedule adds a schedule to a chat (POST /chats/{chat}/schedules).
+func (c *Client) CreateSchedule(ctx context.Context, chatID uuid.UUID, req CreateScheduleRequest) (Schedule, error) {
+	var out Schedule
+	return out, c.Do(ctx, http.MethodPost, "/chats/"+chatID.String()+"/schedules", req, &out)
+}
+
+// ChatSchedules lists a chat's schedules (GET /chats/{chat}/schedules).
+func (c *Client) ChatSchedules(ctx context.Context, chatID uuid.UUID) ([]Schedule, error) {
+	var out []Schedule
+	return out, c.Do(ctx, http.MethodGet, "/chats/"+chatID.String()+"/schedules", nil, &out)
+}
+
+// Schedules lists the caller's schedules, an admin's everyone's (GET /schedules).
+func (c *Client) Schedules(ctx context.Context) ([]Schedule, error) {
+	var out []Schedule
+	return out, c.Do(ctx, http.MethodGet, "/schedules", nil, &out)
+}
+
+// UpdateSchedule changes a schedule (PATCH /chats/{chat}/schedules/{id}).
+func (c *Client) UpdateSchedule(ctx context.Context, chatID, id uuid.UUID, req UpdateScheduleRequest) (Schedule, error) {
+	var out Schedule
+	return out, c.Do(ctx, http.MethodPatch, "/chats/"+chatID.String()+"/schedules/"+id.String(), req, &out)
+}
+
+// DeleteSchedule removes a schedule (DELETE /chats/{chat}/schedules/{id}).
+func (c *Client) DeleteSchedule(ctx context.Context, chatID, id uuid.UUID) error {
+	return c.Do(ctx, http.MethodDelete, "/chats/"+chatID.String()+"/schedules/"+id.String(), nil, nil)
+}
+
+// ScheduleRuns lists a schedule's runs, latest first (GET /chats/{chat}/schedules/{id}/runs).
+func (c *Client) ScheduleRuns(ctx context.Context, chatID, id uuid.UUID) ([]ScheduleRun, error) {
+	var out []ScheduleRun
+	return out, c.Do(ctx, http.MethodGet, "/chats/"+chatID.String()+"/schedules/"+id.String()+"/runs", nil, &out)
 }

@@ -1,6 +1,11 @@
 package sdk
 
 import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
 	"time"
 
 	"github.com/google/uuid"
@@ -76,4 +81,38 @@ type WebhookEvent struct {
 	Error *ChatError `json:"error,omitempty"`
 	// ToolApprovals are the calls waiting for a person (tool.approval_requested).
 	ToolApprovals []ToolApproval `json:"tool_approvals,omitempty"`
+}
+
+// CreateWebhook registers a webhook (POST /webhooks); the answer carries
+// its secret, once.
+func (c *Client) CreateWebhook(ctx context.Context, req CreateWebhookRequest) (Webhook, error) {
+	var out Webhook
+	return out, c.Do(ctx, http.MethodPost, "/webhooks", req, &out)
+}
+
+// Webhooks lists the caller's webhooks, an admin's all (GET /webhooks).
+func (c *Client) Webhooks(ctx context.Context) ([]Webhook, error) {
+	var out []Webhook
+	return out, c.Do(ctx, http.MethodGet, "/webhooks", nil, &out)
+}
+
+// DeleteWebhook removes a webhook (DELETE /webhooks/{id}).
+func (c *Client) DeleteWebhook(ctx context.Context, id uuid.UUID) error {
+	return c.Do(ctx, http.MethodDelete, "/webhooks/"+id.String(), nil, nil)
+}
+
+// WebhookDeliveries lists a webhook's deliveries, newest first (GET /webhooks/{id}/deliveries).
+func (c *Client) WebhookDeliveries(ctx context.Context, id uuid.UUID) ([]WebhookDelivery, error) {
+	var out []WebhookDelivery
+	return out, c.Do(ctx, http.MethodGet, "/webhooks/"+id.String()+"/deliveries", nil, &out)
+}
+
+// VerifyWebhookSignature reports whether header (a delivery's
+// Chatd-Signature) is the signature of body with secret, in constant time:
+// what a receiver checks before it trusts a delivery.
+func VerifyWebhookSignature(secret string, body []byte, header string) bool {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(body)
+	want := "sha256=" + hex.EncodeToString(m.Sum(nil))
+	return hmac.Equal([]byte(want), []byte(header))
 }
