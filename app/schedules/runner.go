@@ -22,6 +22,9 @@ import (
 // schedules again without a wake-up (another replica's writes).
 const DefaultPoll = 30 * time.Second
 
+// errorPause is the least wait after a pass that failed.
+const errorPause = time.Second
+
 // batch is how many due schedules one pass fires.
 const batch = 50
 
@@ -109,6 +112,10 @@ func (r *Runner) loop(ctx context.Context, done chan struct{}) {
 			wait = 0
 		} else if next, ok, err := r.nextDue(ctx); err == nil && ok {
 			wait = min(wait, max(0, next.Sub(r.cfg.Clock.Now())))
+		}
+		if err != nil {
+			// A failing store is not hammered: the due runs wait a little.
+			wait = max(wait, errorPause)
 		}
 		t := r.cfg.Clock.NewTimer(wait)
 		select {

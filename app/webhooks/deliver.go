@@ -175,6 +175,9 @@ func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
 				wait = min(wait, max(0, next.Sub(d.cfg.Clock.Now())))
 			}
 		}
+		if err != nil {
+			wait = max(wait, time.Second) // a failing store is not hammered
+		}
 		t := d.cfg.Clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
