@@ -73,6 +73,7 @@ type App struct {
 	models        *modelconfig.Service
 	buffer        *partbuf.Buffer
 	worker        *worker.Worker
+	auto          automation // schedules and webhooks (automation.go)
 	mcp           *mcp.Manager
 	mcpServers    *mcp.Servers // the stored MCP servers a.mcp follows
 	cipher        *modelconfig.Cipher
@@ -230,6 +231,7 @@ func (a *App) init(ctx context.Context) error {
 	// The API server reports storage-full writes on /healthz; the worker's
 	// go through the machine too. a.api is set below, before anything runs.
 	mcfg.OnStorageFull = func(err error) { a.api.NoteStorageFull(err) }
+	mcfg.OnOutbox = a.wakeDeliverer
 	wcfg := a.cfg.Worker
 	wcfg.Leases = leases
 	a.machine = chatstate.New(a.store, a.pubsub, mcfg)
@@ -280,6 +282,7 @@ func (a *App) init(ctx context.Context) error {
 		}
 	}
 	a.worker = worker.New(wcfg, wdeps)
+	a.initAutomation(wdeps.Hooks)
 	// A bundle that leaves a chat runnable acquires it for this worker in
 	// the same transaction once the worker runs (worker/admit.go).
 	a.machine.SetAdmitter(a.worker)
@@ -309,6 +312,8 @@ func (a *App) init(ctx context.Context) error {
 		Files:        fileStore,
 		Hooks:        wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
 		Backup:       a.backup(),
+		Schedules:    a.auto.schedules,
+		Webhooks:     a.auto.webhooks,
 		Usage:        a.usage,
 	})
 	a.api = srv

@@ -44,6 +44,9 @@ func (a *App) Start(ctx context.Context) error {
 	if a.cfg.NoWorker {
 		return nil
 	}
+	if err := a.startAutomation(ctx); err != nil {
+		return err
+	}
 	return a.worker.Start(ctx)
 }
 
@@ -51,6 +54,7 @@ func (a *App) Start(ctx context.Context) error {
 // poller and the buffer, waiting for each.
 func (a *App) Stop() {
 	a.streams.Close()
+	a.stopAutomation()
 	a.worker.Stop()
 	a.mcpServers.Stop()
 	a.closeMCP() // after the worker: its tool calls are over

@@ -72,6 +72,8 @@ type Reader interface {
 	ProjectReader
 	VersionReader
 	UsageReader
+	ScheduleReader
+	WebhookReader
 
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -224,6 +226,8 @@ type Tx interface {
 	Reader
 	ProjectTx
 	UsageTx
+	ScheduleTx
+	WebhookTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 

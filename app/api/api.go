@@ -29,9 +29,11 @@ import (
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/projects"
+	"github.com/chatd/chatd/app/schedules"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/usage"
+	"github.com/chatd/chatd/app/webhooks"
 	"github.com/chatd/chatd/store"
 )
 
@@ -126,6 +128,9 @@ type Deps struct {
 	Backup func(ctx context.Context) (*os.File, error)
 	// Usage judges budgets (nil: none are enforced; reports still work).
 	Usage *usage.Service
+	// Schedules and Webhooks serve their routes (404 without them).
+	Schedules *schedules.Service
+	Webhooks  *webhooks.Service
 }
 
 // Server is the HTTP API.
@@ -202,6 +207,8 @@ func (s *Server) routes() {
 	chat("POST", "/requests/{request_id}/reconcile", s.reconcileRequest)
 	chat("POST", "/chats/{chat}/tool-calls/{tool_call_id}/reconcile", s.reconcileToolCall)
 	s.projectRoutes(chat)
+	s.scheduleRoutes(chat) // schedules.go
+	s.webhookRoutes(chat)  // webhooks.go
 	s.backupRoutes(chat)
 	s.userRoutes() // users.go
 	s.fileRoutes()

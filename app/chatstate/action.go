@@ -93,7 +93,8 @@ func (t *Tx) EnterRequiresAction(chatID uuid.UUID) (Result, error) {
 	}); err != nil {
 		return Result{}, err
 	}
-	return s.end()
+	res, err := s.end()
+	return t.emitAfter(res, err, sdk.EventChatRequiresAction, nil)
 }
 
 // EnterReview stops a running chat for an operator's review of tool calls

@@ -141,7 +141,8 @@ func (t *Tx) EnterApproval(chatID uuid.UUID, calls []sdk.ToolApproval) (Result, 
 	}); err != nil {
 		return Result{}, err
 	}
-	return s.end()
+	res, err := s.end()
+	return t.emitAfter(res, err, sdk.EventToolApprovalRequested, nil)
 }
 
 // ApprovalError is an answer for a call that is not awaiting approval. It

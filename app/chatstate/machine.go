@@ -45,6 +45,9 @@ type Config struct {
 	// owner can only come from a restart, which the acquisition loop's
 	// startup pass handles).
 	LeaseTimeout time.Duration
+	// OnOutbox, when set, hears after commit of every bundle that wrote
+	// webhook deliveries, so this replica's deliverer sends them at once.
+	OnOutbox func()
 	// OnStorageFull, when set, hears of every bundle refused because the
 	// database's storage is full (store.ErrStorageFull), so health can
 	// report writes the worker makes too, not only the API's.
@@ -127,6 +130,8 @@ type Tx struct {
 	// hookContext marks the inserted messages that are lifecycle hook
 	// context of a prompt: they are not user turns (Result.Promoted).
 	hookContext map[int64]bool
+	// outbox marks a bundle that wrote webhook deliveries (webhooks.go).
+	outbox bool
 	// queuedAt is the queue row's created_at of each message the bundle
 	// promoted from the queue, by message id (the worker's queue_wait).
 	queuedAt map[int64]time.Time
@@ -143,6 +148,7 @@ type Tx struct {
 func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 	var (
 		final    []notice
+		outbox   bool
 		admitted []Admission
 		admitter Admitter
 	)
@@ -164,6 +170,7 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 		if err := fn(t); err != nil {
 			return err
 		}
+		outbox = t.outbox
 		final = final[:0]
 		for _, id := range t.touched {
 			if last, ok := t.deleted[id]; ok {
@@ -220,6 +227,9 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 	}
 	for _, n := range final {
 		m.publish(ctx, n)
+	}
+	if outbox && m.cfg.OnOutbox != nil {
+		m.cfg.OnOutbox()
 	}
 	return nil
 }

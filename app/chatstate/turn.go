@@ -110,7 +110,8 @@ func (t *Tx) FinishTurn(chatID uuid.UUID) (Result, error) {
 	if err := t.answerOutstanding(chatID, reasonTurnEnded); err != nil {
 		return Result{}, err
 	}
-	return t.finishPromoting(s, OutcomeCompleted)
+	res, err := t.finishPromoting(s, OutcomeCompleted)
+	return t.emitAfter(res, err, sdk.EventTurnCompleted, nil)
 }
 
 // FinishError parks the chat in error with last_error = e. Tool calls the
@@ -138,5 +139,6 @@ func (t *Tx) FinishError(chatID uuid.UUID, e sdk.ChatError) (Result, error) {
 	}); err != nil {
 		return Result{}, err
 	}
-	return s.end()
+	res, err := s.end()
+	return t.emitAfter(res, err, sdk.EventTurnFailed, &e)
 }

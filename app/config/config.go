@@ -20,7 +20,9 @@ import (
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/projects"
+	"github.com/chatd/chatd/app/schedules"
 	"github.com/chatd/chatd/app/tools"
+	"github.com/chatd/chatd/app/webhooks"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 )
@@ -125,6 +127,10 @@ type Config struct {
 	// Projects are the per-user caps of projects and memories (zero
 	// fields: projects.Default...; negative: unlimited).
 	Projects projects.Limits
+	// Schedules and Webhooks tune scheduled prompts and completion
+	// webhooks (zero fields: their Defaults).
+	Schedules schedules.Config
+	Webhooks  webhooks.Config
 
 	// Worker tunes the chat worker (limits, retries, intervals).
 	Worker worker.Config

@@ -20,7 +20,9 @@ import (
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/projects"
+	"github.com/chatd/chatd/app/schedules"
 	"github.com/chatd/chatd/app/stream"
+	"github.com/chatd/chatd/app/webhooks"
 	"github.com/chatd/chatd/app/worker"
 )
 
@@ -226,6 +228,14 @@ var settings = []Setting{
 	{Flag: "max-memories-per-user", Env: "CHATD_MAX_MEMORIES_PER_USER", Field: "Projects.MaxMemoriesPerUser", Default: itoa(projects.DefaultMaxMemoriesPerUser), ZeroOff: true,
 		Usage: "project memories of all a user's projects together (429 `LIMIT_REACHED` on saving a new name; the agent's `save_memory` gets an error result); `0`: unlimited",
 		More:  "(each project also holds at most " + itoa(projects.MaxMemories) + ")"},
+	{Flag: "max-schedules-per-user", Env: "CHATD_MAX_SCHEDULES_PER_USER", Field: "Schedules.MaxPerUser", Default: itoa(schedules.DefaultMaxPerUser), ZeroOff: true,
+		Usage: "scheduled prompts a user owns (429 `LIMIT_REACHED` on create); `0`: unlimited"},
+	{Flag: "min-schedule-interval", Env: "CHATD_MIN_SCHEDULE_INTERVAL", Field: "Schedules.MinInterval", Default: dur(schedules.DefaultMinInterval),
+		Usage: "the shortest `every` of a schedule (400 `VALIDATION` below it)"},
+	{Flag: "max-webhooks-per-user", Env: "CHATD_MAX_WEBHOOKS_PER_USER", Field: "Webhooks.MaxPerUser", Default: itoa(webhooks.DefaultMaxPerUser), ZeroOff: true,
+		Usage: "completion webhooks a user registers (429 `LIMIT_REACHED` on create); `0`: unlimited"},
+	{Flag: "webhook-allow-private", Env: "CHATD_WEBHOOK_ALLOW_PRIVATE", Field: "Webhooks.AllowPrivate", Default: "false",
+		Usage: "let webhooks reach private, loopback and link-local addresses; off, they are refused when registered and when dialled (after DNS)"},
 	{Flag: "max-files-per-user", Env: "CHATD_MAX_FILES_PER_USER", Field: "Files.MaxPerUser", Default: itoa(files.DefaultMaxPerUser), ZeroOff: true,
 		Usage: "uploaded files a user holds, used by a chat or not (429 `LIMIT_REACHED` on upload); `0`: unlimited",
 		More:  "(unused files go after `CHATD_FILE_RETENTION`, a chat's with the chat; `CHATD_FILE_QUOTA_BYTES` bounds their bytes)"},

@@ -101,8 +101,8 @@ func TestBrowserSettings(t *testing.T) {
 	t.Run("the page from the sidebar", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Click(chromedp.CSS(`.sidebar .settings-link`)))
-		b.waitJS("the settings page", `location.pathname === '/settings' && document.querySelectorAll('.set-section').length === 5`)
-		require.Equal(t, []string{"Models", "Providers", "MCP servers", "Users", "My tokens"},
+		b.waitJS("the settings page", `location.pathname === '/settings' && document.querySelectorAll('.set-section').length === 6`)
+		require.Equal(t, []string{"Models", "Providers", "MCP servers", "Users", "My tokens", "Webhooks"},
 			eval[[]string](b, `[...document.querySelectorAll('.set-section h2')].map(e => e.textContent)`))
 		require.Equal(t, "Settings · chatd", eval[string](b, `document.title`))
 		b.waitJS("the loaded sections", model("demo")+` && `+user("admin")+` && document.querySelector('.token-row')`)
@@ -355,8 +355,8 @@ func TestBrowserSettings(t *testing.T) {
 		b.do(chromedp.Navigate(b.base + "/login#token=" + userToken))
 		b.waitJS("carol signed in", `location.pathname === '/' && document.querySelector('.hero')`)
 		b.do(chromedp.Navigate(b.base + "/settings"))
-		b.waitJS("her settings", `document.querySelectorAll('.set-section').length === 2 && `+model("demo")+` && document.querySelector('.token-row')`)
-		require.Equal(t, []string{"Models", "My tokens"}, eval[[]string](b, `[...document.querySelectorAll('.set-section h2')].map(e => e.textContent)`))
+		b.waitJS("her settings", `document.querySelectorAll('.set-section').length === 3 && `+model("demo")+` && document.querySelector('.token-row')`)
+		require.Equal(t, []string{"Models", "My tokens", "Webhooks"}, eval[[]string](b, `[...document.querySelectorAll('.set-section h2')].map(e => e.textContent)`))
 		require.False(t, eval[bool](b, `!!document.querySelector('.add-model, .model-row .switch, .model-row .edit, .model-row .star:not([disabled])')`), "read-only models")
 		require.False(t, eval[bool](b, `!!`+model("llama3")), "enabled models only")
 		b.scheme("dark")

@@ -92,6 +92,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"ChatListArchivable", testChatListArchivable},
 		// projects and project memory
 		{"Projects", testProjects},
+		{"Schedules", testSchedules}, {"Webhooks", testWebhooks},
 		{"Memories", testMemories},
 		{"MemoryLockSerialises", testMemoryLockSerialises},
 		{"MCPServers", testMCPServers},

@@ -11,6 +11,7 @@ import { ProjectsView, ProjectView } from './project.js';
 import { SettingsView } from './settings.js';
 import { UsageView } from './usage.js';
 import { openMenu, toast } from './widgets.js';
+import { scheduleDialog } from './schedule.js';
 
 const NARROW = window.matchMedia('(max-width: 800px)');
 
@@ -169,8 +170,11 @@ class App {
   }
 
   chatMenu(chat, anchor) {
-    openMenu(anchor, this.sidebar.menuItems(chat).map((it) => it.label === 'Rename'
-      ? { ...it, onSelect: () => this.sidebar.renameDialog(chat) } : it));
+    const items = this.sidebar.menuItems(chat).map((it) => it.label === 'Rename'
+      ? { ...it, onSelect: () => this.sidebar.renameDialog(chat) } : it);
+    const at = items.findIndex((it) => it.danger);
+    items.splice(at < 0 ? items.length : at, 0, { label: 'Schedule', icon: 'clock', onSelect: () => scheduleDialog(chat) });
+    openMenu(anchor, items);
   }
 
   onChatsLoaded(chats) {

@@ -8,6 +8,7 @@ import { h, icon, formatTime, copyText } from './dom.js';
 import { api } from './api.js';
 import { dialog, toast } from './widgets.js';
 import { effectBadge } from './mcp.js';
+import { WebhooksSection } from './webhooks.js';
 
 const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 const PROVIDER_TYPES = [['openai', 'OpenAI'], ['openai-compat', 'OpenAI-compatible (Ollama, vLLM, …)'], ['anthropic', 'Anthropic']];
@@ -708,8 +709,8 @@ export class SettingsView {
     this.admin = !!(app.me && app.me.admin);
     this.models = new ModelsSection(this);
     this.sections = this.admin
-      ? [this.models, new ProvidersSection(this), new MCPSection(this), new UsersSection(this), new TokensSection(this)]
-      : [this.models, new TokensSection(this)];
+      ? [this.models, new ProvidersSection(this), new MCPSection(this), new UsersSection(this), new TokensSection(this), new WebhooksSection(this)]
+      : [this.models, new TokensSection(this), new WebhooksSection(this)];
     const toc = h('nav', { class: 'set-toc', 'aria-label': 'Settings sections' },
       this.sections.map((s) => h('a', { href: `#${s.el.id}`, class: 'set-toc-link', text: s.el.querySelector('h2').textContent,
         onclick: (e) => { e.preventDefault(); s.el.scrollIntoView({ block: 'start' }); s.el.querySelector('h2').focus(); } })));
