@@ -70,6 +70,7 @@ type Store interface {
 // matches, on every store.
 type Reader interface {
 	ProjectReader
+	ElicitationReader
 
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -221,6 +222,7 @@ type Reader interface {
 type Tx interface {
 	Reader
 	ProjectTx
+	ElicitationTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 

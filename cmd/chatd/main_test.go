@@ -37,7 +37,7 @@ func TestMigrateUpStatusDown(t *testing.T) {
 
 	out, err = run1("migrate", "--db", db, "down")
 	require.NoError(t, err)
-	require.Contains(t, out, "rolled back 19 00019_search_pending.sql")
+	require.Contains(t, out, "rolled back 21 00021_chat_elicitations.sql")
 
 	_, err = run1("migrate", "--db", db, "sideways")
 	require.ErrorContains(t, err, `unknown action "sideways"`)

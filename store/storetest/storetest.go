@@ -97,6 +97,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"MCPServers", testMCPServers},
 		{"ProvidersAndModelConfigs", testProvidersAndModelConfigs},
 		{"Files", testFiles},
+		{"Elicitations", testElicitations},
 		{"OwnerCounts", testOwnerCounts},
 	}
 	for _, tc := range tests {
