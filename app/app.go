@@ -29,6 +29,7 @@ import (
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/dbcopy"
+	"github.com/chatd/chatd/app/elicit"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
@@ -65,6 +66,8 @@ type App struct {
 	worker     *worker.Worker
 	mcp        *mcp.Manager
 	mcpServers *mcp.Servers // the stored MCP servers a.mcp follows
+	elicit     *elicit.Service
+	elicitStop func() // ends the elicitation sweep and waits for it
 	cipher     *modelconfig.Cipher
 	// secrets are the secrets held in clear (provider keys, MCP env and
 	// header values, the hook secret), masked out of every error text on
@@ -364,6 +367,7 @@ func (a *App) init(ctx context.Context) error {
 		Files:        fileStore,
 		Hooks:        wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
 		Backup:       a.backup(),
+		Elicitations: a.elicit,
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)
@@ -495,6 +499,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.mcpServers.Start(ctx); err != nil {
 		return err
 	}
+	a.startElicit(ctx) // elicitations.go
 	if a.cfg.NoWorker {
 		return nil
 	}
@@ -508,6 +513,7 @@ func (a *App) Stop() {
 	a.worker.Stop()
 	a.mcpServers.Stop()
 	a.closeMCP() // after the worker: its tool calls are over
+	a.stopElicit()
 	a.poller.Stop()
 	if sharedByReplicas(a.store) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

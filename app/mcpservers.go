@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/api"
+	"github.com/chatd/chatd/app/elicit"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
@@ -25,7 +26,10 @@ func (a *App) openMCP(ctx context.Context) error {
 		}
 	}
 	// Nothing connects before the first chat or status asks.
-	a.mcp = mcp.NewManager(mcp.Config{}, mcp.Options{Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock, Secrets: a.secrets})
+	a.elicit = elicit.New(a.machine, a.store, a.pubsub, a.clock, a.log, elicit.Config{Timeout: a.cfg.MCPElicitationTimeout})
+	a.mcp = mcp.NewManager(mcp.Config{}, mcp.Options{
+		Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock, Secrets: a.secrets, Elicitor: mcpElicitor{a.elicit},
+	})
 	a.mcpServers = mcp.NewServers(a.mcp, mcp.ServersOptions{
 		Store: a.store, Pubsub: a.pubsub, Clock: a.clock, Log: a.log, File: file,
 		ResyncInterval: a.cfg.MCPResyncInterval,

@@ -123,6 +123,9 @@ type Deps struct {
 	// returns the snapshot open at its start (nil: PostgreSQL, the route
 	// points to pg_dump).
 	Backup func(ctx context.Context) (*os.File, error)
+	// Elicitations hears of answered MCP elicitations (nil: the waiting
+	// replica finds the answer at its next re-read).
+	Elicitations ElicitationNotifier
 }
 
 // Server is the HTTP API.
@@ -192,6 +195,8 @@ func (s *Server) routes() {
 	chat("POST", "/chats/{chat}/interrupt", s.interrupt)
 	chat("POST", "/chats/{chat}/tool-results", s.submitToolResults)
 	chat("POST", "/chats/{chat}/tool-approvals", s.submitToolApprovals)
+	chat("GET", "/chats/{chat}/elicitations", s.listElicitations)
+	chat("POST", "/chats/{chat}/elicitation-responses", s.submitElicitationResponse)
 	chat("POST", "/chats/{chat}/compact", s.compact)
 	chat("POST", "/chats/{chat}/clear", s.clear)
 	chat("POST", "/chats/{chat}/reconcile-invalid", s.reconcileInvalid)

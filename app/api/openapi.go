@@ -74,6 +74,8 @@ var operations = []operation{
 	{method: "POST", path: "/chats/{chat}/interrupt", summary: "Interrupt a chat", status: 200, response: sdk.Chat{}},
 	{method: "POST", path: "/chats/{chat}/tool-results", summary: "Submit client tool results", request: sdk.SubmitToolResultsRequest{}, status: 204},
 	{method: "POST", path: "/chats/{chat}/tool-approvals", summary: "Answer tool approvals", request: sdk.SubmitToolApprovalsRequest{}, status: 204},
+	{method: "GET", path: "/chats/{chat}/elicitations", summary: "List an MCP server's pending questions", status: 200, response: []sdk.Elicitation{}},
+	{method: "POST", path: "/chats/{chat}/elicitation-responses", summary: "Answer an MCP server's question", request: sdk.ElicitationResponse{}, status: 204},
 	{method: "POST", path: "/chats/{chat}/compact", summary: "Compact a chat", status: 200, response: sdk.Chat{}},
 	{method: "POST", path: "/chats/{chat}/clear", summary: "Clear a chat", status: 200, response: sdk.Chat{}},
 	{method: "POST", path: "/chats/{chat}/reconcile-invalid", summary: "Reconcile an invalid chat", status: 200, response: sdk.Chat{}},

@@ -57,6 +57,10 @@ type Options struct {
 	// the manager gives back: tool call errors, a server's last error, a
 	// connection test's. Nil masks only URL credentials.
 	Secrets *redact.Secrets
+	// Elicitor, when set, lets servers ask a chat's person questions
+	// during a tool call (MCP elicitation, form and URL modes); without
+	// it chatd does not offer the capability.
+	Elicitor Elicitor
 }
 
 // Manager holds the connections to the configured MCP servers, shared by
@@ -67,6 +71,7 @@ type Manager struct {
 	connectTimeout, minBackoff, maxBackoff time.Duration
 	failures                               *prometheus.CounterVec
 	secrets                                *redact.Secrets
+	elicitor                               Elicitor
 
 	cfgMu   sync.RWMutex // guards servers and byID, which Apply replaces
 	servers []*server    // sorted by name
@@ -92,7 +97,7 @@ var (
 // until the first Tools or Status call.
 func NewManager(cfg Config, opts Options) *Manager {
 	m := &Manager{
-		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{}, secrets: opts.Secrets,
+		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{}, secrets: opts.Secrets, elicitor: opts.Elicitor,
 		connectTimeout: opts.ConnectTimeout, minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 	}
 	if m.log == nil {
@@ -540,6 +545,8 @@ type server struct {
 	cancel  context.CancelFunc
 	started bool // under Manager.mu
 	stopped chan struct{}
+
+	calls inflight // chat tool calls running on the server
 
 	mu        sync.Mutex
 	state     string

@@ -55,10 +55,17 @@ func (m *Manager) connect(s *server) (*session, error) {
 	stopWatch := m.after(m.connectTimeout, func() {
 		cancelConn(fmt.Errorf("no answer within %s", m.connectTimeout))
 	})
-	client := mcp.NewClient(&mcp.Implementation{Name: "chatd", Version: "1"}, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		Logger:                 m.log.With("mcp_server", s.cfg.Name),
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.poke() },
-	})
+	}
+	if m.elicitor != nil {
+		opts.ElicitationHandler = m.elicitationHandler(s)
+		opts.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
+		}}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "chatd", Version: "1"}, opts)
 	cs, transport, cleanup, err := m.open(connCtx, client, s)
 	var list []*Tool
 	if err == nil {
