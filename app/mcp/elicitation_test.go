@@ -18,7 +18,9 @@ import (
 // elicitFunc is an Elicitor whose answers a test scripts.
 type elicitFunc func(ctx context.Context, q Elicitation) (ElicitationAnswer, error)
 
-func (f elicitFunc) Elicit(ctx context.Context, q Elicitation) (ElicitationAnswer, error) { return f(ctx, q) }
+func (f elicitFunc) Elicit(ctx context.Context, q Elicitation) (ElicitationAnswer, error) {
+	return f(ctx, q)
+}
 
 // askingServer is a Streamable HTTP MCP server whose "ask" tool asks the
 // client a form question with defaults (SEP-1034) and returns the answer
