@@ -9,6 +9,7 @@ import (
 
 // Elicitation actions (MCP): the person's answer to a server's question.
 const (
+	ElicitationPending = "pending"
 	ElicitationAccept  = "accept"
 	ElicitationDecline = "decline"
 	ElicitationCancel  = "cancel"
