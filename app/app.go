@@ -368,6 +368,7 @@ func (a *App) init(ctx context.Context) error {
 		Hooks:        wdeps.Hooks, // one dispatcher: admission and admitted work share the cap
 		Backup:       a.backup(),
 		Elicitations: a.elicit,
+		MCPOAuth:     a.mcp,
 	})
 	a.api = srv
 	a.poller = stream.NewPoller(a.store, a.cfg.StreamPollInterval, a.clock, a.log)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 
@@ -29,6 +30,13 @@ func (a *App) openMCP(ctx context.Context) error {
 	a.elicit = elicit.New(a.machine, a.store, a.pubsub, a.clock, a.log, elicit.Config{Timeout: a.cfg.MCPElicitationTimeout})
 	a.mcp = mcp.NewManager(mcp.Config{}, mcp.Options{
 		Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock, Secrets: a.secrets, Elicitor: mcpElicitor{a.elicit},
+		// The authorization servers send the admin's browser back here.
+		OAuthRedirectURL: func() string {
+			if a.cfg.AdvertiseURL == "" {
+				return ""
+			}
+			return strings.TrimRight(a.cfg.AdvertiseURL, "/") + api.MCPOAuthCallbackPath
+		},
 	})
 	a.mcpServers = mcp.NewServers(a.mcp, mcp.ServersOptions{
 		Store: a.store, Pubsub: a.pubsub, Clock: a.clock, Log: a.log, File: file,

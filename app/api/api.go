@@ -126,6 +126,9 @@ type Deps struct {
 	// Elicitations hears of answered MCP elicitations (nil: the waiting
 	// replica finds the answer at its next re-read).
 	Elicitations ElicitationNotifier
+	// MCPOAuth completes MCP servers' authorizations at their callback
+	// (nil: the callback answers 404).
+	MCPOAuth MCPOAuth
 }
 
 // Server is the HTTP API.
@@ -219,6 +222,7 @@ func (s *Server) routes() {
 		}))
 	}
 	s.mux.Handle("GET /healthz", s.instrument("GET /healthz", s.handle(s.healthz)))
+	s.mux.Handle("GET "+MCPOAuthCallbackPath, s.instrument("GET "+MCPOAuthCallbackPath, s.handle(s.mcpOAuthCallback)))
 	s.pprofRoutes()
 	if s.deps.Metrics != nil {
 		// On the main address only admins read metrics; scrapers get their
