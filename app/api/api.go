@@ -185,6 +185,7 @@ func (s *Server) routes() {
 	chat("PATCH", "/chats/mcp-servers/{id}", s.patchMCPServer)
 	chat("DELETE", "/chats/mcp-servers/{id}", s.deleteMCPServer)
 	chat("POST", "/chats/mcp-servers/{id}/test", s.testMCPServer)
+	chat("POST", "/chats/mcp-servers/{id}/reconnect", s.reconnectMCPServer)
 	s.providerRoutes(chat)
 	chat("POST", "/chats/model-configs/{modelConfig}/test", s.testModelConfig)
 	chat("GET", "/chats/{chat}", s.getChat)

@@ -4,6 +4,8 @@ import (
 	"html"
 	"net/http"
 
+	"github.com/google/uuid"
+
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -11,9 +13,24 @@ import (
 // person's browser back to chatd (the redirect URI chatd registers).
 const MCPOAuthCallbackPath = "/mcp/oauth/callback"
 
-// MCPOAuth completes an MCP server's authorization.
+// MCPOAuth completes and restarts MCP servers' authorizations.
 type MCPOAuth interface {
 	OAuthCallback(state, code, iss, errCode, errDesc string) error
+	// Reconnect forgets a server's tokens and connects it again (false:
+	// no such server).
+	Reconnect(id uuid.UUID) bool
+}
+
+// reconnectMCPServer answers POST /chats/mcp-servers/{id}/reconnect
+// (admins): the server's tokens are dropped and it connects again, asking
+// for a new authorization if it wants one.
+func (s *Server) reconnectMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+	return s.mcpAdminCall(w, r, c, true, 0, func(_ MCPAdmin, id uuid.UUID) (any, error) {
+		if s.deps.MCPOAuth == nil || !s.deps.MCPOAuth.Reconnect(id) {
+			return nil, newError(http.StatusNotFound, sdk.CodeNotFound, "Not found.", "no MCP server "+id.String())
+		}
+		return nil, nil
+	})
 }
 
 // mcpOAuthCallback is the OAuth redirect target (no credentials: the

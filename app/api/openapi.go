@@ -62,6 +62,7 @@ var operations = []operation{
 	{method: "PATCH", path: "/chats/mcp-servers/{id}", summary: "Update an MCP server (admin)", request: sdk.MCPServerRequest{}, status: 200, response: sdk.MCPServer{}},
 	{method: "DELETE", path: "/chats/mcp-servers/{id}", summary: "Delete an MCP server (admin)", status: 204},
 	{method: "POST", path: "/chats/mcp-servers/{id}/test", summary: "Test an MCP server (admin)", status: 200, response: sdk.MCPServerTest{}},
+	{method: "POST", path: "/chats/mcp-servers/{id}/reconnect", summary: "Reconnect an MCP server, authorizing it again (admin)", status: 204},
 	{method: "GET", path: "/chats/watch", summary: "Watch the chat list (WebSocket of ChatWatchEvent)", status: 101, response: sdk.ChatWatchEvent{}, websocket: true},
 	{method: "GET", path: "/chats/{chat}", summary: "Get a chat", status: 200, response: sdk.Chat{}},
 	{method: "PATCH", path: "/chats/{chat}", summary: "Update a chat", request: sdk.UpdateChatRequest{}, status: 204},

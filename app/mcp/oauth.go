@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
@@ -211,4 +212,27 @@ func (m *Manager) fetcher(s *server, a *serverAuth) auth.AuthorizationCodeFetche
 			return nil, ctx.Err()
 		}
 	}
+}
+
+// Reconnect forgets the server's authorization (its tokens) and ends its
+// connection; the connection loop connects again at once, and a server
+// that wants authorization asks for it anew. False when no server has id.
+func (m *Manager) Reconnect(id uuid.UUID) bool {
+	m.cfgMu.RLock()
+	s, ok := m.byID[id]
+	m.cfgMu.RUnlock()
+	if !ok {
+		return false
+	}
+	s.authMu.Lock()
+	s.auth = nil
+	s.authMu.Unlock()
+	s.mu.Lock()
+	c := s.session
+	s.mu.Unlock()
+	if c != nil {
+		_ = c.cs.Close() // the loop sees the session end and reconnects
+	}
+	m.start(s)
+	return true
 }

@@ -150,13 +150,21 @@ func TestOAuthAuthorizesAServer(t *testing.T) {
 	require.Equal(t, sdk.MCPStateConnected, st.State)
 	require.Equal(t, &sdk.MCPAuthStatus{Status: sdk.MCPAuthAuthorized}, st.Auth)
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	require.Equal(t, []string{callback.URL + "/cb"}, p.registered)
 	require.Len(t, p.challenges, 1)
 	require.Regexp(t, `^.{43,}/S256$`, p.challenges[0])
 	require.Len(t, p.verifiers, 1)
 	require.NotEmpty(t, p.verifiers[0])
 	require.Equal(t, []string{"dyn-1"}, p.clientIDs)
+	p.mu.Unlock()
+
+	// Reconnect forgets the token: the server asks for a new authorization.
+	require.False(t, m.Reconnect(ServerID("nope")))
+	require.True(t, m.Reconnect(ServerID("vault")))
+	require.Eventually(t, func() bool {
+		a := m.Status(t.Context(), anAdmin)[0].Auth
+		return a != nil && a.Status == sdk.MCPAuthNeedsAuthorization && a.AuthorizationURL != authURL
+	}, 10*time.Second, 10*time.Millisecond)
 }
 
 // The oauth field parses, keeps its client secret out of the stored spec
