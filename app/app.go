@@ -29,6 +29,7 @@ import (
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/dbcopy"
+	"github.com/chatd/chatd/app/elicit"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/mcp"
@@ -76,6 +77,8 @@ type App struct {
 	auto          automation // schedules and webhooks (automation.go)
 	mcp           *mcp.Manager
 	mcpServers    *mcp.Servers // the stored MCP servers a.mcp follows
+	elicit        *elicit.Service
+	elicitStop    func() // ends the elicitation sweep and waits for it
 	cipher        *modelconfig.Cipher
 	// secrets are the secrets held in clear (provider keys, MCP env and
 	// header values, the hook secret), masked out of every error text on
@@ -314,6 +317,8 @@ func (a *App) init(ctx context.Context) error {
 		Backup:       a.backup(),
 		Schedules:    a.auto.schedules,
 		Webhooks:     a.auto.webhooks,
+		Elicitations: a.elicit,
+		MCPOAuth:     a.mcp,
 		Usage:        a.usage,
 	})
 	a.api = srv

@@ -41,6 +41,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.mcpServers.Start(ctx); err != nil {
 		return err
 	}
+	a.startElicit(ctx) // services.go
 	if a.cfg.NoWorker {
 		return nil
 	}
@@ -58,6 +59,7 @@ func (a *App) Stop() {
 	a.worker.Stop()
 	a.mcpServers.Stop()
 	a.closeMCP() // after the worker: its tool calls are over
+	a.stopElicit()
 	a.poller.Stop()
 	if sharedByReplicas(a.store) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/chatd/chatd/app/elicit"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/schedules"
@@ -289,7 +290,17 @@ func (a *App) openMCP(ctx context.Context) error {
 		}
 	}
 	// Nothing connects before the first chat or status asks.
-	a.mcp = mcp.NewManager(mcp.Config{}, mcp.Options{Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock, Secrets: a.secrets})
+	a.elicit = elicit.New(a.machine, a.store, a.pubsub, a.clock, a.log, elicit.Config{Timeout: a.cfg.MCPElicitationTimeout})
+	a.mcp = mcp.NewManager(mcp.Config{}, mcp.Options{
+		Log: a.log, Registerer: a.metrics.Registry, Clock: a.clock, Secrets: a.secrets, Elicitor: mcpElicitor{a.elicit},
+		// The authorization servers send the admin's browser back here.
+		OAuthRedirectURL: func() string {
+			if a.cfg.AdvertiseURL == "" {
+				return ""
+			}
+			return strings.TrimRight(a.cfg.AdvertiseURL, "/") + api.MCPOAuthCallbackPath
+		},
+	})
 	a.mcpServers = mcp.NewServers(a.mcp, mcp.ServersOptions{
 		Store: a.store, Pubsub: a.pubsub, Clock: a.clock, Log: a.log, File: file,
 		ResyncInterval: a.cfg.MCPResyncInterval,
@@ -403,5 +414,39 @@ func (a *App) stopAutomation() {
 	if a.auto.runner != nil {
 		a.auto.runner.Stop()
 		a.auto.deliverer.Stop()
+	}
+}
+
+// mcpElicitor puts the MCP servers' questions to the chats through the
+// elicitation service.
+type mcpElicitor struct{ s *elicit.Service }
+
+func (e mcpElicitor) Elicit(ctx context.Context, q mcp.Elicitation) (mcp.ElicitationAnswer, error) {
+	a, err := e.s.Ask(ctx, elicit.Question{
+		ChatID: q.ChatID, ToolCallID: q.ToolCallID, Server: q.Server, Mode: q.Mode, Message: q.Message,
+		Schema: q.Schema, URL: q.URL,
+	})
+	return mcp.ElicitationAnswer{Action: a.Action, Content: a.Content}, err
+}
+
+// startElicit runs the sweep that cancels questions whose holder is gone
+// (a restart), until stopElicit.
+func (a *App) startElicit(ctx context.Context) {
+	if a.elicit == nil || a.elicitStop != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.elicit.Run(ctx)
+	}()
+	a.elicitStop = func() { cancel(); <-done }
+}
+
+func (a *App) stopElicit() {
+	if a.elicitStop != nil {
+		a.elicitStop()
+		a.elicitStop = nil
 	}
 }

@@ -74,6 +74,7 @@ type Reader interface {
 	UsageReader
 	ScheduleReader
 	WebhookReader
+	ElicitationReader
 
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -228,6 +229,7 @@ type Tx interface {
 	UsageTx
 	ScheduleTx
 	WebhookTx
+	ElicitationTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 

@@ -131,6 +131,12 @@ type Deps struct {
 	// Schedules and Webhooks serve their routes (404 without them).
 	Schedules *schedules.Service
 	Webhooks  *webhooks.Service
+	// Elicitations hears of answered MCP elicitations (nil: the waiting
+	// replica finds the answer at its next re-read).
+	Elicitations ElicitationNotifier
+	// MCPOAuth completes MCP servers' authorizations at their callback
+	// (nil: the callback answers 404).
+	MCPOAuth MCPOAuth
 }
 
 // Server is the HTTP API.
@@ -184,6 +190,7 @@ func (s *Server) routes() {
 	chat("PATCH", "/chats/mcp-servers/{id}", s.patchMCPServer)
 	chat("DELETE", "/chats/mcp-servers/{id}", s.deleteMCPServer)
 	chat("POST", "/chats/mcp-servers/{id}/test", s.testMCPServer)
+	chat("POST", "/chats/mcp-servers/{id}/reconnect", s.reconnectMCPServer)
 	s.providerRoutes(chat)
 	chat("POST", "/chats/model-configs/{modelConfig}/test", s.testModelConfig)
 	chat("GET", "/chats/{chat}", s.getChat)
@@ -198,6 +205,8 @@ func (s *Server) routes() {
 	chat("POST", "/chats/{chat}/interrupt", s.interrupt)
 	chat("POST", "/chats/{chat}/tool-results", s.submitToolResults)
 	chat("POST", "/chats/{chat}/tool-approvals", s.submitToolApprovals)
+	chat("GET", "/chats/{chat}/elicitations", s.listElicitations)
+	chat("POST", "/chats/{chat}/elicitation-responses", s.submitElicitationResponse)
 	chat("POST", "/chats/{chat}/compact", s.compact)
 	chat("POST", "/chats/{chat}/clear", s.clear)
 	chat("POST", "/chats/{chat}/reconcile-invalid", s.reconcileInvalid)
@@ -223,6 +232,7 @@ func (s *Server) routes() {
 		}))
 	}
 	s.mux.Handle("GET /healthz", s.instrument("GET /healthz", s.handle(s.healthz)))
+	s.mux.Handle("GET "+MCPOAuthCallbackPath, s.instrument("GET "+MCPOAuthCallbackPath, s.handle(s.mcpOAuthCallback)))
 	s.pprofRoutes()
 	if s.deps.Metrics != nil {
 		// On the main address only admins read metrics; scrapers get their

@@ -29,6 +29,9 @@ var (
 	// ErrNotAwaitingApproval: an approval answer names a call that is not
 	// awaiting approval.
 	ErrNotAwaitingApproval = errors.New("tool call is not awaiting approval")
+	// ErrElicitationAnswered: an elicitation response names a question
+	// that is no longer pending.
+	ErrElicitationAnswered = errors.New("elicitation is not pending")
 	// ErrValidation: the input is malformed; see ValidationError.
 	ErrValidation = errors.New("invalid input")
 )

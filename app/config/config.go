@@ -165,6 +165,10 @@ type Config struct {
 	// without a change notification (mcp.DefaultResyncInterval, 30 s, when
 	// zero): with several replicas, a lost hint delays an edit at most this.
 	MCPResyncInterval time.Duration
+	// MCPElicitationTimeout is how long an MCP server's question to a
+	// chat's person waits for an answer before it is answered "cancel"
+	// (elicit.DefaultTimeout, 10 min, when zero).
+	MCPElicitationTimeout time.Duration
 
 	// CookieSecure is when the session cookie is Secure: auto (default:
 	// behind HTTPS), true or false.

@@ -13,6 +13,7 @@ import (
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/elicit"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/llm/anthropic"
@@ -201,6 +202,8 @@ var settings = []Setting{
 		More:  "(see [Tools](tools.md)); a bad file stops startup with a message naming the server and the field"},
 	{Flag: "mcp-resync-interval", Env: "CHATD_MCP_RESYNC_INTERVAL", Field: "MCPResyncInterval", Default: dur(mcp.DefaultResyncInterval),
 		Usage: "how often each replica reads the stored MCP servers again without a change notification"},
+	{Flag: "mcp-elicitation-timeout", Env: "CHATD_MCP_ELICITATION_TIMEOUT", Field: "MCPElicitationTimeout", Default: dur(elicit.DefaultTimeout),
+		Usage: "how long an MCP server's question to a chat's person (elicitation) waits for an answer before it is answered cancel"},
 	{Flag: "advertise-url", Env: "CHATD_ADVERTISE_URL", Field: "AdvertiseURL", Shown: "`http://<listen address>`",
 		Usage: "how other replicas reach this one (Postgres)"},
 	{Flag: "cookie-secure", Env: "CHATD_COOKIE_SECURE", Field: "CookieSecure", Default: string(api.CookieSecureAuto),

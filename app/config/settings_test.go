@@ -158,6 +158,7 @@ func TestFromEnvSetsEveryField(t *testing.T) {
 		{"CHATD_BUDGET_COST_PER_DAY", "1.5", func(c config.Config) any { return c.BudgetCostPerDay }, "1.5"},
 		{"CHATD_BUDGET_COST_PER_MONTH", "20", func(c config.Config) any { return c.BudgetCostPerMonth }, "20"},
 		{"CHATD_TRACE_CONTENT", "true", func(c config.Config) any { return c.Worker.TraceContent }, true},
+		{"CHATD_MCP_ELICITATION_TIMEOUT", "3m", func(c config.Config) any { return c.MCPElicitationTimeout }, 3 * time.Minute},
 		{"CHATD_MAX_SCHEDULES_PER_USER", "7", func(c config.Config) any { return c.Schedules.MaxPerUser }, 7},
 		{"CHATD_MIN_SCHEDULE_INTERVAL", "5m", func(c config.Config) any { return c.Schedules.MinInterval }, 5 * time.Minute},
 		{"CHATD_MAX_WEBHOOKS_PER_USER", "3", func(c config.Config) any { return c.Webhooks.MaxPerUser }, 3},

@@ -32,6 +32,7 @@ var Tables = []Table{
 	{Name: "projects"},
 	{Name: "chats"}, // parents before children, see sortChats
 	{Name: "chat_files"},
+	{Name: "chat_elicitations"},
 	{Name: "project_memories"},
 	{Name: "chat_queued_messages", Sequence: "id", SQLiteAutoincrement: true},
 	{Name: "chat_messages", Sequence: "id", SQLiteAutoincrement: true},

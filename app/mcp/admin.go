@@ -219,7 +219,7 @@ func (a *Servers) changed(ctx context.Context) error {
 }
 
 // editable are the fields of a server definition in the API.
-var editable = []string{"command", "args", "env", "url", "headers", "tools", "effects", "approval", "approvals", "timeout", "access"}
+var editable = []string{"command", "args", "env", "url", "headers", "tools", "effects", "approval", "approvals", "timeout", "access", "oauth"}
 
 // decodeBody splits an API body into its fields, refusing unknown ones.
 func decodeBody(body []byte) (map[string]json.RawMessage, error) {

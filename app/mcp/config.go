@@ -83,6 +83,22 @@ type Server struct {
 	Access string
 	// Users are the usernames AccessUsers lets in, sorted.
 	Users []string
+	// OAuth is how chatd registers with a URL server's authorization
+	// server when the server asks for authorization (401): nil uses
+	// dynamic client registration only.
+	OAuth *OAuth
+}
+
+// OAuth is a URL server's client registration for the MCP authorization
+// flow. Registration is tried in this order: the Client ID Metadata
+// Document URL, the pre-registered client, dynamic client registration.
+type OAuth struct {
+	ClientID     string `json:"client_id,omitempty"`
+	ClientSecret string `json:"client_secret,omitempty"`
+	// ClientMetadataURL is a Client ID Metadata Document's https URL (with
+	// a path), used as the client id where the authorization server
+	// supports it.
+	ClientMetadataURL string `json:"client_metadata_url,omitempty"`
 }
 
 // Who may use a server's tools (Server.Access).
@@ -262,6 +278,7 @@ func parseServer(name string, raw json.RawMessage) (Server, error) {
 		get("approvals", &s.Approvals, "an object of tool name to never, effectful or always"),
 		get("timeout", &timeout, `a duration string such as "60s"`),
 		get("disabled", &s.Disabled, "true or false"),
+		get("oauth", &s.OAuth, `an object {"client_id", "client_secret", "client_metadata_url"}`),
 	} {
 		if err != nil {
 			return s, err
@@ -286,6 +303,11 @@ func parseServer(name string, raw json.RawMessage) (Server, error) {
 		return s, errors.New("headers: only for a url server")
 	case s.URL != "" && (len(s.Args) > 0 || len(s.Env) > 0):
 		return s, errors.New("args, env: only for a command server")
+	case s.OAuth != nil && s.URL == "":
+		return s, errors.New("oauth: only for a url server")
+	}
+	if err := checkOAuth(s.OAuth); err != nil {
+		return s, err
 	}
 	if s.URL != "" {
 		u, err := url.Parse(s.URL)
@@ -353,4 +375,21 @@ func parseAccess(raw json.RawMessage) (access string, users []string, err error)
 	}
 	slices.Sort(names)
 	return AccessUsers, slices.Compact(names), nil
+}
+
+// checkOAuth validates a server's oauth field.
+func checkOAuth(o *OAuth) error {
+	if o == nil {
+		return nil
+	}
+	if o.ClientSecret != "" && o.ClientID == "" {
+		return errors.New("oauth.client_secret: goes with a client_id")
+	}
+	if o.ClientMetadataURL != "" {
+		u, err := url.Parse(o.ClientMetadataURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" {
+			return errors.New("oauth.client_metadata_url: must be an https:// URL with a path")
+		}
+	}
+	return nil
 }

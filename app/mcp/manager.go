@@ -57,6 +57,16 @@ type Options struct {
 	// the manager gives back: tool call errors, a server's last error, a
 	// connection test's. Nil masks only URL credentials.
 	Secrets *redact.Secrets
+	// Elicitor, when set, lets servers ask a chat's person questions
+	// during a tool call (MCP elicitation, form and URL modes); without
+	// it chatd does not offer the capability.
+	Elicitor Elicitor
+	// OAuthRedirectURL, when set and not empty, is chatd's OAuth callback
+	// URL (OAuthCallback serves it): URL servers that ask for
+	// authorization then go through the MCP authorization flow.
+	OAuthRedirectURL func() string
+	// AuthorizationTimeout: DefaultAuthorizationTimeout when zero.
+	AuthorizationTimeout time.Duration
 }
 
 // Manager holds the connections to the configured MCP servers, shared by
@@ -67,6 +77,10 @@ type Manager struct {
 	connectTimeout, minBackoff, maxBackoff time.Duration
 	failures                               *prometheus.CounterVec
 	secrets                                *redact.Secrets
+	elicitor                               Elicitor
+	oauthRedirect                          func() string
+	authTimeout                            time.Duration
+	flows                                  oauthFlows
 
 	cfgMu   sync.RWMutex // guards servers and byID, which Apply replaces
 	servers []*server    // sorted by name
@@ -92,7 +106,8 @@ var (
 // until the first Tools or Status call.
 func NewManager(cfg Config, opts Options) *Manager {
 	m := &Manager{
-		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{}, secrets: opts.Secrets,
+		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{}, secrets: opts.Secrets, elicitor: opts.Elicitor,
+		oauthRedirect: opts.OAuthRedirectURL, authTimeout: opts.AuthorizationTimeout,
 		connectTimeout: opts.ConnectTimeout, minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 	}
 	if m.log == nil {
@@ -100,6 +115,9 @@ func NewManager(cfg Config, opts Options) *Manager {
 	}
 	if m.clock == nil {
 		m.clock = clock.Real{}
+	}
+	if m.authTimeout <= 0 {
+		m.authTimeout = DefaultAuthorizationTimeout
 	}
 	if m.connectTimeout <= 0 {
 		m.connectTimeout = DefaultConnectTimeout
@@ -319,7 +337,13 @@ func (m *Manager) Status(_ context.Context, u tools.User) []sdk.MCPServer {
 		if !s.cfg.Disabled {
 			m.start(s)
 		}
-		out = append(out, s.status())
+		st := s.status()
+		if u.Admin {
+			s.authMu.Lock()
+			st.Auth = s.auth.get()
+			s.authMu.Unlock()
+		}
+		out = append(out, st)
 	}
 	return out
 }
@@ -540,6 +564,11 @@ type server struct {
 	cancel  context.CancelFunc
 	started bool // under Manager.mu
 	stopped chan struct{}
+
+	calls inflight // chat tool calls running on the server
+
+	authMu sync.Mutex
+	auth   *serverAuth // a URL server's OAuth, made on first connect
 
 	mu        sync.Mutex
 	state     string

@@ -15,6 +15,9 @@ func (s Server) secretValues() []string {
 			out = append(out, v)
 		}
 	}
+	if s.OAuth != nil && s.OAuth.ClientSecret != "" {
+		out = append(out, s.OAuth.ClientSecret)
+	}
 	if u, err := url.Parse(s.URL); err == nil && s.URL != "" {
 		if pw, ok := u.User.Password(); ok {
 			out = append(out, pw)

@@ -52,13 +52,20 @@ func (c *session) close() {
 // timeout.
 func (m *Manager) connect(s *server) (*session, error) {
 	connCtx, cancelConn := context.WithCancelCause(s.ctx)
-	stopWatch := m.after(m.connectTimeout, func() {
+	stopWatch := m.watchConnect(s, func() {
 		cancelConn(fmt.Errorf("no answer within %s", m.connectTimeout))
 	})
-	client := mcp.NewClient(&mcp.Implementation{Name: "chatd", Version: "1"}, &mcp.ClientOptions{
+	opts := &mcp.ClientOptions{
 		Logger:                 m.log.With("mcp_server", s.cfg.Name),
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { s.poke() },
-	})
+	}
+	if m.elicitor != nil {
+		opts.ElicitationHandler = m.elicitationHandler(s)
+		opts.Capabilities = &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+			Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{},
+		}}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "chatd", Version: "1"}, opts)
 	cs, transport, cleanup, err := m.open(connCtx, client, s)
 	var list []*Tool
 	if err == nil {
@@ -85,6 +92,41 @@ func (m *Manager) connect(s *server) (*session, error) {
 		c.waitErr = cs.Wait()
 	}()
 	return c, nil
+}
+
+// watchConnect calls fn after the connect timeout on the manager's clock
+// unless stop comes first; while the server's authorization waits for a
+// person's consent the timeout starts over. stop reports whether fn ran
+// and waits for it.
+func (m *Manager) watchConnect(s *server, fn func()) (stop func() bool) {
+	timer := m.clock.NewTimer(m.connectTimeout)
+	cancel := make(chan struct{})
+	fired := make(chan bool, 1)
+	go func() {
+		for {
+			select {
+			case <-timer.C():
+				s.authMu.Lock()
+				a := s.auth
+				s.authMu.Unlock()
+				if a != nil && a.waiting.Load() {
+					timer.Reset(m.connectTimeout)
+					continue
+				}
+				fn()
+				fired <- true
+				return
+			case <-cancel:
+				fired <- false
+				return
+			}
+		}
+	}()
+	return func() bool {
+		close(cancel)
+		timer.Stop()
+		return <-fired
+	}
 }
 
 // after calls fn after d on the manager's clock unless stop comes first;
@@ -132,7 +174,15 @@ func (m *Manager) open(ctx context.Context, client *mcp.Client, s *server) (cs *
 	rt := &httpTransport{base: http.DefaultTransport.(*http.Transport).Clone(), headers: s.cfg.Headers}
 	cleanup = rt.base.CloseIdleConnections
 	hc := &http.Client{Transport: rt}
-	cs, err = client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}, nil)
+	st := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
+	a, err := m.authOf(s)
+	if err != nil {
+		return nil, sdk.MCPTransportStreamableHTTP, cleanup, err
+	}
+	if a != nil {
+		st.OAuthHandler = a
+	}
+	cs, err = client.Connect(ctx, st, nil)
 	if err == nil {
 		return cs, sdk.MCPTransportStreamableHTTP, cleanup, nil
 	}

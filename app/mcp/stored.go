@@ -49,6 +49,8 @@ func (PlainSealer) Open(sealed []byte) ([]byte, error) {
 type secrets struct {
 	Env     map[string]string `json:"env,omitempty"`
 	Headers map[string]string `json:"headers,omitempty"`
+	// OAuthClientSecret is the pre-registered OAuth client's secret.
+	OAuthClientSecret string `json:"oauth_client_secret,omitempty"`
 }
 
 // policy is the server's own approval policy (never when unset).
@@ -90,6 +92,9 @@ func (s Server) object() map[string]any {
 	if s.Disabled {
 		o["disabled"] = true
 	}
+	if s.OAuth != nil {
+		o["oauth"] = *s.OAuth
+	}
 	// Only when given: a server left to the default follows it when its
 	// env or headers change.
 	switch s.Access {
@@ -108,6 +113,12 @@ func (s Server) Row(source string, sealer Sealer, now time.Time) (store.MCPServe
 	delete(o, "env")
 	delete(o, "headers")
 	delete(o, "disabled")
+	var oauthSecret string
+	if s.OAuth != nil {
+		public := *s.OAuth
+		oauthSecret, public.ClientSecret = public.ClientSecret, ""
+		o["oauth"] = public
+	}
 	spec, err := json.Marshal(o)
 	if err != nil {
 		return store.MCPServer{}, fmt.Errorf("MCP server %s: encode: %w", s.Name, err)
@@ -119,8 +130,8 @@ func (s Server) Row(source string, sealer Sealer, now time.Time) (store.MCPServe
 	if s.Stdio() {
 		row.Transport = store.MCPTransportStdio
 	}
-	if len(s.Env) > 0 || len(s.Headers) > 0 {
-		plain, err := json.Marshal(secrets{Env: s.Env, Headers: s.Headers})
+	if len(s.Env) > 0 || len(s.Headers) > 0 || oauthSecret != "" {
+		plain, err := json.Marshal(secrets{Env: s.Env, Headers: s.Headers, OAuthClientSecret: oauthSecret})
 		if err != nil {
 			return store.MCPServer{}, fmt.Errorf("MCP server %s: encode secrets: %w", s.Name, err)
 		}
@@ -152,6 +163,14 @@ func FromRow(row store.MCPServer, sealer Sealer) (Server, error) {
 				raw, _ := json.Marshal(v) // a map of strings always encodes
 				o[key] = raw
 			}
+		}
+		if raw, ok := o["oauth"]; ok && sec.OAuthClientSecret != "" {
+			var oa OAuth
+			if err := json.Unmarshal(raw, &oa); err != nil {
+				return Server{}, fmt.Errorf("MCP server %s: oauth: %w", row.Name, err)
+			}
+			oa.ClientSecret = sec.OAuthClientSecret
+			o["oauth"], _ = json.Marshal(oa) // strings always encode
 		}
 	}
 	o["disabled"] = json.RawMessage(fmt.Sprint(!row.Enabled))
@@ -186,5 +205,15 @@ func configOf(s Server, row store.MCPServer) sdk.MCPServerConfig {
 		Effects: orEmpty(s.Effects), Approval: s.policy(), Approvals: orEmpty(s.Approvals),
 		Timeout: s.Timeout.String(), CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 		Access: sdk.MCPAccess{Mode: s.EffectiveAccess(), Users: s.Users}, AccessDefault: s.Access == "",
+		OAuth: oauthConfigOf(s.OAuth),
 	}
+}
+
+// oauthConfigOf is the admin view of a server's OAuth registration: the
+// client secret left out.
+func oauthConfigOf(o *OAuth) *sdk.MCPOAuthConfig {
+	if o == nil {
+		return nil
+	}
+	return &sdk.MCPOAuthConfig{ClientID: o.ClientID, HasClientSecret: o.ClientSecret != "", ClientMetadataURL: o.ClientMetadataURL}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 )
 
@@ -101,6 +102,9 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage) (json.RawMessage, 
 	c, err := t.m.current(ctx, t.server)
 	if err != nil {
 		return nil, err
+	}
+	if call, ok := tools.CallFrom(ctx); ok {
+		defer t.server.calls.add(ctx, call)()
 	}
 	timeout := t.server.cfg.Timeout
 	errTimeout := fmt.Errorf("MCP tool %s gave no result within %s; the call was cancelled", t.name, timeout)

@@ -49,6 +49,9 @@ type MCPServerConfig struct {
 	AccessDefault bool      `json:"access_default"`
 	CreatedAt     time.Time `json:"created_at"`
 	UpdatedAt     time.Time `json:"updated_at"`
+	// OAuth is the server's OAuth client registration (null: dynamic
+	// client registration only).
+	OAuth *MCPOAuthConfig `json:"oauth"`
 }
 
 // MCPServerRequest is the body of POST /chats/mcp-servers and PATCH
@@ -74,6 +77,8 @@ type MCPServerRequest struct {
 	// Access is who may use the server's tools (nil: unchanged on PATCH,
 	// the default on POST).
 	Access *MCPAccess `json:"access,omitempty"`
+	// OAuth is the server's OAuth client registration (a URL server).
+	OAuth *MCPOAuthRequest `json:"oauth,omitempty"`
 }
 
 // Who may use an MCP server's tools (MCPAccess.Mode).

@@ -573,6 +573,9 @@ type MCPServer struct {
 	Tools     []MCPTool `json:"tools"`
 	// Config is the server's stored settings, shown to admins only.
 	Config *MCPServerConfig `json:"config,omitempty"`
+	// Auth is the server's MCP authorization (OAuth) status, shown to
+	// admins only; absent while the server asked for none.
+	Auth *MCPAuthStatus `json:"auth,omitempty"`
 }
 
 // MCPTool is one tool of an MCP server.

@@ -33,11 +33,11 @@ func TestMigrateUpStatusDown(t *testing.T) {
 
 	out, err = run1("migrate", "--db", db, "status")
 	require.NoError(t, err)
-	require.Contains(t, out, "applied 20")
+	require.Contains(t, out, "database version 24")
 
 	out, err = run1("migrate", "--db", db, "down")
 	require.NoError(t, err)
-	require.Contains(t, out, "rolled back 20 00020_message_versions.sql")
+	require.Contains(t, out, "rolled back 24 00024_webhooks.sql")
 
 	_, err = run1("migrate", "--db", db, "sideways")
 	require.ErrorContains(t, err, `unknown action "sideways"`)

@@ -98,6 +98,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"MCPServers", testMCPServers},
 		{"ProvidersAndModelConfigs", testProvidersAndModelConfigs},
 		{"Files", testFiles},
+		{"Elicitations", testElicitations},
 		{"OwnerCounts", testOwnerCounts},
 		{"MessageTree", testMessageTree}, {"MessageTreePruned", testMessageTreePruned},
 		{"UsageLedger", testUsageLedger}, {"UserBudgets", testUserBudgets},

@@ -15,6 +15,7 @@ import { StatusLine, QueueChips, ErrorBanner, ArchivedNotice } from './dock.js';
 import { ActionCard } from './action.js';
 import { ReviewCard } from './review.js';
 import { ApprovalCard } from './approval.js';
+import { ElicitationCard } from './elicitation.js';
 import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } from './send.js';
 import { ToolsPopover, MCPNotice, onMCP } from './mcp.js';
 import { Outcomes } from './outcomes.js';
@@ -110,6 +111,7 @@ export class ChatView {
     this.action = new ActionCard(this.id, () => this.chat && this.chat.requires_action_deadline_at);
     this.review = new ReviewCard(this.id, !!(this.app.me && this.app.me.admin));
     this.approval = new ApprovalCard(this.id);
+    this.elicitation = new ElicitationCard(this.id);
     this.statusLine = new StatusLine();
     this.mcpNotice = new MCPNotice();
     this.tools = new ToolsPopover({
@@ -131,7 +133,7 @@ export class ChatView {
       tools: this.tools,
     });
     const dock = h('div', { class: 'dock' },
-      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.review.el, this.approval.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
+      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.review.el, this.approval.el, this.elicitation.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
     this.el = h('section', { class: 'chat-view', 'aria-label': 'Chat' }, header, this.thread.scroller, dock, this.thread.live);
     // Esc stops a running chat, wherever the focus is (an open editor,
     // popup, menu or dialog takes Esc first).
@@ -156,6 +158,7 @@ export class ChatView {
     clearTimeout(this.staleTimer);
     this.thread.destroy();
     this.tools.destroy();
+    this.elicitation.destroy();
     this.stopMCP();
     document.removeEventListener('keydown', this.onKeydown);
     this.stream.close(1000, 'leaving');
@@ -322,6 +325,7 @@ export class ChatView {
     this.review.show(review);
     const approvals = s.status === 'requires_action' && !review ? s.approvals : null;
     this.approval.show(approvals);
+    this.elicitation.watch(s.status === 'running');
     this.action.show(s.status === 'requires_action' && !review ? withoutApprovals(s.action, approvals) : null);
     this.thread.follow(stick);
   }

@@ -9,6 +9,7 @@ import { api } from './api.js';
 import { dialog, toast } from './widgets.js';
 import { effectBadge } from './mcp.js';
 import { WebhooksSection } from './webhooks.js';
+import { authLine, authPending } from './mcpauth.js';
 
 const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 const PROVIDER_TYPES = [['openai', 'OpenAI'], ['openai-compat', 'OpenAI-compatible (Ollama, vLLM, …)'], ['anthropic', 'Anthropic']];
@@ -487,7 +488,7 @@ class MCPSection extends Section {
     const servers = (await api('GET', '/chats/mcp-servers')) || [];
     // Listing starts connecting servers without waiting: look again while
     // any is still connecting.
-    if (servers.some((s) => s.state === 'connecting') && !this.view.gone) {
+    if ((servers.some((s) => s.state === 'connecting') || authPending(servers)) && !this.view.gone) {
       this.timer = setTimeout(() => this.load().catch((e) => this.fail(e)), 1000);
     }
     if (!servers.length) {
@@ -511,6 +512,7 @@ class MCPSection extends Section {
         h('div', { class: 'set-name' }, s.name, ' ', h('span', { class: `mcp-state mcp-state-${s.state}`, text: MCP_STATE[s.state] || s.state })),
         h('div', { class: 'muted small set-facts', text: [s.transport, cfg.url || [cfg.command, ...(cfg.args || [])].filter(Boolean).join(' '), cfg.source === 'config_file' ? 'from the config file' : null, accessText(cfg)].filter(Boolean).join(' · ') }),
         s.last_error ? h('div', { class: 'mcp-error', text: s.last_error }) : null,
+        authLine(s, () => this.load().catch((e) => this.fail(e))),
         s.tools.length ? tools : null, result),
       h('div', { class: 'set-row-actions' },
         toggle(`Enable ${s.name}`, cfg.enabled !== false, (on) => this.run(() => api('PATCH', `/chats/mcp-servers/${s.id}`, { enabled: on }))),

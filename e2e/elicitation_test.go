@@ -1,0 +1,98 @@
+package e2e_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/llm/llmtest"
+	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/dbtest"
+)
+
+// startAsker is an in-process MCP server over Streamable HTTP whose "ask"
+// tool asks the client for a form with defaults and returns what it got.
+func startAsker(t *testing.T) string {
+	t.Helper()
+	server := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1.0.0"}, nil)
+	schema := json.RawMessage(`{"type":"object","properties":{
+		"name":{"type":"string","default":"Ann"},"age":{"type":"integer","default":30}}}`)
+	server.AddTool(&mcp.Tool{Name: "ask", InputSchema: json.RawMessage(`{"type":"object"}`)},
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "Who are you?", RequestedSchema: schema})
+			if err != nil {
+				return nil, err
+			}
+			out, _ := json.Marshal(map[string]any{"action": res.Action, "content": res.Content})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil))
+	t.Cleanup(func() {
+		for ss := range server.Sessions() {
+			_ = ss.Close()
+		}
+		hs.Close()
+	})
+	return hs.URL
+}
+
+// TestElicitation: an MCP server's question during a tool call becomes a
+// pending question of the chat that its owner (not another user) answers
+// through the API; the server gets the answer with the schema's defaults
+// filled, the call's result reaches the model, and the question is
+// answered once. Both stores.
+func TestElicitation(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"asker": map[string]any{"url": startAsker(t)}}})
+		require.NoError(t, err)
+		s := newStore(t)
+		t.Cleanup(func() { _ = s.Close() })
+		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)), token: auth.NewToken()}
+		r.llm.Enqueue(llmtest.ToolCall("call_ask", "asker__ask", `{}`))
+		r.llm.Enqueue(llmtest.TextChunks("Thanks."))
+		alice, bob, _, _ := r.start()
+
+		chat, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("ask me"), Title: "asker"})
+		require.NoError(t, err)
+		path := "/chats/" + chat.ID.String()
+		var pending []sdk.Elicitation
+		require.Eventually(t, func() bool {
+			return alice.Do(ctx, http.MethodGet, path+"/elicitations", nil, &pending) == nil && len(pending) == 1
+		}, 30*time.Second, 10*time.Millisecond)
+		q := pending[0]
+		require.Equal(t, "call_ask", q.ToolCallID)
+		require.Equal(t, "asker", q.Server)
+		require.Equal(t, sdk.ElicitationModeForm, q.Mode)
+		require.Equal(t, "Who are you?", q.Message)
+		require.Contains(t, string(q.RequestedSchema), `"default":"Ann"`)
+		require.Equal(t, sdk.ElicitationPending, q.State)
+
+		respond := func(c *sdk.Client, body any) error {
+			return c.Do(ctx, http.MethodPost, path+"/elicitation-responses", body, nil)
+		}
+		requireCode(t, respond(bob, map[string]any{"elicitation_id": q.ID, "action": "accept"}), http.StatusNotFound, sdk.CodeNotFound)
+		requireCode(t, respond(alice, map[string]any{"elicitation_id": q.ID, "action": "later"}), http.StatusBadRequest, sdk.CodeValidation)
+		requireCode(t, respond(alice, map[string]any{"elicitation_id": q.ID, "action": "accept", "content": "Bo"}), http.StatusBadRequest, sdk.CodeValidation)
+		require.NoError(t, respond(alice, map[string]any{"elicitation_id": q.ID, "action": "accept", "content": map[string]any{"name": "Bo"}}))
+		requireCode(t, respond(alice, map[string]any{"elicitation_id": q.ID, "action": "decline"}), http.StatusConflict, sdk.CodeElicitationAnswered)
+
+		waitStatus(t, ctx, alice, chat.ID, sdk.ChatStatusWaiting)
+		res := resultOf(t, ctx, alice, chat.ID, "call_ask")
+		var text string
+		require.NoError(t, json.Unmarshal(res.Result, &text), "%s", res.Result)
+		require.JSONEq(t, `{"action":"accept","content":{"name":"Bo","age":30}}`, text)
+		require.NoError(t, alice.Do(ctx, http.MethodGet, path+"/elicitations", nil, &pending))
+		require.Empty(t, pending)
+	})
+}

@@ -1,0 +1,114 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/chatd/chatd/store"
+)
+
+const elicitationColumns = `id, chat_id, tool_call_id, server, mode, message, schema, url, state, content,
+	created_at, held_until, answered_at`
+
+func scanElicitation(row pgx.Row) (store.Elicitation, error) {
+	var (
+		e               store.Elicitation
+		schema, content []byte
+	)
+	if err := row.Scan(&e.ID, &e.ChatID, &e.ToolCallID, &e.Server, &e.Mode, &e.Message, &schema, &e.URL, &e.State,
+		&content, &e.CreatedAt, &e.HeldUntil, &e.AnsweredAt); err != nil {
+		return store.Elicitation{}, translate(err)
+	}
+	if schema != nil {
+		e.Schema = json.RawMessage(schema)
+	}
+	if content != nil {
+		e.Content = json.RawMessage(content)
+	}
+	e.CreatedAt, e.HeldUntil, e.AnsweredAt = utc(e.CreatedAt), utc(e.HeldUntil), utcPtr(e.AnsweredAt)
+	return e, nil
+}
+
+// ElicitationInsert stores a new pending question.
+func (t *tx) ElicitationInsert(ctx context.Context, e store.Elicitation) (store.Elicitation, error) {
+	out, err := scanElicitation(t.tx.QueryRow(ctx,
+		`INSERT INTO chat_elicitations (id, chat_id, tool_call_id, server, mode, message, schema, url, created_at, held_until)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+elicitationColumns,
+		e.ID, e.ChatID, e.ToolCallID, e.Server, e.Mode, e.Message, nullJSONB(e.Schema), e.URL, e.CreatedAt, e.HeldUntil))
+	if err != nil {
+		return store.Elicitation{}, fmt.Errorf("insert elicitation %s: %w", e.ID, err)
+	}
+	return out, nil
+}
+
+// ElicitationGet reads one question.
+func (t *tx) ElicitationGet(ctx context.Context, id uuid.UUID) (store.Elicitation, error) {
+	e, err := scanElicitation(t.tx.QueryRow(ctx, `SELECT `+elicitationColumns+` FROM chat_elicitations WHERE id = $1`, id))
+	if err != nil {
+		return store.Elicitation{}, fmt.Errorf("get elicitation %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// ElicitationListPending lists a chat's unanswered questions.
+func (t *tx) ElicitationListPending(ctx context.Context, chatID uuid.UUID) ([]store.Elicitation, error) {
+	rows, err := t.tx.Query(ctx, `SELECT `+elicitationColumns+` FROM chat_elicitations
+		WHERE chat_id = $1 AND state = 'pending' ORDER BY created_at, id`, chatID)
+	if err != nil {
+		return nil, fmt.Errorf("list elicitations of chat %s: %w", chatID, translate(err))
+	}
+	out, err := collect(rows, scanElicitation)
+	if err != nil {
+		return nil, fmt.Errorf("list elicitations of chat %s: %w", chatID, err)
+	}
+	return out, nil
+}
+
+// ElicitationAnswer answers a pending question.
+func (t *tx) ElicitationAnswer(ctx context.Context, id uuid.UUID, p store.ElicitationAnswerParams) (store.Elicitation, bool, error) {
+	e, err := scanElicitation(t.tx.QueryRow(ctx,
+		`UPDATE chat_elicitations SET state = $1, content = $2, answered_at = $3
+		WHERE id = $4 AND state = 'pending' RETURNING `+elicitationColumns,
+		p.State, nullJSONB(p.Content), p.Now, id))
+	if err == nil {
+		return e, true, nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return store.Elicitation{}, false, fmt.Errorf("answer elicitation %s: %w", id, err)
+	}
+	e, err = t.ElicitationGet(ctx, id)
+	return e, false, err
+}
+
+// ElicitationRenew extends the hold of pending questions.
+func (t *tx) ElicitationRenew(ctx context.Context, ids []uuid.UUID, heldUntil time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	_, err := t.tx.Exec(ctx, `UPDATE chat_elicitations SET held_until = $1
+		WHERE state = 'pending' AND id = ANY($2)`, heldUntil, ids)
+	if err != nil {
+		return fmt.Errorf("renew elicitations: %w", translate(err))
+	}
+	return nil
+}
+
+// ElicitationExpire cancels the pending questions whose hold ended.
+func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elicitation, error) {
+	rows, err := t.tx.Query(ctx, `UPDATE chat_elicitations SET state = 'cancel', answered_at = $1
+		WHERE state = 'pending' AND held_until < $1 RETURNING `+elicitationColumns, now)
+	if err != nil {
+		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
+	}
+	out, err := collect(rows, scanElicitation)
+	if err != nil {
+		return nil, fmt.Errorf("expire elicitations: %w", err)
+	}
+	return out, nil
+}
