@@ -18,6 +18,7 @@ import { ApprovalCard } from './approval.js';
 import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } from './send.js';
 import { ToolsPopover, MCPNotice, onMCP } from './mcp.js';
 import { Outcomes } from './outcomes.js';
+import { RetryNotice, modelSwitch } from './retry.js';
 
 const STALE_PREVIEW_MS = 1500;
 
@@ -96,6 +97,14 @@ export class ChatView {
       onRetry: () => this.retryLast(),
       onEditLast: () => this.startEdit(this.thread.lastUserId),
       onCommand: (cmd) => this.command(cmd),
+      // A failed turn can be rerun on another model.
+      switcher: () => modelSwitch(this.app.models, this.composer.model.value, (m) => this.switchModel(m)),
+    });
+    this.retryNotice = new RetryNotice({
+      models: () => this.app.models,
+      current: () => this.composer.model.value,
+      onSwitch: (m) => this.switchModel(m),
+      onStop: () => this.stop(),
     });
     this.archived = new ArchivedNotice(this.banner.el, () => this.app.sidebar.patch(this.chat, { archived: false }));
     this.action = new ActionCard(this.id, () => this.chat && this.chat.requires_action_deadline_at);
@@ -122,7 +131,7 @@ export class ChatView {
       tools: this.tools,
     });
     const dock = h('div', { class: 'dock' },
-      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.review.el, this.approval.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
+      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.retryNotice.el, this.review.el, this.approval.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
     this.el = h('section', { class: 'chat-view', 'aria-label': 'Chat' }, header, this.thread.scroller, dock, this.thread.live);
     // Esc stops a running chat, wherever the focus is (an open editor,
     // popup, menu or dialog takes Esc first).
@@ -310,6 +319,7 @@ export class ChatView {
     if (this.chat) this.mcpNotice.show(this.mcpSelection());
     this.queue.show(s.queue);
     this.banner.show(s.status === 'error' ? s.error : null, !!this.thread.lastUserId);
+    this.retryNotice.show(s.status === 'running' && !this.offline ? s.retry : null);
     this.review.show(review);
     const approvals = s.status === 'requires_action' && !review ? s.approvals : null;
     this.approval.show(approvals);
@@ -397,6 +407,14 @@ export class ChatView {
   async retryLast() {
     const m = this.state.messages.get(this.thread.lastUserId);
     if (m) await this.saveEdit(m, messageText(m));
+  }
+
+  // switchModel reruns the last user message on model m (the composer's
+  // model from now on), ending the current attempts.
+  async switchModel(m) {
+    this.composer.model.value = m.id;
+    this.composer.model.dispatchEvent(new Event('change'));
+    await this.retryLast();
   }
 
   modelFields() {
