@@ -372,6 +372,10 @@ func browserLiveSidebar(t *testing.T, b *browser) {
 	title := "Renamed elsewhere"
 	require.NoError(t, b.api.UpdateChat(b.ctx, chat.ID, sdk.UpdateChatRequest{Title: &title}))
 	b.waitJS("the new title", titles+`.includes('Renamed elsewhere') && !`+titles+`.includes('From another client')`)
+	// Pinning elsewhere (another tab, another client) is pushed too.
+	pin := int64(1)
+	require.NoError(t, b.api.UpdateChat(b.ctx, chat.ID, sdk.UpdateChatRequest{PinOrder: &pin}))
+	b.waitJS("the chat pinned", `[...document.querySelectorAll('.chat-group')].some(g => g.querySelector('.group-title').textContent === 'Pinned' && g.textContent.includes('Renamed elsewhere'))`)
 	require.NoError(t, b.api.DeleteChat(b.ctx, chat.ID))
 	b.waitJS("the chat gone", `!`+titles+`.includes('Renamed elsewhere')`)
 	b.checkNoProblems()

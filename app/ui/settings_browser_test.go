@@ -159,6 +159,14 @@ func TestBrowserSettings(t *testing.T) {
 		require.Equal(t, int64(32768), m.ContextLimit)
 		require.False(t, m.IsDefault)
 
+		// The new model is in the composer's picker without a reload.
+		eval[chromedp.Void](b, `window.__sameDocument = true`)
+		b.do(chromedp.Click(chromedp.CSS(`.sidebar .new-chat`)))
+		b.waitJS("the new model in the picker", `document.querySelector('.hero') && [...document.querySelectorAll('.composer .picker:not(.effort) option')].some(o => o.textContent.includes('qwen3'))`)
+		require.True(t, eval[bool](b, `window.__sameDocument === true`), "no reload")
+		b.do(chromedp.Click(chromedp.CSS(`.sidebar .settings-link`)))
+		b.waitJS("the settings again", row("provider", "Local vLLM")+` && `+model("qwen3"))
+
 		// Remove the stored key.
 		click(row("provider", "Local vLLM"), ".edit")
 		b.waitJS("the edit form", form+`?.querySelector('[name="remove_key"]')`)

@@ -27,6 +27,10 @@ class App {
     document.addEventListener('click', (e) => this.onClick(e));
     document.addEventListener('keydown', (e) => this.onKey(e));
     NARROW.addEventListener('change', () => this.applySidebar());
+    // Back in this tab: models may have changed in another.
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible' && this.sidebar) this.refreshModels();
+    });
   }
 
   onClick(e) {
@@ -117,6 +121,19 @@ class App {
       this.models = [];
     }
     return true;
+  }
+
+  // refreshModels re-reads the models (a change in Settings, here or in
+  // another tab) and gives them to the open view's composer, its choice kept.
+  async refreshModels() {
+    try {
+      const r = await api('GET', '/chats/models');
+      this.models = (r && r.models) || [];
+    } catch {
+      return;
+    }
+    const c = this.view && this.view.composer;
+    if (c && c.setModels) c.setModels(this.models, c.model.value || undefined);
   }
 
   ensureShell() {

@@ -137,6 +137,7 @@ class ModelsSection extends Section {
     this.models = models || [];
     this.providers = providers || [];
     this.view.providers = this.providers;
+    this.view.app.refreshModels(); // the pickers follow without a reload
     if (!this.models.length) {
       this.body.replaceChildren(h('p', { class: 'muted', text: 'No models yet. Add a provider, then its models.' }));
       return;

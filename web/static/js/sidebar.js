@@ -135,7 +135,7 @@ export class Sidebar {
     const c = e.chat;
     const known = this.chats && this.chats.find((x) => x.id === c.id);
     if (known && e.kind !== 'deleted' && known.archived === c.archived) {
-      this.patchLocal(c.id, { status: c.status, title: c.title, updated_at: c.updated_at });
+      this.patchLocal(c.id, { status: c.status, title: c.title, updated_at: c.updated_at, pin_order: c.pin_order });
       if (e.kind !== 'title_change') this.refreshSoon();
       return;
     }
