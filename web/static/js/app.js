@@ -2,6 +2,7 @@
 // sidebar, login by token (also from the URL fragment of the first-start
 // login link), and global keyboard shortcuts.
 
+import { shortcutOf, showShortcuts } from './shortcuts.js';
 import { h, icon, local, copyText, flashCopied } from './dom.js';
 import { api, ApiError, onUnauthorized } from './api.js';
 import { Sidebar } from './sidebar.js';
@@ -51,7 +52,14 @@ class App {
   }
 
   onKey(e) {
-    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'k' && this.sidebar) {
+    const sc = this.sidebar && !e.defaultPrevented ? shortcutOf(e) : null;
+    if (sc === 'new-chat') {
+      e.preventDefault();
+      this.navigate('/');
+    } else if (sc === 'help') {
+      e.preventDefault();
+      showShortcuts();
+    } else if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'k' && this.sidebar) {
       e.preventDefault();
       this.sidebar.focusSearch();
     } else if (e.key === 'Escape' && NARROW.matches && document.body.classList.contains('drawer-open') && !document.querySelector('.menu, dialog[open]')) {
