@@ -97,6 +97,7 @@ var operations = []operation{
 	{method: "GET", path: "/usage", summary: "Everyone's token usage and cost (admin; group_by=user|day|model|chat)", status: 200, response: sdk.UsageResponse{}},
 	{method: "POST", path: "/users/{user}/tokens", summary: "Create a token", request: sdk.CreateTokenRequest{}, status: 201, response: sdk.GenerateAPIKeyResponse{}},
 	{method: "DELETE", path: "/users/{user}/tokens/{token}", summary: "Revoke a token", status: 204},
+	{method: "POST", path: "/users/{user}/login-link", summary: "Create a one-time login link for a user (admin)", status: 201, response: sdk.LoginLink{}},
 	{method: "POST", path: "/files", summary: "Upload a file (raw body with its Content-Type, or multipart field file)", status: 201, response: sdk.UploadFileResponse{}},
 	{method: "POST", path: "/chats/files", summary: "Upload a file (Coder's path)", status: 201, response: sdk.UploadFileResponse{}},
 	{method: "GET", path: "/files/limits", summary: "The upload limits and the caller's used bytes", status: 200, response: sdk.FileLimits{}},

@@ -49,6 +49,33 @@ func (s *Server) userRoutes() {
 	chat("GET", "/users/{user}/tokens", s.listTokens)
 	chat("POST", "/users/{user}/tokens", s.createToken)
 	chat("DELETE", "/users/{user}/tokens/{token}", s.revokeToken)
+	chat("POST", "/users/{user}/login-link", s.createLoginLink)
+}
+
+var errUserDisabled = newError(http.StatusConflict, sdk.CodeUserDisabled, "The user is disabled: enable them first.", "")
+
+// createLoginLink mints a one-time login code for a user (admins only,
+// themselves included): what `chatd login-link --user NAME` prints, for a
+// user created in the web UI to sign in without a shell on the server.
+func (s *Server) createLoginLink(w http.ResponseWriter, r *http.Request, c *caller) error {
+	if !c.user.Admin {
+		return errAdminOnly
+	}
+	u, err := s.pathUser(r, c)
+	if err != nil {
+		return err
+	}
+	code, exp, err := s.deps.Tokens.CreateLoginCode(r.Context(), u.Name)
+	switch {
+	case errors.Is(err, auth.ErrUserDisabled):
+		return errUserDisabled
+	case errors.Is(err, store.ErrNotFound):
+		return errUserNotFound
+	case err != nil:
+		return err
+	}
+	writeJSON(w, http.StatusCreated, sdk.LoginLink{Code: code, Path: "/login#code=" + code, ExpiresAt: exp})
+	return nil
 }
 
 func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, c *caller) error {

@@ -118,8 +118,9 @@ type Tx struct {
 	// first locked them (HoldsSlot): one that no longer does after it, or
 	// is deleted, frees its slot for a chat waiting for one.
 	heldSlot map[uuid.UUID]bool
-	// titled lists chats whose title a write changed (WriteTitle): only
-	// their owner's watch channel is told, after commit.
+	// titled lists chats whose title a write changed (WriteTitle), or
+	// whose pin (UpdateMetadata): only their owner's watch channel is
+	// told, after commit.
 	titled []uuid.UUID
 	// deleted holds the last row of every chat Delete removed, for its
 	// notification.

@@ -2,6 +2,7 @@ package chatstate
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/google/uuid"
 
@@ -91,6 +92,11 @@ func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) (Result, error) 
 	}
 	if c.PinOrder != nil {
 		p.PinOrder = store.Some(*c.PinOrder)
+		// Like a title, a pin is no state change, but the owner's other
+		// tabs (the chat-list watch) hear of it.
+		if *c.PinOrder != chat.PinOrder && !slices.Contains(t.titled, chatID) {
+			t.titled = append(t.titled, chatID)
+		}
 	}
 	p.MCPServerIDs = c.MCPServerIDs
 	if c.ToolApproval != nil {

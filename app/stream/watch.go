@@ -208,7 +208,7 @@ func (s *Server) watchEvents(ctx context.Context, userID uuid.UUID, p chatstate.
 	if chat.Title != last.chat.Title {
 		add(sdk.ChatWatchEventKindTitleChange)
 	}
-	if chat.Status != last.chat.Status || chat.Archived != last.chat.Archived {
+	if chat.Status != last.chat.Status || chat.Archived != last.chat.Archived || chat.PinOrder != last.chat.PinOrder {
 		if chat.Status == sdk.ChatStatusRequiresAction && last.chat.Status != sdk.ChatStatusRequiresAction {
 			add(sdk.ChatWatchEventKindActionRequired)
 		} else {

@@ -17,12 +17,38 @@ import (
 
 const jsToasts = `[...document.querySelectorAll('.toast')].map(e => e.textContent)`
 
-// Archive and unarchive say what they did, and only when the server took
-// it; an archived chat's composer takes no input until it is unarchived.
-func TestBrowserArchiveToastsAndComposer(t *testing.T) {
+// TestBrowserScreens runs the scenarios that need nothing but a signed-in
+// admin on a default chatd in one app and one tab, one after the other
+// (each used to start its own): the order matters where one counts chats.
+func TestBrowserScreens(t *testing.T) {
 	b := startBrowser(t)
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	for _, sc := range []struct {
+		name string
+		run  func(*testing.T, *browser)
+	}{
+		{"live sidebar", browserLiveSidebar}, // first: it starts from an empty list
+		{"archive toasts and composer", browserArchiveToastsAndComposer},
+		{"theme switch", browserThemeSwitch},
+		{"new-chat options layout", browserNewChatOptionsLayout},
+		{"cosmetics", browserCosmetics},
+		{"turn notes", browserTurnNotes},
+		{"layout checks", browserLayoutChecks}, // last: it replaces the page's body
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			b.t = t
+			sc.run(t, b)
+		})
+		b.t = t
+	}
+}
+
+// Archive and unarchive say what they did, and only when the server took
+// it; an archived chat's composer takes no input until it is unarchived.
+func browserArchiveToastsAndComposer(t *testing.T, b *browser) {
+	b.do(chromedp.Navigate(b.base + "/"))
+	b.waitJS("the new-chat page", `document.querySelector('.hero')`)
 	b.typeAndSend("Archive me later")
 	b.waitJS("the reply", jsIdle+` && document.querySelector('.thread .msg-assistant')`)
 	composer := `document.querySelector('#composer-input')`
@@ -62,11 +88,10 @@ func TestBrowserArchiveToastsAndComposer(t *testing.T) {
 
 // The theme switch pins Light or Dark over the system's preference,
 // remembered across reloads; System follows the system again.
-func TestBrowserThemeSwitch(t *testing.T) {
-	b := startBrowser(t)
+func browserThemeSwitch(t *testing.T, b *browser) {
 	b.scheme("dark")
-	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
-	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	b.do(chromedp.Navigate(b.base + "/"))
+	b.waitJS("the new-chat page", `document.querySelector('.hero')`)
 	bg := func() string { return eval[string](b, `getComputedStyle(document.body).backgroundColor`) }
 	btn := `document.querySelector('.theme-btn')`
 	const light, dark = "rgb(255, 255, 255)", "rgb(22, 23, 27)"
@@ -117,10 +142,9 @@ func TestBrowserThemeSwitch(t *testing.T) {
 // The new-chat Options panel never covers the heading: on short windows
 // the panel scrolls and the heading moves up, fully visible above the
 // composer.
-func TestBrowserNewChatOptionsLayout(t *testing.T) {
-	b := startBrowser(t)
-	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
-	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+func browserNewChatOptionsLayout(t *testing.T, b *browser) {
+	b.do(chromedp.Navigate(b.base + "/"))
+	b.waitJS("the new-chat page", `document.querySelector('.hero')`)
 	short := view{"desktop-short-dark", 1280, 680, "dark"}
 	for _, v := range []view{desktopLight, short, phoneLight, phoneDark} {
 		size := [2]int64{v.width, v.height}
@@ -150,10 +174,9 @@ func TestBrowserNewChatOptionsLayout(t *testing.T) {
 // Cosmetics: queue chips that wrap line up under the first chip, not under
 // the label; the not-found page's button is not underlined and its header
 // has no chat menu; toasts keep clear of code blocks' Copy buttons.
-func TestBrowserCosmetics(t *testing.T) {
-	b := startBrowser(t)
-	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
-	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+func browserCosmetics(t *testing.T, b *browser) {
+	b.do(chromedp.Navigate(b.base + "/"))
+	b.waitJS("the new-chat page", `document.querySelector('.hero')`)
 
 	// A chat waiting for a dynamic tool's result is busy: sends queue.
 	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{
@@ -197,15 +220,15 @@ func TestBrowserCosmetics(t *testing.T) {
 	require.Equal(t, "none", eval[string](b, `getComputedStyle(document.querySelector('.empty-state a.btn')).textDecorationLine`))
 	require.True(t, eval[bool](b, `document.querySelector('.chat-header [aria-label="Chat options"]').hidden`), "no chat menu on the not-found page")
 	b.checkViews(everyView, "64-not-found", ".empty-state h2", ".empty-state p", ".empty-state a.btn")
+	b.forgetProblems() // the not-found page's stream attempt logged its 404
 }
 
 // A stopped reply says "Stopped" with Continue (also after a reload); the
 // latest reply has Regenerate; a failed turn keeps its error on its user
 // message after the chat moved on.
-func TestBrowserTurnNotes(t *testing.T) {
-	b := startBrowser(t)
-	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
-	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+func browserTurnNotes(t *testing.T, b *browser) {
+	b.do(chromedp.Navigate(b.base + "/"))
+	b.waitJS("the new-chat page", `document.querySelector('.hero')`)
 	const replies = `document.querySelectorAll('.thread .msg-assistant:not(.streaming):not(.typing)')`
 	lastReply := replies + `[` + replies + `.length - 1]`
 
@@ -322,10 +345,9 @@ func TestBrowserOffline(t *testing.T) {
 // The sidebar follows the chat-list watch: chats created, renamed, run and
 // deleted by another client appear within moments, though the fallback
 // poll runs only once a minute while the watch is up.
-func TestBrowserLiveSidebar(t *testing.T) {
-	b := startBrowser(t)
-	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
-	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+func browserLiveSidebar(t *testing.T, b *browser) {
+	b.do(chromedp.Navigate(b.base + "/"))
+	b.waitJS("the new-chat page", `document.querySelector('.hero')`)
 	b.waitJS("the empty list", `document.querySelector('.chat-list .side-empty')`)
 	require.Eventually(t, func() bool { return b.conns.upgraded("/api/v2/chats/watch") }, 10*time.Second, 20*time.Millisecond, "the watch is open")
 	titles := `[...document.querySelectorAll('.chat-list .chat-title')].map(e => e.textContent)`
@@ -350,6 +372,10 @@ func TestBrowserLiveSidebar(t *testing.T) {
 	title := "Renamed elsewhere"
 	require.NoError(t, b.api.UpdateChat(b.ctx, chat.ID, sdk.UpdateChatRequest{Title: &title}))
 	b.waitJS("the new title", titles+`.includes('Renamed elsewhere') && !`+titles+`.includes('From another client')`)
+	// Pinning elsewhere (another tab, another client) is pushed too.
+	pin := int64(1)
+	require.NoError(t, b.api.UpdateChat(b.ctx, chat.ID, sdk.UpdateChatRequest{PinOrder: &pin}))
+	b.waitJS("the chat pinned", `[...document.querySelectorAll('.chat-group')].some(g => g.querySelector('.group-title').textContent === 'Pinned' && g.textContent.includes('Renamed elsewhere'))`)
 	require.NoError(t, b.api.DeleteChat(b.ctx, chat.ID))
 	b.waitJS("the chat gone", `!`+titles+`.includes('Renamed elsewhere')`)
 	b.checkNoProblems()

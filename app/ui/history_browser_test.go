@@ -22,8 +22,10 @@ import (
 const jsRenderedIDs = `[...document.querySelectorAll('.thread > [data-id]')].map(e => Number(e.dataset.id))`
 
 // seedTurns makes a chat of n turns (a user message and the demo's reply
-// each) through the API, one turn at a time, and returns it with the ids
-// of its messages, oldest first.
+// each) through the API and returns it with the ids of its messages,
+// oldest first. The messages go in batches that wait in the chat's queue
+// (each still its own turn), so the test waits for the chat to be idle
+// once a batch rather than once a turn.
 func seedTurns(t *testing.T, b *browser, n int) (uuid.UUID, []int64) {
 	t.Helper()
 	ctx := b.ctx
@@ -33,14 +35,15 @@ func seedTurns(t *testing.T, b *browser, n int) (uuid.UUID, []int64) {
 		c, err := b.api.Chat(ctx, chat.ID)
 		return err == nil && c.Status == sdk.ChatStatusWaiting
 	}
-	for i := 1; i <= n; i++ {
-		require.Eventually(t, idle, 10*time.Second, 2*time.Millisecond, "turn %d ends", i)
-		if i == n {
-			break
+	const batch = 15 // under the queue's limit (20)
+	for i := 1; i < n; i++ {
+		if i%batch == 0 {
+			require.Eventually(t, idle, 20*time.Second, 10*time.Millisecond, "the batch before turn %d ends", i)
 		}
 		_, err := b.api.SendMessage(ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text(fmt.Sprintf("Question %03d about topic%03d", i, i))})
 		require.NoError(t, err)
 	}
+	require.Eventually(t, idle, 20*time.Second, 10*time.Millisecond, "the last turn ends")
 	msgs, err := b.api.ChatMessages(ctx, chat.ID, sdk.MessagesOptions{Limit: 500})
 	require.NoError(t, err)
 	require.False(t, msgs.HasMore)

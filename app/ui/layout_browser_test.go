@@ -156,9 +156,8 @@ func (b *browser) checkViews(views []view, shot string, sels ...string) {
 
 // The layout checks find what they are for: an element off-screen, one
 // covered by another, grey text on white, a small control on a phone.
-func TestBrowserLayoutChecks(t *testing.T) {
-	b := startBrowser(t)
-	b.do(chromedp.Navigate(b.base + "/login"))
+func browserLayoutChecks(t *testing.T, b *browser) {
+	b.do(chromedp.Navigate(b.base + "/"))
 	b.waitJS("a page", `document.body`)
 	// Styles through the CSSOM: the page's CSP refuses style attributes.
 	eval[chromedp.Void](b, `(() => {

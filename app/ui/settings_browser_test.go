@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -158,6 +159,14 @@ func TestBrowserSettings(t *testing.T) {
 		require.Equal(t, int64(32768), m.ContextLimit)
 		require.False(t, m.IsDefault)
 
+		// The new model is in the composer's picker without a reload.
+		eval[chromedp.Void](b, `window.__sameDocument = true`)
+		b.do(chromedp.Click(chromedp.CSS(`.sidebar .new-chat`)))
+		b.waitJS("the new model in the picker", `document.querySelector('.hero') && [...document.querySelectorAll('.composer .picker:not(.effort) option')].some(o => o.textContent.includes('qwen3'))`)
+		require.True(t, eval[bool](b, `window.__sameDocument === true`), "no reload")
+		b.do(chromedp.Click(chromedp.CSS(`.sidebar .settings-link`)))
+		b.waitJS("the settings again", row("provider", "Local vLLM")+` && `+model("qwen3"))
+
 		// Remove the stored key.
 		click(row("provider", "Local vLLM"), ".edit")
 		b.waitJS("the edit form", form+`?.querySelector('[name="remove_key"]')`)
@@ -276,6 +285,20 @@ func TestBrowserSettings(t *testing.T) {
 		b.setValue(`.set-form [name="username"]`, "bob")
 		save()
 		b.waitJS("bob", `!`+form+` && `+user("bob"))
+
+		// A login link for bob, from here rather than the server's shell;
+		// in another browser it signs bob in.
+		click(user("bob"), ".login-link-btn")
+		b.waitJS("the link", `/^http:\/\/[^/]+\/login#code=chatdlc_/.test(document.querySelector('#settings-users .login-link')?.textContent)`)
+		link := eval[string](b, `document.querySelector('#settings-users .login-link').textContent`)
+		require.True(t, strings.HasPrefix(link, b.base+"/login#code="), link)
+		b.checkViews([]view{phoneLight, phoneDark}, "76-settings-login-link", "#settings-users .login-link", "#settings-users .copy-link")
+		other := openTab(t, b.base, conns)
+		other.do(chromedp.Navigate(link))
+		other.waitJS("bob signed in", `location.pathname === '/' && document.querySelector('.user-name')?.textContent === 'bob'`)
+		b.clickText("#settings-users .token-new .btn", "Done")
+		b.waitJS("the link gone", `!document.querySelector('#settings-users .login-link')`)
+
 		click(user("bob"), ".admin-toggle")
 		b.waitJS("bob the admin", user("bob")+`?.querySelector('.set-badge')?.textContent === 'admin'`)
 		click(user("bob"), ".disable-toggle")

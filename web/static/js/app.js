@@ -2,6 +2,7 @@
 // sidebar, login by token (also from the URL fragment of the first-start
 // login link), and global keyboard shortcuts.
 
+import { shortcutOf, showShortcuts } from './shortcuts.js';
 import { h, icon, local, copyText, flashCopied } from './dom.js';
 import { api, ApiError, onUnauthorized } from './api.js';
 import { Sidebar } from './sidebar.js';
@@ -29,6 +30,10 @@ class App {
     document.addEventListener('click', (e) => this.onClick(e));
     document.addEventListener('keydown', (e) => this.onKey(e));
     NARROW.addEventListener('change', () => this.applySidebar());
+    // Back in this tab: models may have changed in another.
+    document.addEventListener('visibilitychange', () => {
+      if (document.visibilityState === 'visible' && this.sidebar) this.refreshModels();
+    });
   }
 
   onClick(e) {
@@ -49,7 +54,14 @@ class App {
   }
 
   onKey(e) {
-    if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'k' && this.sidebar) {
+    const sc = this.sidebar && !e.defaultPrevented ? shortcutOf(e) : null;
+    if (sc === 'new-chat') {
+      e.preventDefault();
+      this.navigate('/');
+    } else if (sc === 'help') {
+      e.preventDefault();
+      showShortcuts();
+    } else if ((e.ctrlKey || e.metaKey) && e.key.toLowerCase() === 'k' && this.sidebar) {
       e.preventDefault();
       this.sidebar.focusSearch();
     } else if (e.key === 'Escape' && NARROW.matches && document.body.classList.contains('drawer-open') && !document.querySelector('.menu, dialog[open]')) {
@@ -122,6 +134,19 @@ class App {
       this.models = [];
     }
     return true;
+  }
+
+  // refreshModels re-reads the models (a change in Settings, here or in
+  // another tab) and gives them to the open view's composer, its choice kept.
+  async refreshModels() {
+    try {
+      const r = await api('GET', '/chats/models');
+      this.models = (r && r.models) || [];
+    } catch {
+      return;
+    }
+    const c = this.view && this.view.composer;
+    if (c && c.setModels) c.setModels(this.models, c.model.value || undefined);
   }
 
   ensureShell() {

@@ -20,6 +20,7 @@ import { DurableSend, notConfirmed, inProgress, pendingButtons, savedAnswers } f
 import { ToolsPopover, MCPNotice, onMCP } from './mcp.js';
 import { Outcomes } from './outcomes.js';
 import * as versions from './versions.js';
+import { RetryNotice, modelSwitch } from './retry.js';
 
 const STALE_PREVIEW_MS = 1500;
 
@@ -106,6 +107,14 @@ export class ChatView {
       onRetry: () => this.retryLast(),
       onEditLast: () => this.startEdit(this.thread.lastUserId),
       onCommand: (cmd) => this.command(cmd),
+      // A failed turn can be rerun on another model.
+      switcher: () => modelSwitch(this.app.models, this.composer.model.value, (m) => this.switchModel(m)),
+    });
+    this.retryNotice = new RetryNotice({
+      models: () => this.app.models,
+      current: () => this.composer.model.value,
+      onSwitch: (m) => this.switchModel(m),
+      onStop: () => this.stop(),
     });
     this.archived = new ArchivedNotice(this.banner.el, () => this.app.sidebar.patch(this.chat, { archived: false }));
     this.action = new ActionCard(this.id, () => this.chat && this.chat.requires_action_deadline_at);
@@ -133,7 +142,7 @@ export class ChatView {
       tools: this.tools,
     });
     const dock = h('div', { class: 'dock' },
-      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.review.el, this.approval.el, this.elicitation.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
+      h('div', { class: 'dock-inner' }, this.thread.jumpBtn, this.mcpNotice.el, this.banner.el, this.retryNotice.el, this.review.el, this.approval.el, this.elicitation.el, this.action.el, this.statusLine.el, this.queue.el, this.composer.el));
     this.el = h('section', { class: 'chat-view', 'aria-label': 'Chat' }, header, this.thread.scroller, dock, this.thread.live);
     // Esc stops a running chat, wherever the focus is (an open editor,
     // popup, menu or dialog takes Esc first).
@@ -322,6 +331,7 @@ export class ChatView {
     if (this.chat) this.mcpNotice.show(this.mcpSelection());
     this.queue.show(s.queue);
     this.banner.show(s.status === 'error' ? s.error : null, !!this.thread.lastUserId);
+    this.retryNotice.show(s.status === 'running' && !this.offline ? s.retry : null);
     this.review.show(review);
     const approvals = s.status === 'requires_action' && !review ? s.approvals : null;
     this.approval.show(approvals);
@@ -410,6 +420,14 @@ export class ChatView {
   async retryLast() {
     const m = this.state.messages.get(this.thread.lastUserId);
     if (m) await this.saveEdit(m, messageText(m));
+  }
+
+  // switchModel reruns the last user message on model m (the composer's
+  // model from now on), ending the current attempts.
+  async switchModel(m) {
+    this.composer.model.value = m.id;
+    this.composer.model.dispatchEvent(new Event('change'));
+    await this.retryLast();
   }
 
   modelFields() {

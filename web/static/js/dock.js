@@ -25,6 +25,9 @@ const KIND_HINT = {
   unresolved_effects: 'A tool may have run without its result being recorded; an operator must reconcile it.',
 };
 
+// SWITCHABLE: the kinds of error another model may not have.
+const SWITCHABLE = new Set(['generic', 'overloaded', 'rate_limit', 'timeout', 'auth', 'config', 'content_filter']);
+
 // toolTitle names a tool for the status line: "server · tool" for an MCP tool.
 function toolTitle(name) {
   const m = mcpTool(name);
@@ -111,7 +114,8 @@ export class QueueChips {
 
 // ErrorBanner: the chat's error, its kind and what the user can do.
 export class ErrorBanner {
-  // handlers: {onRetry(), onEditLast(), onCommand(cmd)}
+  // handlers: {onRetry(), onEditLast(), onCommand(cmd), switcher(): a model
+  //            picker that reruns the last message, or null}
   constructor(handlers) {
     this.handlers = handlers;
     this.el = h('div', { class: 'banner-slot' });
@@ -148,7 +152,8 @@ export class ErrorBanner {
           hasUserMessage ? h('button', { type: 'button', class: 'btn small primary', onclick: () => hd.onRetry() }, icon('retry'), 'Retry') : null,
           hasUserMessage ? h('button', { type: 'button', class: 'btn small', onclick: () => hd.onEditLast() }, icon('edit'), 'Edit last message') : null,
           compact ? h('button', { type: 'button', class: 'btn small ghost', onclick: () => hd.onCommand({ name: 'compact' }) }, '/compact') : null,
-          clear ? h('button', { type: 'button', class: 'btn small ghost', onclick: () => hd.onCommand({ name: 'clear' }) }, '/clear') : null))));
+          clear ? h('button', { type: 'button', class: 'btn small ghost', onclick: () => hd.onCommand({ name: 'clear' }) }, '/clear') : null,
+          hasUserMessage && hd.switcher && SWITCHABLE.has(err.kind) ? hd.switcher() : null))));
   }
 }
 

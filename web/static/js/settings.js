@@ -139,6 +139,7 @@ class ModelsSection extends Section {
     this.models = models || [];
     this.providers = providers || [];
     this.view.providers = this.providers;
+    this.view.app.refreshModels(); // the pickers follow without a reload
     if (!this.models.length) {
       this.body.replaceChildren(h('p', { class: 'muted', text: 'No models yet. Add a provider, then its models.' }));
       return;
@@ -610,8 +611,32 @@ class MCPSection extends Section {
 
 class UsersSection extends Section {
   constructor(view) {
-    super(view, 'users', 'Users', 'A new user signs in with a link from “chatd login-link --user NAME”.');
+    super(view, 'users', 'Users', 'A new user signs in with a login link: Create login link, then send it to them (it works once, for 15 minutes).');
     this.actions.append(btn('Add user', () => this.create(), { iconName: 'plus', cls: 'btn small add-user' }));
+    this.link = h('div', { class: 'token-secret-host login-link-host' });
+    this.el.insertBefore(this.link, this.error);
+  }
+
+  // createLink asks for a one-time login link for u and shows it with Copy.
+  async createLink(u) {
+    this.clear();
+    let r;
+    try {
+      r = await api('POST', `/users/${u.id}/login-link`);
+    } catch (e) {
+      this.fail(e);
+      return;
+    }
+    const url = location.origin + r.path;
+    const copy = h('button', { type: 'button', class: 'btn small copy-link' }, icon('copy'), h('span', { class: 'label', text: 'Copy' }));
+    copy.addEventListener('click', async () => {
+      copy.querySelector('.label').textContent = (await copyText(url)) ? 'Copied' : 'Copy failed';
+    });
+    this.link.replaceChildren(h('div', { class: 'token-new', role: 'status' },
+      h('p', {}, h('strong', { text: `Login link for ${u.username}.` }), ` It works once, until ${formatTime(r.expires_at)}: send it to them privately.`),
+      h('div', { class: 'token-secret-line' }, h('code', { class: 'mono token-secret login-link', text: url }), copy),
+      h('div', { class: 'row-end' }, btn('Done', () => this.link.replaceChildren(), { cls: 'btn small ghost' }))));
+    copy.focus();
   }
 
   async load() {
@@ -630,6 +655,7 @@ class UsersSection extends Section {
           u.disabled ? h('span', { class: 'set-badge bad', text: 'disabled' }) : null),
         h('div', { class: 'muted small', text: `since ${formatTime(u.created_at)}` })),
       h('div', { class: 'set-row-actions' },
+        u.disabled ? null : btn('Create login link', () => this.createLink(u), { cls: 'btn small login-link-btn', aria: `Create a login link for ${u.username}` }),
         btn(u.admin ? 'Remove admin' : 'Make admin', () => this.run(() => api('PATCH', `/users/${u.id}`, { admin: !u.admin })), { cls: 'btn small admin-toggle' }),
         btn(u.disabled ? 'Enable' : 'Disable', () => this.run(() => api('PATCH', `/users/${u.id}`, { disabled: !u.disabled })), { cls: 'btn small disable-toggle' })));
   }

@@ -7,6 +7,12 @@ import { api } from './api.js';
 import { openMenu, dialog, toast } from './widgets.js';
 import { ChatWatch } from './watch.js';
 
+// PAGE chats come at a time; scrolling to the end of the list loads the
+// next page (GET /chats?after_id=…). A refresh asks again for as many as
+// are shown and some, up to the server's MAX_LIST.
+const PAGE = 200;
+const MAX_LIST = 500;
+
 const STATUS_LABEL = {
   running: 'Running', interrupting: 'Stopping', requires_action: 'Needs your action', error: 'Error',
 };
@@ -63,6 +69,13 @@ export class Sidebar {
       this.refresh();
     });
     this.list = h('nav', { class: 'chat-list', 'aria-label': 'Chats' });
+    this.more = false; // the last page was full: there may be more
+    this.moreBtn = h('button', { type: 'button', class: 'side-more', onclick: () => this.loadMore() }, 'Load more chats');
+    // The button loads the next page as soon as it scrolls into view.
+    this.moreSeen = typeof IntersectionObserver === 'function'
+      ? new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) this.loadMore(); }, { root: this.list, rootMargin: '0px 0px 300px 0px' })
+      : null;
+    if (this.moreSeen) this.moreSeen.observe(this.moreBtn);
     // Up and Down move between the chats (search results included); Up
     // from the first goes back to the search box.
     this.list.addEventListener('keydown', (e) => {
@@ -123,7 +136,7 @@ export class Sidebar {
     const c = e.chat;
     const known = this.chats && this.chats.find((x) => x.id === c.id);
     if (known && e.kind !== 'deleted' && known.archived === c.archived) {
-      this.patchLocal(c.id, { status: c.status, title: c.title, updated_at: c.updated_at });
+      this.patchLocal(c.id, { status: c.status, title: c.title, updated_at: c.updated_at, pin_order: c.pin_order });
       if (e.kind !== 'title_change') this.refreshSoon();
       return;
     }
@@ -198,14 +211,13 @@ export class Sidebar {
   async refresh() {
     const seq = ++this.seq;
     this.lastRefresh = Date.now();
-    const q = new URLSearchParams({ limit: '200' });
-    if (this.query) q.set('q', this.query);
-    if (this.archived) q.set('archived', 'true');
-    if (this.label) q.set('label', this.label);
+    // As many as are shown, and room for new ones, so nothing shown drops off.
+    const limit = Math.min(MAX_LIST, Math.max(PAGE, this.chats && this.chats.length > PAGE ? this.chats.length + 50 : 0));
     try {
-      const chats = await api('GET', '/chats?' + q);
+      const chats = await api('GET', '/chats?' + this.listQuery(limit));
       if (seq !== this.seq) return;
       this.chats = chats || [];
+      this.more = this.chats.length === limit;
       for (const c of this.chats) for (const [k, v] of Object.entries(c.labels || {})) this.labels.add(`${k}:${v}`);
       this.render();
       this.app.onChatsLoaded(this.chats);
@@ -213,6 +225,40 @@ export class Sidebar {
       if (seq === this.seq && this.chats === null) {
         this.list.replaceChildren(h('p', { class: 'side-empty', text: 'Could not load chats: ' + e.message }));
       }
+    }
+  }
+
+  listQuery(limit, afterId) {
+    const q = new URLSearchParams({ limit: String(limit) });
+    if (this.query) q.set('q', this.query);
+    if (this.archived) q.set('archived', 'true');
+    if (this.label) q.set('label', this.label);
+    if (afterId) q.set('after_id', afterId);
+    return q;
+  }
+
+  // loadMore appends the page after the last chat shown; a refresh that
+  // starts meanwhile wins.
+  async loadMore() {
+    if (!this.more || this.loadingMore || !this.chats || !this.chats.length) return;
+    this.loadingMore = true;
+    this.moreBtn.disabled = true;
+    this.moreBtn.textContent = 'Loading…';
+    const seq = this.seq;
+    try {
+      const page = (await api('GET', '/chats?' + this.listQuery(PAGE, this.chats[this.chats.length - 1].id))) || [];
+      if (seq !== this.seq) return;
+      const have = new Set(this.chats.map((c) => c.id));
+      this.chats.push(...page.filter((c) => !have.has(c.id)));
+      this.more = page.length === PAGE;
+      for (const c of page) for (const [k, v] of Object.entries(c.labels || {})) this.labels.add(`${k}:${v}`);
+      this.render();
+    } catch (e) {
+      toast('Could not load more chats', 'error', e.message);
+    } finally {
+      this.loadingMore = false;
+      this.moreBtn.disabled = false;
+      this.moreBtn.textContent = 'Load more chats';
     }
   }
 
@@ -233,7 +279,7 @@ export class Sidebar {
   render(force) {
     if (!this.chats) return;
     const sig = JSON.stringify([this.chats.map((c) => [c.id, c.title, c.status, c.pin_order, c.archived, c.updated_at, c.root_chat_id, c.search_snippet]),
-      this.activeId, this.renamingId, this.archived, [...this.labels], this.label, this.query]);
+      this.activeId, this.renamingId, this.archived, [...this.labels], this.label, this.query, this.more]);
     if (sig === this.renderedSig && !force) return;
     this.renderedSig = sig;
     this.renderLabels();
@@ -265,7 +311,7 @@ export class Sidebar {
     const focusKey = focused && this.list.contains(focused) ? focused.dataset.focusKey : null;
     this.list.replaceChildren(...groups.filter(([, cs]) => cs.length).map(([name, cs]) => h('section', { class: 'chat-group' },
       h('h2', { class: 'group-title', text: name }),
-      h('ul', { role: 'list' }, withKids(cs)))));
+      h('ul', { role: 'list' }, withKids(cs)))), ...(this.more ? [this.moreBtn] : []));
     if (focusKey) {
       const el = this.list.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`);
       if (el) el.focus();

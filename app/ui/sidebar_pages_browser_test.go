@@ -1,0 +1,51 @@
+package ui_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/sdk"
+)
+
+// TestBrowserSidebarPages: past the first 200 chats the sidebar loads the
+// next page when its end scrolls into view (GET /chats?after_id), each
+// chat once, and says nothing more once the list is whole.
+func TestBrowserSidebarPages(t *testing.T) {
+	b := startBrowserWith(t, func(cfg *app.Config) { cfg.Limits.WritesPerMinute = 0 })
+	const n = 215
+	for i := range n {
+		_, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{Title: fmt.Sprintf("Paged chat %03d", i)})
+		require.NoError(t, err)
+	}
+	items := `document.querySelectorAll('.chat-list .chat-item')`
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the first page", items+`.length === 200 && document.querySelector('.chat-list .side-more')`)
+	require.False(t, eval[bool](b, `[...`+items+`].some(e => e.textContent.includes('Paged chat 000'))`), "the oldest chat is on the next page")
+	b.at(phoneDark)
+	b.do(chromedp.Click(chromedp.CSS(".sidebar-toggle")))
+	b.waitJS("the open drawer", `document.body.classList.contains('drawer-open')`)
+
+	// Scrolling to the end loads the rest.
+	eval[chromedp.Void](b, `(() => { const l = document.querySelector('.chat-list'); l.scrollTop = l.scrollHeight; })()`)
+	b.waitJS("the whole list", items+`.length === `+fmt.Sprint(n)+` && !document.querySelector('.chat-list .side-more')`)
+	titles := eval[[]string](b, `[...document.querySelectorAll('.chat-list .chat-title')].map(e => e.textContent)`)
+	seen := map[string]bool{}
+	for _, title := range titles {
+		require.False(t, seen[title], "%s shown twice", title)
+		seen[title] = true
+	}
+	require.True(t, seen["Paged chat 000"] && seen["Paged chat 214"])
+	b.shot("74-sidebar-paged-end-phone-dark")
+	b.do(chromedp.KeyEvent("\x1b"))
+	b.desktop()
+
+	// A refresh (a chat created elsewhere) keeps every chat shown.
+	_, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{Title: "Newest of all"})
+	require.NoError(t, err)
+	b.waitJS("the new chat on top, the rest kept", items+`.length === `+fmt.Sprint(n+1)+` && document.querySelector('.chat-list .chat-title').textContent === 'Newest of all'`)
+	b.checkNoProblems()
+}
