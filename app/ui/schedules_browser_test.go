@@ -3,6 +3,7 @@ package ui_test
 import (
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
@@ -12,8 +13,9 @@ import (
 )
 
 // TestBrowserScheduleAndWebhook: the chat menu's Schedule dialog adds a
-// "weekdays at" schedule (its next run and empty history shown), and
-// Settings registers a webhook (its secret shown once).
+// "weekdays at" schedule (its next run and empty history shown), a prompt
+// a schedule sent shows as "Scheduled" in the thread, and Settings
+// registers a webhook (its secret shown once).
 func TestBrowserScheduleAndWebhook(t *testing.T) {
 	b := startBrowser(t)
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
@@ -42,6 +44,16 @@ func TestBrowserScheduleAndWebhook(t *testing.T) {
 	b.shot("70-schedule-dialog")
 	b.clickText(".schedule-dialog .dialog-actions button", "Close")
 	b.waitJS("the dialog closed", `!document.querySelector('.schedule-dialog')`)
+
+	// A schedule that fires in a moment: its prompt shows as scheduled in
+	// the open chat, a person's does not.
+	at := time.Now().Add(time.Second).Truncate(time.Second).Add(time.Second)
+	require.NoError(t, b.api.Do(b.ctx, http.MethodPost, "/chats/"+chatID.String()+"/schedules",
+		sdk.CreateScheduleRequest{Content: sdk.Text("Scheduled hello"), At: &at}, nil))
+	b.waitJS("the scheduled prompt labelled", `[...document.querySelectorAll('.msg-user')].some(e =>
+		e.textContent.includes('Scheduled hello') && e.querySelector('.scheduled-label'))`)
+	require.False(t, eval[bool](b, `[...document.querySelectorAll('.msg-user')].some(e =>
+		e.textContent.includes('Morning') && !!e.querySelector('.scheduled-label'))`), "a person's prompt is not labelled")
 
 	b.do(chromedp.Navigate(b.base + "/settings"))
 	b.waitJS("the webhooks section", `document.querySelector('#settings-webhooks') && document.querySelector('#settings-webhooks').textContent.includes('No webhooks.')`)

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 
-import { cronFor, describe } from '../static/js/schedule.js';
+import { cronFor, describe, isScheduled, learnAuthors } from '../static/js/schedule.js';
 
 test('cronFor turns presets into five-field cron', () => {
   assert.equal(cronFor('hourly', ''), '0 * * * *');
@@ -17,4 +17,27 @@ test('describe reads presets back', () => {
   assert.equal(describe({ cron: '0 * * * *', timezone: 'UTC' }), 'hourly');
   assert.equal(describe({ every: '2h' }), 'every 2h');
   assert.equal(describe({ cron: '*/5 1 * * 0', timezone: 'UTC' }), 'cron */5 1 * * 0 (UTC)');
+});
+
+test('learnAuthors: one read names the schedules among the authors, and is not repeated', async () => {
+  const sched = '11111111-1111-4111-8111-111111111111';
+  const person = '22222222-2222-4222-8222-222222222222';
+  let reads = 0, changes = 0;
+  const read = async () => { reads++; return [{ id: sched }]; };
+  assert.equal(isScheduled(sched), false);
+  await learnAuthors([person, sched, null], () => changes++, read);
+  assert.equal(isScheduled(sched), true);
+  assert.equal(isScheduled(person), false);
+  assert.equal(reads, 1);
+  assert.equal(changes, 1);
+  // Authors already looked up are not read again.
+  assert.equal(learnAuthors([person, sched], () => changes++, read), null);
+  assert.equal(reads, 1);
+  // A failed read is retried at the next call.
+  const other = '33333333-3333-4333-8333-333333333333';
+  await learnAuthors([other], () => changes++, async () => { throw new Error('offline'); });
+  await learnAuthors([other], () => changes++, async () => { reads++; return [{ id: other }]; });
+  assert.equal(isScheduled(other), true);
+  assert.equal(reads, 2);
+  assert.equal(changes, 2);
 });

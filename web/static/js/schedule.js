@@ -127,3 +127,30 @@ export function scheduleDialog(chat) {
   load();
   return d;
 }
+
+// A prompt a schedule sent carries the schedule's id as its author
+// (created_by). The thread asks authorOf for each user message's author;
+// ids it has not seen are looked up in one read of the caller's schedules
+// (GET /schedules), after which onChange re-renders what became known.
+const scheduleIds = new Set();
+const checked = new Set();
+let reading = null;
+
+// isScheduled reports whether a message's author is a known schedule.
+export function isScheduled(authorId) { return !!authorId && scheduleIds.has(authorId); }
+
+// learnAuthors looks up the authors not seen yet (at most one read at a
+// time; authors met during a read are looked up at the next call).
+export function learnAuthors(authorIds, onChange, read = () => api('GET', '/schedules')) {
+  if (reading) return reading;
+  const unknown = authorIds.filter((id) => id && !scheduleIds.has(id) && !checked.has(id));
+  if (!unknown.length) return null;
+  for (const id of unknown) checked.add(id);
+  reading = Promise.resolve().then(read).then((list) => {
+    for (const s of list || []) scheduleIds.add(s.id);
+    if (unknown.some((id) => scheduleIds.has(id))) onChange();
+  }).catch(() => {
+    for (const id of unknown) checked.delete(id); // asked again later
+  }).finally(() => { reading = null; });
+  return reading;
+}

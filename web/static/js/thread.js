@@ -11,6 +11,7 @@ import * as render from './messages.js';
 import { mcpVersion } from './mcp.js';
 import { OlderPages } from './older.js';
 import { switcher, firstReplies, refocus } from './versions.js';
+import { isScheduled, learnAuthors } from './schedule.js';
 
 // toolsSig is part of a message's signature: tool cards show MCP details
 // (server, effect) from a list that arrives or changes after the message.
@@ -266,9 +267,15 @@ export class Thread {
         const note = o && o.status === 'error' && !(isLast && s.status === 'error')
           ? { kind: 'failed', text: (o.last_error && o.last_error.message) || 'The turn failed.' }
           : stoppedStatus(m) && !lastReply.has(m.id) ? { kind: 'stopped', canContinue: isLast && idle } : null;
+        const scheduled = isScheduled(m.created_by);
         items.push({
-          key: 'u' + m.id, sig: JSON.stringify([m.content, editing, note, m.sibling_ids, idle]),
-          make: () => editing ? render.userEditor(m, (text) => hd.onSaveEdit(m, text), () => hd.onCancelEdit()) : render.userMessage(m, actions, note),
+          key: 'u' + m.id, sig: JSON.stringify([m.content, editing, note, m.sibling_ids, idle, scheduled]),
+          make: () => {
+            if (editing) return render.userEditor(m, (text) => hd.onSaveEdit(m, text), () => hd.onCancelEdit());
+            const node = render.userMessage(m, actions, note);
+            if (scheduled) node.prepend(h('div', { class: 'scheduled-label', title: 'Sent by a schedule of this chat or of the chat it started from' }, icon('clock'), 'Scheduled'));
+            return node;
+          },
         });
       } else if (m.role === 'assistant') {
         const own = (m.content || []).filter((p) => p.type === 'tool-call').map((p) => results.get(p.tool_call_id) || null);
@@ -312,6 +319,7 @@ export class Thread {
         h('p', { class: 'muted', text: 'Send a message below to start; replies stream in as they are written.' })) });
     }
     this.reconcile(items);
+    learnAuthors([...users.values()].map((u) => u.created_by), () => { if (this.last) this.render(this.last[0], this.last[1], true); });
     // After a switch from the keyboard, the focus follows to the version shown.
     if (this.refocus && refocus(this.scroller, this.refocus.id, this.refocus.label)) this.refocus = null;
     if (this.jumpTo && msgs.length) {
