@@ -388,7 +388,7 @@ func (a *App) initAutomation(h *hooks.Dispatcher) {
 	au := &a.auto
 	au.schedules = schedules.New(a.store, a.clock, a.cfg.Schedules)
 	au.runner = schedules.NewRunner(schedules.RunnerConfig{Machine: a.machine, Store: a.store, Hooks: h, Clock: a.clock,
-		Log: a.log, FileCap: fileCap})
+		Log: a.log, FileCap: fileCap, MaxChats: a.cfg.Limits.MaxChatsPerUser})
 	au.schedules.OnChange(au.runner.Wake)
 	au.webhooks = webhooks.New(a.store, a.clock, a.cfg.Webhooks)
 	au.deliverer = webhooks.NewDeliverer(webhooks.DelivererConfig{Store: a.store, Clock: a.clock, Log: a.log,

@@ -41,6 +41,9 @@ type ScheduleFire struct {
 	// NewChat, when set, creates this chat with Input instead of sending
 	// Input to the schedule's chat.
 	NewChat *CreateParams
+	// MaxChats caps the chats the owner may own when NewChat creates one
+	// (CHATD_MAX_CHATS_PER_USER, as a person's create; 0: none).
+	MaxChats int
 	// Response is the claim's admission answer (replayed to lookups).
 	Response json.RawMessage
 	// ContentSHA256 and RequestSHA256 bind the claim (see Claim).
@@ -118,6 +121,9 @@ func (t *Tx) sendScheduled(s store.Schedule, f ScheduleFire) (Result, error) {
 	)
 	if f.NewChat != nil {
 		p := *f.NewChat
+		if err := t.checkChatCap(p.OwnerID, f.MaxChats); err != nil {
+			return Result{}, err
+		}
 		p.Input, kind = in, sdk.EndpointCreateChat
 		res, err = t.Create(p)
 	} else {
@@ -141,4 +147,24 @@ func (t *Tx) sendScheduled(s store.Schedule, f ScheduleFire) (Result, error) {
 		return Result{}, err
 	}
 	return res, nil
+}
+
+// checkChatCap refuses a new chat of owner when they own limit chats
+// already (0: no cap). It holds the owner's lock, so concurrent creates
+// count each other, as a person's create does.
+func (t *Tx) checkChatCap(owner uuid.UUID, limit int) error {
+	if limit <= 0 {
+		return nil
+	}
+	if err := t.LockOwner(owner); err != nil {
+		return err
+	}
+	n, err := t.tx.ChatCountByOwner(t.ctx, owner)
+	if err != nil {
+		return fmt.Errorf("count chats of %s: %w", owner, err)
+	}
+	if n >= int64(limit) {
+		return fmt.Errorf("new_chat: the owner has %d chats; at most %d (CHATD_MAX_CHATS_PER_USER)", n, limit)
+	}
+	return nil
 }

@@ -40,6 +40,9 @@ type RunnerConfig struct {
 	Poll  time.Duration
 	// FileCap is CHATD_MAX_FILES_PER_CHAT, for prompts with file parts.
 	FileCap int
+	// MaxChats is CHATD_MAX_CHATS_PER_USER: a new_chat run beyond it is
+	// recorded failed (0: no cap).
+	MaxChats int
 }
 
 // Runner fires due schedules. Every replica runs one; a due time fires
@@ -170,7 +173,7 @@ func (r *Runner) fire(ctx context.Context, s store.Schedule, now time.Time) erro
 	}
 	plan := t.PlanAt(*s.NextRunAt, now)
 	f := chatstate.ScheduleFire{ScheduleID: s.ID, Expect: *s.NextRunAt, Due: plan.Due, Skipped: plan.Skipped, Next: plan.Next,
-		Status: store.ScheduleRunFired, RequestID: RequestID(s.ID, plan.Due)}
+		Status: store.ScheduleRunFired, RequestID: RequestID(s.ID, plan.Due), MaxChats: r.cfg.MaxChats}
 	if plan.Missed > 0 {
 		f.Detail = fmt.Sprintf("%d earlier due time(s) missed while no replica ran were skipped", plan.Missed)
 	}

@@ -289,3 +289,35 @@ func (r *rig) details(t *testing.T, id uuid.UUID) []string {
 	}))
 	return out
 }
+
+// TestNewChatRunsRespectTheChatCap: a new_chat run is a create like a
+// person's: beyond CHATD_MAX_CHATS_PER_USER it is recorded failed and
+// creates nothing; under it, it creates the chat.
+func TestNewChatRunsRespectTheChatCap(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		r := newRig(t, newStore(t), clock.NewFake(start)).withChat(t)
+		m := chatstate.New(r.s, pubsub.NewMemory(), chatstate.Config{Clock: r.clock})
+		s := r.create(t, sdk.CreateScheduleRequest{Every: "1m", NewChat: true})
+		chats := func() int64 {
+			var n int64
+			require.NoError(t, r.s.ReadTx(r.ctx, func(tx store.Reader) error {
+				var err error
+				n, err = tx.ChatCountByOwner(r.ctx, r.chat.OwnerID)
+				return err
+			}))
+			return n
+		}
+		// The owner has one chat; the cap is one.
+		r.run = schedules.NewRunner(schedules.RunnerConfig{Machine: m, Store: r.s, Clock: r.clock, MaxChats: 1})
+		r.advanceTo(t, start.Add(time.Minute))
+		require.Equal(t, []time.Time{start.Add(time.Minute)}, r.runs(t, s.ID, sdk.ScheduleRunFailed))
+		require.Contains(t, r.details(t, s.ID)[0], "CHATD_MAX_CHATS_PER_USER")
+		require.EqualValues(t, 1, chats(), "a refused run creates nothing")
+		// Room for one more: the next run creates its chat.
+		r.run = schedules.NewRunner(schedules.RunnerConfig{Machine: m, Store: r.s, Clock: r.clock, MaxChats: 2})
+		r.advanceTo(t, start.Add(2*time.Minute))
+		require.Equal(t, []time.Time{start.Add(2 * time.Minute)}, r.runs(t, s.ID, sdk.ScheduleRunFired))
+		require.EqualValues(t, 2, chats())
+	})
+}
