@@ -315,10 +315,14 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) er
 	var (
 		chats    []store.Chat
 		snippets map[uuid.UUID]*sdk.SearchSnippet
+		usages   map[uuid.UUID]*sdk.UsageTotals
 	)
 	err = s.deps.Store.ReadTx(r.Context(), func(tx store.Reader) error {
 		var err error
-		if chats, err = tx.ChatList(r.Context(), p); err != nil || p.Query == "" {
+		if chats, err = tx.ChatList(r.Context(), p); err != nil {
+			return err
+		}
+		if usages, err = chatUsages(r.Context(), tx, chats); err != nil || p.Query == "" {
 			return err
 		}
 		snippets, err = searchSnippets(r.Context(), tx, chats, p.Query)
@@ -331,6 +335,7 @@ func (s *Server) listChats(w http.ResponseWriter, r *http.Request, c *caller) er
 	for _, ch := range chats {
 		c := wire.ToChat(ch)
 		c.SearchSnippet = snippets[ch.ID]
+		c.Usage = usages[ch.ID]
 		out = append(out, c)
 	}
 	writeJSON(w, http.StatusOK, out)

@@ -211,6 +211,32 @@ func chatUsage(ctx context.Context, tx store.Reader, id uuid.UUID) (*sdk.UsageTo
 	return &t, nil
 }
 
+// chatUsages are the usage totals of a page of chats, by chat, in one
+// read of the ledger (chats with nothing recorded are absent).
+func chatUsages(ctx context.Context, tx store.Reader, chats []store.Chat) (map[uuid.UUID]*sdk.UsageTotals, error) {
+	if len(chats) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(chats))
+	for i, c := range chats {
+		ids[i] = c.ID
+	}
+	rows, err := tx.UsageSum(ctx, store.UsageSumParams{ChatIDs: ids, GroupBy: store.UsageGroupChat})
+	if err != nil {
+		return nil, fmt.Errorf("usage of the listed chats: %w", err)
+	}
+	out := make(map[uuid.UUID]*sdk.UsageTotals, len(rows))
+	for _, row := range rows {
+		id, err := uuid.Parse(row.Key)
+		if err != nil {
+			return nil, fmt.Errorf("usage row of chat %q: %w", row.Key, err)
+		}
+		t := usage.Totals(row.UsageTokens)
+		out[id] = &t
+	}
+	return out, nil
+}
+
 // patchBudget applies PATCH /users/{user}'s budget: an object sets the
 // override, null removes it, absent leaves it.
 func (s *Server) patchBudget(ctx context.Context, userID uuid.UUID, raw json.RawMessage) error {

@@ -108,8 +108,8 @@ var OrganizationID = uuid.MustParse("00000000-0000-4000-8000-00000000c4a7")
 
 // Chat is a chat as the API returns it.
 type Chat struct {
-	// Usage is what the chat's provider calls spent (GET /chats/{chat}
-	// only; absent when nothing was recorded).
+	// Usage is what the chat's provider calls spent (GET /chats/{chat},
+	// the chat list and chat actions; absent when nothing was recorded).
 	Usage               *UsageTotals      `json:"usage,omitempty"`
 	ID                  uuid.UUID         `json:"id"`
 	OrganizationID      uuid.UUID         `json:"organization_id"`

@@ -49,6 +49,18 @@ func TestUsageRecordedOnceAcrossARetry(t *testing.T) {
 		require.Equal(t, int64(1), got.Calls, "one record for the step, none for the failed attempt")
 		require.Equal(t, store.UsageTokens{InputTokens: 11, OutputTokens: 7, CachedTokens: 3, ReasoningTokens: 2}, got.UsageTokens)
 		require.Equal(t, &sdk.UsageTotals{InputTokens: 11, OutputTokens: 7, CachedTokens: 3, ReasoningTokens: 2}, e.chat(chat.ID).Usage)
+		// The chat list carries the same totals; a chat with nothing
+		// recorded carries none.
+		idle := e.create(sdk.CreateChatRequest{Title: "idle"})
+		list, err := e.c.ListChats(e.ctx, sdk.ListChatsOptions{})
+		require.NoError(t, err)
+		byID := map[uuid.UUID]sdk.Chat{}
+		for _, c := range list {
+			byID[c.ID] = c
+		}
+		require.Equal(t, e.chat(chat.ID).Usage, byID[chat.ID].Usage)
+		require.Contains(t, byID, idle.ID)
+		require.Nil(t, byID[idle.ID].Usage)
 	})
 }
 
