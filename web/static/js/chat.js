@@ -322,6 +322,9 @@ export class ChatView {
     this.outcomes.want(idle ? asks : asks.slice(0, -1));
     this.archived.show(!!(this.chat && this.chat.archived));
     const running = s.status === 'running' || s.status === 'interrupting';
+    // A turn that ended spent tokens: the budget notice reads them again.
+    if (this.wasRunning && !running) this.composer.refreshBudget();
+    this.wasRunning = running;
     this.composer.setState({ busy: isBusy(s.status), running, stopping: s.status === 'interrupting' || !!this.stopQueued, locked: !!(this.chat && this.chat.archived) });
     const review = this.underReview(s);
     s.review = !!review;

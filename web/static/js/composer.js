@@ -76,7 +76,8 @@ export class Composer {
       h('p', { id: 'composer-hint', class: 'composer-hint' },
         'Enter to send · Shift+Enter for a new line', opts.commands ? ' · / for commands' : ''));
 
-    mountBudgetNotice(this.el);
+    this.refreshBudget = () => mountBudgetNotice(this.el);
+    this.refreshBudget();
     this.saveDraft = debounce(() => local.set(opts.draftKey, this.textarea.value), 250);
     this.textarea.addEventListener('input', () => {
       this.autosize();

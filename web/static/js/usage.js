@@ -166,12 +166,15 @@ export class UsageView {
 }
 
 // mountBudgetNotice puts the budget notice above a composer when the
-// signed-in user's budget is nearly or wholly spent. Failures are quiet:
-// the composer works without it.
+// signed-in user's budget is nearly or wholly spent, replacing the one
+// shown (the chat view calls it again when a turn ends). Failures are
+// quiet: the composer works without it.
 export async function mountBudgetNotice(composerWrap) {
   try {
     const r = await api('GET', '/users/me/usage?group_by=day', undefined, { quiet401: true });
     const notice = budgetNotice(r && r.budget);
+    const old = composerWrap.querySelector(':scope > .budget-notice');
+    if (old) old.remove();
     if (!notice) return;
     composerWrap.prepend(h('p', { class: `budget-notice ${notice.level}`, role: 'status', text: notice.text }));
   } catch {
