@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -49,11 +48,7 @@ type RunnerConfig struct {
 // once because FireSchedule advances the schedule in the bundle that sends.
 type Runner struct {
 	cfg  RunnerConfig
-	wake chan struct{}
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop *clock.Loop
 }
 
 // NewRunner returns a stopped Runner.
@@ -67,69 +62,35 @@ func NewRunner(cfg RunnerConfig) *Runner {
 	if cfg.Poll <= 0 {
 		cfg.Poll = DefaultPoll
 	}
-	return &Runner{cfg: cfg, wake: make(chan struct{}, 1)}
+	return &Runner{cfg: cfg, loop: clock.NewLoop(cfg.Clock)}
 }
 
 // Wake makes a running loop look for due schedules now.
-func (r *Runner) Wake() {
-	select {
-	case r.wake <- struct{}{}:
-	default:
-	}
-}
+func (r *Runner) Wake() { r.loop.Wake() }
 
 // Start runs the loop until Stop or ctx ends.
-func (r *Runner) Start(ctx context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.cancel != nil {
-		return errors.New("schedules: runner already started")
-	}
-	ctx, r.cancel = context.WithCancel(ctx)
-	r.done = make(chan struct{})
-	go r.loop(ctx, r.done)
-	return nil
-}
+func (r *Runner) Start(ctx context.Context) error { return r.loop.Start(ctx, r.pass) }
 
 // Stop ends the loop and waits for it.
-func (r *Runner) Stop() {
-	r.mu.Lock()
-	cancel, done := r.cancel, r.done
-	r.cancel = nil
-	r.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
+func (r *Runner) Stop() { r.loop.Stop() }
 
-func (r *Runner) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	for {
-		n, err := r.RunDue(ctx)
-		if err != nil && ctx.Err() == nil {
-			r.cfg.Log.Warn("scheduled runs", "err", err)
-		}
-		wait := r.cfg.Poll
-		if n >= batch {
-			wait = 0
-		} else if next, ok, err := r.nextDue(ctx); err == nil && ok {
-			wait = min(wait, max(0, next.Sub(r.cfg.Clock.Now())))
-		}
-		if err != nil {
-			// A failing store is not hammered: the due runs wait a little.
-			wait = max(wait, errorPause)
-		}
-		t := r.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		case <-r.wake:
-			t.Stop()
-		}
+// pass fires what is due and says how long to wait for the next.
+func (r *Runner) pass(ctx context.Context) time.Duration {
+	n, err := r.RunDue(ctx)
+	if err != nil && ctx.Err() == nil {
+		r.cfg.Log.Warn("scheduled runs", "err", err)
 	}
+	wait := r.cfg.Poll
+	if n >= batch {
+		wait = 0
+	} else if next, ok, err := r.nextDue(ctx); err == nil && ok {
+		wait = min(wait, max(0, next.Sub(r.cfg.Clock.Now())))
+	}
+	if err != nil {
+		// A failing store is not hammered: the due runs wait a little.
+		wait = max(wait, errorPause)
+	}
+	return wait
 }
 
 func (r *Runner) nextDue(ctx context.Context) (next time.Time, ok bool, err error) {

@@ -72,11 +72,7 @@ type DelivererConfig struct {
 // attempt is claimed in a transaction, so one replica makes it.
 type Deliverer struct {
 	cfg  DelivererConfig
-	wake chan struct{}
-
-	mu     sync.Mutex
-	cancel context.CancelFunc
-	done   chan struct{}
+	loop *clock.Loop
 }
 
 // NewDeliverer returns a stopped Deliverer.
@@ -93,7 +89,7 @@ func NewDeliverer(cfg DelivererConfig) *Deliverer {
 	if cfg.Client == nil {
 		cfg.Client = NewClient(cfg.AllowPrivate)
 	}
-	return &Deliverer{cfg: cfg, wake: make(chan struct{}, 1)}
+	return &Deliverer{cfg: cfg, loop: clock.NewLoop(cfg.Clock)}
 }
 
 // NewClient is the HTTP client of deliveries: no proxy (it would hide the
@@ -121,73 +117,39 @@ func NewClient(allowPrivate bool) *http.Client {
 
 // Wake makes a running loop look for due deliveries now (chatstate's
 // OnOutbox).
-func (d *Deliverer) Wake() {
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
+func (d *Deliverer) Wake() { d.loop.Wake() }
 
 // Start runs the loop until Stop or ctx ends.
-func (d *Deliverer) Start(ctx context.Context) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.cancel != nil {
-		return errors.New("webhooks: deliverer already started")
-	}
-	ctx, d.cancel = context.WithCancel(ctx)
-	d.done = make(chan struct{})
-	go d.loop(ctx, d.done)
-	return nil
-}
+func (d *Deliverer) Start(ctx context.Context) error { return d.loop.Start(ctx, d.pass) }
 
 // Stop ends the loop and waits for it.
-func (d *Deliverer) Stop() {
-	d.mu.Lock()
-	cancel, done := d.cancel, d.done
-	d.cancel = nil
-	d.mu.Unlock()
-	if cancel != nil {
-		cancel()
-		<-done
-	}
-}
+func (d *Deliverer) Stop() { d.loop.Stop() }
 
-func (d *Deliverer) loop(ctx context.Context, done chan struct{}) {
-	defer close(done)
-	for {
-		n, err := d.RunDue(ctx)
-		if err != nil && ctx.Err() == nil {
-			d.cfg.Log.Warn("webhook deliveries", "err", err)
-		}
-		wait := d.cfg.Poll
-		if n > 0 {
-			wait = 0 // the next of each chat may be due now
-		} else {
-			var next time.Time
-			var ok bool
-			err := d.cfg.Store.ReadTx(ctx, func(tx store.Reader) error {
-				var err error
-				next, ok, err = tx.WebhookDeliveryNextDue(ctx)
-				return err
-			})
-			if err == nil && ok {
-				wait = min(wait, max(0, next.Sub(d.cfg.Clock.Now())))
-			}
-		}
-		if err != nil {
-			wait = max(wait, time.Second) // a failing store is not hammered
-		}
-		t := d.cfg.Clock.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C():
-		case <-d.wake:
-			t.Stop()
+// pass makes the due attempts and says how long to wait for the next.
+func (d *Deliverer) pass(ctx context.Context) time.Duration {
+	n, err := d.RunDue(ctx)
+	if err != nil && ctx.Err() == nil {
+		d.cfg.Log.Warn("webhook deliveries", "err", err)
+	}
+	wait := d.cfg.Poll
+	if n > 0 {
+		wait = 0 // the next of each chat may be due now
+	} else {
+		var next time.Time
+		var ok bool
+		err := d.cfg.Store.ReadTx(ctx, func(tx store.Reader) error {
+			var err error
+			next, ok, err = tx.WebhookDeliveryNextDue(ctx)
+			return err
+		})
+		if err == nil && ok {
+			wait = min(wait, max(0, next.Sub(d.cfg.Clock.Now())))
 		}
 	}
+	if err != nil {
+		wait = max(wait, time.Second) // a failing store is not hammered
+	}
+	return wait
 }
 
 // RunDue makes one attempt at each due delivery (the oldest pending one
