@@ -311,6 +311,7 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 			defer conn.CloseNow()
 			conn.SetReadLimit(bootstrapReadLimit)
 			lat := make([]time.Duration, 0, cfg.Tokens)
+			seen := make(map[int64]bool, cfg.Tokens)
 			for len(lat) < cfg.Tokens {
 				_, data, err := conn.Read(ctx)
 				if err != nil {
@@ -328,20 +329,31 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 					return
 				}
 				replied := false
+				// note times each token once, when it first arrives.
+				note := func(text string) {
+					for f := range strings.FieldsSeq(text) {
+						if sent, err := strconv.ParseInt(f, 10, 64); err == nil && !seen[sent] {
+							seen[sent] = true
+							lat = append(lat, now-time.Duration(sent))
+						}
+					}
+				}
 				for _, ev := range frame {
 					switch {
 					case ev.Type == sdk.StreamMessagePart && ev.MessagePart != nil:
 						// A part may carry several tokens when a viewer's
 						// parts are coalesced: each is timed.
-						for f := range strings.FieldsSeq(ev.MessagePart.Part.Text) {
-							if sent, err := strconv.ParseInt(f, 10, 64); err == nil {
-								lat = append(lat, now-time.Duration(sent))
-							}
-						}
+						note(ev.MessagePart.Part.Text)
 					case ev.Type == sdk.StreamPreviewReset && !isReady:
 						isReady = true
 						ready.Done()
 					case ev.Type == sdk.StreamMessage && ev.Message != nil && ev.Message.Role == store.RoleAssistant && isReady:
+						// The committed reply: tokens the viewer had not
+						// seen as parts (the stream may send the stored
+						// message in place of the last parts) arrive now.
+						for _, p := range ev.Message.Content {
+							note(p.Text)
+						}
 						replied = true
 					}
 				}

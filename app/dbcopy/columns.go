@@ -28,6 +28,7 @@ const (
 	kJSON
 	kBytes
 	kUUIDArray // uuid[] on Postgres, a JSON array of strings on SQLite
+	kFloat     // double precision on Postgres, REAL on SQLite
 )
 
 type column struct {
@@ -60,6 +61,8 @@ func columns(ctx context.Context, pg *side, table string) ([]column, error) {
 			k = kBool
 		case "bigint", "integer", "smallint":
 			k = kInt
+		case "double precision", "real":
+			k = kFloat
 		case "timestamp with time zone":
 			k = kTime
 		case "jsonb", "json":
@@ -151,6 +154,15 @@ func normalize(k kind, v any) (any, error) {
 		if n, ok := v.(int64); ok {
 			return n, nil
 		}
+	case kFloat:
+		switch f := v.(type) {
+		case float64:
+			return f, nil
+		case float32:
+			return float64(f), nil
+		case int64: // SQLite stores a whole REAL as an integer
+			return float64(f), nil
+		}
 	case kTime:
 		switch t := v.(type) {
 		case time.Time:
@@ -207,6 +219,8 @@ func canonical(dst []byte, k kind, v any) ([]byte, error) {
 		b = []byte(strconv.FormatBool(v.(bool)))
 	case kInt:
 		b = strconv.AppendInt(nil, v.(int64), 10)
+	case kFloat:
+		b = strconv.AppendFloat(nil, v.(float64), 'g', -1, 64)
 	case kTime:
 		b = []byte(v.(time.Time).Format(timeFormat))
 	case kJSON:

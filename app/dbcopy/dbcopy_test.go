@@ -116,6 +116,16 @@ func fillWith(t *testing.T, a *app.App, url string, w *world) {
 		if _, err := tx.ChatUpdate(ctx, archived.ID, store.ChatPatch{Status: store.Some(store.ChatStatusWaiting)}); err != nil {
 			return err
 		}
+		// A usage record and a budget with a cost (a REAL / double column).
+		if _, err := tx.UsageRecord(ctx, store.UsageRecord{Key: "step:copy", UserID: failed.OwnerID, ChatID: failed.ID,
+			Kind: store.UsageKindStep, Provider: "openai", Model: "m", CreatedAt: now,
+			UsageTokens: store.UsageTokens{InputTokens: 3, OutputTokens: 2, CostNanos: 1500}}); err != nil {
+			return err
+		}
+		cost := 2.5
+		if err := tx.UserBudgetSet(ctx, failed.OwnerID, &store.Budget{CostPerDay: &cost}, now); err != nil {
+			return err
+		}
 		return tx.JournalStart(ctx, store.JournalEntry{
 			ChatID: root, ToolCallID: "call_1", RequestID: uuid.NullUUID{UUID: rid1, Valid: true},
 			ToolName: "fetch", Effect: "effectful", Args: json.RawMessage(`{"url":"https://example.com","n":1.5}`), StartedAt: now,

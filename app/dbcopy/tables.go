@@ -33,6 +33,12 @@ var Tables = []Table{
 	{Name: "chats"}, // parents before children, see sortChats
 	{Name: "chat_files"},
 	{Name: "chat_elicitations"},
+	{Name: "schedules"},
+	{Name: "schedule_runs"},
+	{Name: "webhooks"},
+	{Name: "webhook_deliveries", Sequence: "seq", SQLiteAutoincrement: true},
+	{Name: "usage_records", Sequence: "id", SQLiteAutoincrement: true},
+	{Name: "user_budgets"},
 	{Name: "project_memories"},
 	{Name: "chat_queued_messages", Sequence: "id", SQLiteAutoincrement: true},
 	{Name: "chat_messages", Sequence: "id", SQLiteAutoincrement: true},

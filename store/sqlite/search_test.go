@@ -36,8 +36,9 @@ func TestSearchUsesFTS(t *testing.T) {
 // (migration 00019): once a batch commits with nobody waiting, its
 // members' messages are indexed and the pending list is empty; a member rolled
 // back leaves nothing indexed; a message inserted and edited in one
-// transaction is indexed once, with its final text; one deleted since it
-// was indexed is gone.
+// transaction is indexed once, with its final text; one that left the
+// active branch since it was indexed is still found (search covers every
+// branch of a chat's versions, migration 00020).
 func TestSearchIndexedAtCommit(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -103,7 +104,7 @@ func TestSearchIndexedAtCommit(t *testing.T) {
 	for _, h := range hits {
 		got[h.ChatID] = h.Text
 	}
-	require.Equal(t, map[uuid.UUID]string{chats[0]: "alpha zebrafish", chats[2]: "gamma zebrafish"}, got)
+	require.Equal(t, map[uuid.UUID]string{chats[0]: "alpha zebrafish", chats[2]: "gamma zebrafish", chats[3]: "delta zebrafish"}, got)
 
 	// A row that is not JSON (the store never writes one) is left out of
 	// the index instead of failing the commit that flushes it.
