@@ -43,6 +43,9 @@ func TestUsageRecordedOnceAcrossARetry(t *testing.T) {
 		s := newStore(t)
 		e := setup(t, s, providers[0], []llmtest.Reply{llmtest.HTTPError(503, "busy"), llmtest.TextChunks("fine").WithUsage(u)})
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hi")})
+		// A new chat is unowned until a worker takes it: wait for the
+		// turn's end first.
+		e.waitStatus(chat.ID, sdk.ChatStatusWaiting)
 		e.waitUnowned(chat.ID)
 		require.Len(t, e.llm.Requests(), 2)
 		got := ledger(t, s, chat.ID)
