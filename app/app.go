@@ -318,6 +318,7 @@ func (a *App) init(ctx context.Context) error {
 		Schedules:    a.auto.schedules,
 		Webhooks:     a.auto.webhooks,
 		Elicitations: a.elicit,
+		MCPCatalog:   mcpCatalog{a.mcp},
 		MCPOAuth:     a.mcp,
 		Usage:        a.usage,
 	})

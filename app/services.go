@@ -33,6 +33,7 @@ import (
 	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/redact"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/open"
@@ -344,13 +345,45 @@ func (m mcpAdmin) Configs(ctx context.Context) (map[uuid.UUID]sdk.MCPServerConfi
 	return m.s.Configs(ctx)
 }
 
-// mcpAPIError maps app/mcp's admin errors to the API's kinds.
+// mcpCatalog is the API's view of the MCP servers' resources and prompts:
+// the manager's calls, their errors mapped to the API's kinds.
+type mcpCatalog struct{ m *mcp.Manager }
+
+var _ api.MCPCatalog = mcpCatalog{}
+
+func (c mcpCatalog) Resources(ctx context.Context, u tools.User, id uuid.UUID) (sdk.MCPResourceList, error) {
+	out, err := c.m.Resources(ctx, u, id)
+	return out, mcpAPIError(err)
+}
+
+func (c mcpCatalog) ReadResource(ctx context.Context, u tools.User, id uuid.UUID, uri string) (sdk.MCPResourceRead, error) {
+	out, err := c.m.ReadResource(ctx, u, id, uri)
+	return out, mcpAPIError(err)
+}
+
+func (c mcpCatalog) Prompts(ctx context.Context, u tools.User, id uuid.UUID) (sdk.MCPPromptList, error) {
+	out, err := c.m.Prompts(ctx, u, id)
+	return out, mcpAPIError(err)
+}
+
+func (c mcpCatalog) GetPrompt(ctx context.Context, u tools.User, id uuid.UUID, name string, args map[string]string) (sdk.MCPPromptResult, error) {
+	out, err := c.m.GetPrompt(ctx, u, id, name, args)
+	return out, mcpAPIError(err)
+}
+
+// mcpAPIError maps app/mcp's admin, resource and prompt errors to the
+// API's kinds.
 func mcpAPIError(err error) error {
 	for _, k := range []struct{ mcp, api error }{
 		{mcp.ErrInvalid, api.ErrMCPServerInvalid},
 		{mcp.ErrNotFound, api.ErrMCPServerNotFound},
 		{mcp.ErrNameTaken, api.ErrMCPServerExists},
 		{mcp.ErrInConfigFile, api.ErrMCPServerInConfigFile},
+		{mcp.ErrUnavailable, api.ErrMCPServerUnavailable},
+		{mcp.ErrUnsupported, api.ErrMCPUnsupported},
+		{mcp.ErrItemNotFound, api.ErrMCPItemNotFound},
+		{mcp.ErrInvalidArguments, api.ErrMCPInvalidArguments},
+		{mcp.ErrServerError, api.ErrMCPServerFailed},
 	} {
 		if errors.Is(err, k.mcp) {
 			return &api.MCPAdminError{Kind: k.api, Detail: err.Error()}

@@ -137,6 +137,9 @@ type Deps struct {
 	// MCPOAuth completes MCP servers' authorizations at their callback
 	// (nil: the callback answers 404).
 	MCPOAuth MCPOAuth
+	// MCPCatalog reads the MCP servers' resources and prompts
+	// (mcpresources.go; nil: those routes answer 404).
+	MCPCatalog MCPCatalog
 }
 
 // Server is the HTTP API.
@@ -191,6 +194,7 @@ func (s *Server) routes() {
 	chat("DELETE", "/chats/mcp-servers/{id}", s.deleteMCPServer)
 	chat("POST", "/chats/mcp-servers/{id}/test", s.testMCPServer)
 	chat("POST", "/chats/mcp-servers/{id}/reconnect", s.reconnectMCPServer)
+	s.mcpCatalogRoutes(chat) // mcpresources.go
 	s.providerRoutes(chat)
 	chat("POST", "/chats/model-configs/{modelConfig}/test", s.testModelConfig)
 	chat("GET", "/chats/{chat}", s.getChat)

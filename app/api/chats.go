@@ -74,7 +74,11 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		return err
 	}
 	defer func() { err = withRequestID(err, requestID) }()
-	parts, err := s.inputParts(req.Content, true)
+	content, err := s.resolveMCPResources(r.Context(), c, req.Content) // mcpresources.go
+	if err != nil {
+		return err
+	}
+	parts, err := s.inputParts(content, true)
 	if err != nil {
 		return err
 	}

@@ -66,6 +66,10 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 }
 
 func (s *Server) userInput(ctx context.Context, c *caller, chatID uuid.UUID, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
+	content, err := s.resolveMCPResources(ctx, c, content) // mcpresources.go
+	if err != nil {
+		return chatstate.UserInput{}, err
+	}
 	parts, err := s.inputParts(content, false)
 	if err != nil {
 		return chatstate.UserInput{}, err

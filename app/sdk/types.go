@@ -52,6 +52,10 @@ type ChatMessagePart struct {
 	FileID           *uuid.UUID      `json:"file_id,omitempty"`
 	CreatedAt        *time.Time      `json:"created_at,omitempty"`
 	CompletedAt      *time.Time      `json:"completed_at,omitempty"`
+
+	// ServerID and URI name an MCP resource (input part mcp_resource only).
+	ServerID *uuid.UUID `json:"server_id,omitempty"`
+	URI      string     `json:"uri,omitempty"`
 }
 
 // ChatErrorKind classifies a ChatError.
