@@ -65,6 +65,13 @@ type Store interface {
 // operation that returns a slice (here and in Tx) returns a non-nil, empty
 // one when nothing matches, on every store.
 type Reader interface {
+	ProjectReader
+	VersionReader
+	UsageReader
+	ScheduleReader
+	WebhookReader
+	ElicitationReader
+
 	ChatReader
 	SearchReader
 	MessageReader
@@ -73,15 +80,9 @@ type Reader interface {
 	UserReader
 	DurableReader
 	MCPServerReader
-	FileReader
-	ProjectReader
-	VersionReader
-	UsageReader
-	ScheduleReader
-	WebhookReader
-	ElicitationReader
 	// Providers and model configs (app/modelconfig).
 	ModelConfigReader
+	FileReader
 }
 
 // Tx is the set of data operations available inside a write transaction:
@@ -90,6 +91,14 @@ type Reader interface {
 // one.
 type Tx interface {
 	Reader
+	ProjectTx
+	UsageTx
+	ScheduleTx
+	WebhookTx
+	ElicitationTx
+	// Providers and model configs: only app/modelconfig writes them.
+	ModelConfigWriter
+
 	ChatTx
 	MessageTx
 	QueueTx
@@ -98,13 +107,6 @@ type Tx interface {
 	DurableTx
 	MCPServerTx
 	FileTx
-	ProjectTx
-	UsageTx
-	ScheduleTx
-	WebhookTx
-	ElicitationTx
-	// Providers and model configs: only app/modelconfig writes them.
-	ModelConfigWriter
 }
 
 // Opt is an optional field of a patch: only set fields are written.
