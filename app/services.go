@@ -351,8 +351,8 @@ type mcpCatalog struct{ m *mcp.Manager }
 
 var _ api.MCPCatalog = mcpCatalog{}
 
-func (c mcpCatalog) Resources(ctx context.Context, u tools.User, id uuid.UUID) (sdk.MCPResourceList, error) {
-	out, err := c.m.Resources(ctx, u, id)
+func (c mcpCatalog) Resources(ctx context.Context, u tools.User, id uuid.UUID, cursor string) (sdk.MCPResourceList, error) {
+	out, err := c.m.Resources(ctx, u, id, cursor)
 	return out, mcpAPIError(err)
 }
 
@@ -361,8 +361,8 @@ func (c mcpCatalog) ReadResource(ctx context.Context, u tools.User, id uuid.UUID
 	return out, mcpAPIError(err)
 }
 
-func (c mcpCatalog) Prompts(ctx context.Context, u tools.User, id uuid.UUID) (sdk.MCPPromptList, error) {
-	out, err := c.m.Prompts(ctx, u, id)
+func (c mcpCatalog) Prompts(ctx context.Context, u tools.User, id uuid.UUID, cursor string) (sdk.MCPPromptList, error) {
+	out, err := c.m.Prompts(ctx, u, id, cursor)
 	return out, mcpAPIError(err)
 }
 
@@ -383,6 +383,7 @@ func mcpAPIError(err error) error {
 		{mcp.ErrUnsupported, api.ErrMCPUnsupported},
 		{mcp.ErrItemNotFound, api.ErrMCPItemNotFound},
 		{mcp.ErrInvalidArguments, api.ErrMCPInvalidArguments},
+		{mcp.ErrInvalidCursor, api.ErrMCPInvalidCursor},
 		{mcp.ErrServerError, api.ErrMCPServerFailed},
 	} {
 		if errors.Is(err, k.mcp) {

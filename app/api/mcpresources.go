@@ -18,9 +18,9 @@ import (
 // a server u may not use is ErrMCPServerNotFound. Its errors that are the
 // caller's or the server's fault are *MCPAdminError of the kinds below.
 type MCPCatalog interface {
-	Resources(ctx context.Context, u tools.User, id uuid.UUID) (sdk.MCPResourceList, error)
+	Resources(ctx context.Context, u tools.User, id uuid.UUID, cursor string) (sdk.MCPResourceList, error)
 	ReadResource(ctx context.Context, u tools.User, id uuid.UUID, uri string) (sdk.MCPResourceRead, error)
-	Prompts(ctx context.Context, u tools.User, id uuid.UUID) (sdk.MCPPromptList, error)
+	Prompts(ctx context.Context, u tools.User, id uuid.UUID, cursor string) (sdk.MCPPromptList, error)
 	GetPrompt(ctx context.Context, u tools.User, id uuid.UUID, name string, args map[string]string) (sdk.MCPPromptResult, error)
 }
 
@@ -30,6 +30,7 @@ var (
 	ErrMCPUnsupported       = errors.New("MCP server does not support this")
 	ErrMCPItemNotFound      = errors.New("no such MCP resource or prompt")
 	ErrMCPInvalidArguments  = errors.New("invalid MCP prompt arguments")
+	ErrMCPInvalidCursor     = errors.New("invalid MCP list cursor")
 	ErrMCPServerFailed      = errors.New("MCP server error")
 )
 
@@ -61,6 +62,8 @@ func mcpCatalogAnswer(err error, field string) error {
 		return newError(http.StatusNotFound, sdk.CodeNotFound, "The MCP server has no such resource or prompt.", ae.Detail)
 	case errors.Is(ae.Kind, ErrMCPInvalidArguments):
 		return validation(field, ae.Detail)
+	case errors.Is(ae.Kind, ErrMCPInvalidCursor):
+		return validation("cursor", ae.Detail)
 	case errors.Is(ae.Kind, ErrMCPServerFailed):
 		return newError(http.StatusBadGateway, sdk.CodeMCPServerError, "The MCP server failed the request.", ae.Detail)
 	}
@@ -85,10 +88,11 @@ func (s *Server) mcpCatalogCall(w http.ResponseWriter, r *http.Request, field st
 	return nil
 }
 
-// listMCPResources answers GET /chats/mcp-servers/{id}/resources.
+// listMCPResources answers GET /chats/mcp-servers/{id}/resources[?cursor=].
 func (s *Server) listMCPResources(w http.ResponseWriter, r *http.Request, c *caller) error {
+	cursor := r.URL.Query().Get("cursor")
 	return s.mcpCatalogCall(w, r, "id", func(cat MCPCatalog, id uuid.UUID) (any, error) {
-		return cat.Resources(r.Context(), c.toolUser(), id)
+		return cat.Resources(r.Context(), c.toolUser(), id, cursor)
 	})
 }
 
@@ -103,10 +107,11 @@ func (s *Server) readMCPResource(w http.ResponseWriter, r *http.Request, c *call
 	})
 }
 
-// listMCPPrompts answers GET /chats/mcp-servers/{id}/prompts.
+// listMCPPrompts answers GET /chats/mcp-servers/{id}/prompts[?cursor=].
 func (s *Server) listMCPPrompts(w http.ResponseWriter, r *http.Request, c *caller) error {
+	cursor := r.URL.Query().Get("cursor")
 	return s.mcpCatalogCall(w, r, "id", func(cat MCPCatalog, id uuid.UUID) (any, error) {
-		return cat.Prompts(r.Context(), c.toolUser(), id)
+		return cat.Prompts(r.Context(), c.toolUser(), id, cursor)
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -28,6 +27,8 @@ var (
 	// ErrInvalidArguments: a prompt's arguments are missing or unknown,
 	// or the server refused them.
 	ErrInvalidArguments = errors.New("invalid prompt arguments")
+	// ErrInvalidCursor: the server refused a list's cursor.
+	ErrInvalidCursor = errors.New("invalid cursor")
 	// ErrServerError: the server failed the request, or gave no answer
 	// in time.
 	ErrServerError = errors.New("MCP server error")
@@ -95,9 +96,11 @@ func callError(ctx context.Context, s *server, method string, err error, invalid
 	return fmt.Errorf("%w: MCP server %s: %s: %s", ErrServerError, s.cfg.Name, method, msg)
 }
 
-// Resources lists the resources and resource templates of server id,
-// every page, at most sdk.MaxMCPListItems of each.
-func (m *Manager) Resources(ctx context.Context, u tools.User, id uuid.UUID) (sdk.MCPResourceList, error) {
+// Resources lists one page of the resources of server id: the page
+// after cursor ("" for the first), as the server pages them, with the
+// server's cursor of the next page. The first page also carries every
+// resource template (all their pages, at most sdk.MaxMCPListItems).
+func (m *Manager) Resources(ctx context.Context, u tools.User, id uuid.UUID, cursor string) (sdk.MCPResourceList, error) {
 	s, c, err := m.live(ctx, u, id)
 	if err != nil {
 		return sdk.MCPResourceList{}, err
@@ -107,18 +110,20 @@ func (m *Manager) Resources(ctx context.Context, u tools.User, id uuid.UUID) (sd
 	}
 	rctx, cancel := m.request(ctx, s)
 	defer cancel()
-	out := sdk.MCPResourceList{Resources: []sdk.MCPResource{}, Templates: []sdk.MCPResourceTemplate{}}
-	for r, err := range c.cs.Resources(rctx, nil) {
-		if err != nil {
-			return sdk.MCPResourceList{}, callError(rctx, s, "resources/list", err, ErrServerError)
+	page, err := c.cs.ListResources(rctx, &mcp.ListResourcesParams{Cursor: cursor})
+	if err != nil {
+		return sdk.MCPResourceList{}, callError(rctx, s, "resources/list", err, ErrInvalidCursor)
+	}
+	out := sdk.MCPResourceList{Resources: []sdk.MCPResource{}, Templates: []sdk.MCPResourceTemplate{}, NextCursor: page.NextCursor}
+	for _, r := range page.Resources {
+		if r != nil {
+			out.Resources = append(out.Resources, sdk.MCPResource{
+				URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size,
+			})
 		}
-		if len(out.Resources) == sdk.MaxMCPListItems {
-			out.Truncated = true
-			break
-		}
-		out.Resources = append(out.Resources, sdk.MCPResource{
-			URI: r.URI, Name: r.Name, Title: r.Title, Description: r.Description, MIMEType: r.MIMEType, Size: r.Size,
-		})
+	}
+	if cursor != "" {
+		return out, nil
 	}
 	for t, err := range c.cs.ResourceTemplates(rctx, nil) {
 		if err != nil {
@@ -129,7 +134,7 @@ func (m *Manager) Resources(ctx context.Context, u tools.User, id uuid.UUID) (sd
 			return sdk.MCPResourceList{}, callError(rctx, s, "resources/templates/list", err, ErrServerError)
 		}
 		if len(out.Templates) == sdk.MaxMCPListItems {
-			out.Truncated = true
+			out.TemplatesTruncated = true
 			break
 		}
 		out.Templates = append(out.Templates, sdk.MCPResourceTemplate{
@@ -164,40 +169,59 @@ func (m *Manager) ReadResource(ctx context.Context, u tools.User, id uuid.UUID, 
 	return out, nil
 }
 
-// Prompts lists the prompts of server id, every page, at most
-// sdk.MaxMCPListItems.
-func (m *Manager) Prompts(ctx context.Context, u tools.User, id uuid.UUID) (sdk.MCPPromptList, error) {
+// Prompts lists one page of the prompts of server id: the page after
+// cursor ("" for the first), as the server pages them, with the server's
+// cursor of the next page.
+func (m *Manager) Prompts(ctx context.Context, u tools.User, id uuid.UUID, cursor string) (sdk.MCPPromptList, error) {
 	s, c, err := m.live(ctx, u, id)
 	if err != nil {
 		return sdk.MCPPromptList{}, err
 	}
-	return m.prompts(ctx, s, c)
-}
-
-func (m *Manager) prompts(ctx context.Context, s *server, c *session) (sdk.MCPPromptList, error) {
 	if err := capable(s, c, "prompts", func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil }); err != nil {
 		return sdk.MCPPromptList{}, err
 	}
 	rctx, cancel := m.request(ctx, s)
 	defer cancel()
-	out := sdk.MCPPromptList{Prompts: []sdk.MCPPrompt{}}
-	for p, err := range c.cs.Prompts(rctx, nil) {
-		if err != nil {
-			return sdk.MCPPromptList{}, callError(rctx, s, "prompts/list", err, ErrServerError)
+	page, err := c.cs.ListPrompts(rctx, &mcp.ListPromptsParams{Cursor: cursor})
+	if err != nil {
+		return sdk.MCPPromptList{}, callError(rctx, s, "prompts/list", err, ErrInvalidCursor)
+	}
+	out := sdk.MCPPromptList{Prompts: []sdk.MCPPrompt{}, NextCursor: page.NextCursor}
+	for _, p := range page.Prompts {
+		if p != nil {
+			out.Prompts = append(out.Prompts, promptOf(p))
 		}
-		if len(out.Prompts) == sdk.MaxMCPListItems {
-			out.Truncated = true
-			break
-		}
-		args := []sdk.MCPPromptArgument{}
-		for _, a := range p.Arguments {
-			if a != nil {
-				args = append(args, sdk.MCPPromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
-			}
-		}
-		out.Prompts = append(out.Prompts, sdk.MCPPrompt{Name: p.Name, Title: p.Title, Description: p.Description, Arguments: args})
 	}
 	return out, nil
+}
+
+// prompt finds the prompt name of c's server, looking through every page.
+func (m *Manager) prompt(ctx context.Context, s *server, c *session, name string) (sdk.MCPPrompt, error) {
+	if err := capable(s, c, "prompts", func(c *mcp.ServerCapabilities) bool { return c.Prompts != nil }); err != nil {
+		return sdk.MCPPrompt{}, err
+	}
+	rctx, cancel := m.request(ctx, s)
+	defer cancel()
+	for p, err := range c.cs.Prompts(rctx, nil) {
+		if err != nil {
+			return sdk.MCPPrompt{}, callError(rctx, s, "prompts/list", err, ErrServerError)
+		}
+		if p != nil && p.Name == name {
+			return promptOf(p), nil
+		}
+	}
+	return sdk.MCPPrompt{}, fmt.Errorf("%w: MCP server %s has no prompt %q", ErrItemNotFound, s.cfg.Name, name)
+}
+
+// promptOf is p on the wire.
+func promptOf(p *mcp.Prompt) sdk.MCPPrompt {
+	args := []sdk.MCPPromptArgument{}
+	for _, a := range p.Arguments {
+		if a != nil {
+			args = append(args, sdk.MCPPromptArgument{Name: a.Name, Title: a.Title, Description: a.Description, Required: a.Required})
+		}
+	}
+	return sdk.MCPPrompt{Name: p.Name, Title: p.Title, Description: p.Description, Arguments: args}
 }
 
 // GetPrompt renders the prompt name of server id with args, which must
@@ -208,15 +232,11 @@ func (m *Manager) GetPrompt(ctx context.Context, u tools.User, id uuid.UUID, nam
 	if err != nil {
 		return sdk.MCPPromptResult{}, err
 	}
-	list, err := m.prompts(ctx, s, c)
+	p, err := m.prompt(ctx, s, c, name)
 	if err != nil {
 		return sdk.MCPPromptResult{}, err
 	}
-	i := slices.IndexFunc(list.Prompts, func(p sdk.MCPPrompt) bool { return p.Name == name })
-	if i < 0 {
-		return sdk.MCPPromptResult{}, fmt.Errorf("%w: MCP server %s has no prompt %q", ErrItemNotFound, s.cfg.Name, name)
-	}
-	if err := checkPromptArgs(list.Prompts[i], args); err != nil {
+	if err := checkPromptArgs(p, args); err != nil {
 		return sdk.MCPPromptResult{}, err
 	}
 	rctx, cancel := m.request(ctx, s)

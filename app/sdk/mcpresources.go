@@ -49,18 +49,22 @@ type MCPResourceTemplate struct {
 	MIMEType    string `json:"mime_type,omitempty"`
 }
 
-// MCPResourceList is the answer of GET /chats/mcp-servers/{id}/resources:
-// every page of the server's resources/list and resources/templates/list,
-// collapsed, at most MaxMCPListItems of each (Truncated says more were
-// left out).
+// MCPResourceList is the answer of GET
+// /chats/mcp-servers/{id}/resources[?cursor=]: one page of the server's
+// resources/list, as the server pages it (NextCursor, when not empty,
+// asks for the next page). The first page (no cursor) also carries the
+// server's resource templates, every page of them collapsed, at most
+// MaxMCPListItems (TemplatesTruncated says more were left out); later
+// pages carry none.
 type MCPResourceList struct {
-	Resources []MCPResource         `json:"resources"`
-	Templates []MCPResourceTemplate `json:"resource_templates"`
-	Truncated bool                  `json:"truncated"`
+	Resources          []MCPResource         `json:"resources"`
+	Templates          []MCPResourceTemplate `json:"resource_templates"`
+	TemplatesTruncated bool                  `json:"resource_templates_truncated,omitempty"`
+	NextCursor         string                `json:"next_cursor,omitempty"`
 }
 
-// MaxMCPListItems caps the resources, templates or prompts one list
-// answer gathers from a server's pages.
+// MaxMCPListItems caps the resource templates one list answer gathers
+// from a server's pages.
 const MaxMCPListItems = 1000
 
 // MCPResourceContents is one of a read resource's contents: Text, or Blob
@@ -94,11 +98,13 @@ type MCPPrompt struct {
 	Arguments   []MCPPromptArgument `json:"arguments"`
 }
 
-// MCPPromptList is the answer of GET /chats/mcp-servers/{id}/prompts,
-// every page collapsed (at most MaxMCPListItems).
+// MCPPromptList is the answer of GET
+// /chats/mcp-servers/{id}/prompts[?cursor=]: one page of the server's
+// prompts/list, as the server pages it (NextCursor, when not empty, asks
+// for the next page).
 type MCPPromptList struct {
-	Prompts   []MCPPrompt `json:"prompts"`
-	Truncated bool        `json:"truncated"`
+	Prompts    []MCPPrompt `json:"prompts"`
+	NextCursor string      `json:"next_cursor,omitempty"`
 }
 
 // MCPPromptGetRequest is the body of POST
@@ -135,10 +141,19 @@ type MCPPromptResult struct {
 	Messages    []MCPPromptMessage `json:"messages"`
 }
 
-// MCPResources lists an MCP server's resources and resource templates.
-func (c *Client) MCPResources(ctx context.Context, server uuid.UUID) (MCPResourceList, error) {
+// MCPResources lists one page of an MCP server's resources (cursor ""
+// for the first, then the last page's NextCursor); the first page also
+// carries its resource templates.
+func (c *Client) MCPResources(ctx context.Context, server uuid.UUID, cursor string) (MCPResourceList, error) {
 	var out MCPResourceList
-	return out, c.Do(ctx, http.MethodGet, "/chats/mcp-servers/"+server.String()+"/resources", nil, &out)
+	return out, c.Do(ctx, http.MethodGet, "/chats/mcp-servers/"+server.String()+"/resources"+cursorQuery(cursor), nil, &out)
+}
+
+func cursorQuery(cursor string) string {
+	if cursor == "" {
+		return ""
+	}
+	return "?cursor=" + url.QueryEscape(cursor)
 }
 
 // ReadMCPResource reads one resource of an MCP server.
@@ -148,10 +163,11 @@ func (c *Client) ReadMCPResource(ctx context.Context, server uuid.UUID, uri stri
 	return out, c.Do(ctx, http.MethodGet, path, nil, &out)
 }
 
-// MCPPrompts lists an MCP server's prompts.
-func (c *Client) MCPPrompts(ctx context.Context, server uuid.UUID) (MCPPromptList, error) {
+// MCPPrompts lists one page of an MCP server's prompts (cursor "" for
+// the first, then the last page's NextCursor).
+func (c *Client) MCPPrompts(ctx context.Context, server uuid.UUID, cursor string) (MCPPromptList, error) {
 	var out MCPPromptList
-	return out, c.Do(ctx, http.MethodGet, "/chats/mcp-servers/"+server.String()+"/prompts", nil, &out)
+	return out, c.Do(ctx, http.MethodGet, "/chats/mcp-servers/"+server.String()+"/prompts"+cursorQuery(cursor), nil, &out)
 }
 
 // GetMCPPrompt renders an MCP server's prompt with args.
