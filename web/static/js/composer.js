@@ -4,6 +4,7 @@
 
 import { h, icon, local, debounce } from './dom.js';
 import { Attachments } from './attach.js';
+import { MCPPicker } from './mcpresources.js';
 import { mountBudgetNotice } from './usage.js';
 
 export const COMMANDS = [
@@ -59,12 +60,17 @@ export class Composer {
 
     this.attachments = opts.attach ? new Attachments({ onChange: () => this.updateButtons() }) : null;
     const att = this.attachments;
+    // "From MCP server…": resources attach as files, a prompt's text goes in the composer.
+    this.mcpPicker = att ? new MCPPicker({
+      attachments: att,
+      insert: (text) => { this.value = this.value.trim() ? `${this.value}\n\n${text}` : text; this.textarea.focus(); },
+    }) : null;
     this.form = h('form', { class: 'composer', onsubmit: (e) => { e.preventDefault(); this.submit(); } },
       this.popup,
       att ? att.tray : null,
       this.textarea,
       h('div', { class: 'composer-bar' },
-        att ? att.button : null, att ? att.input : null,
+        att ? att.button : null, att ? att.input : null, this.mcpPicker ? this.mcpPicker.el : null,
         opts.tools ? opts.tools.el : null, this.model, this.effort,
         // The busy toggle, Stop and Send stay together at the right; on a
         // narrow screen they wrap below the pickers as one group rather
@@ -72,6 +78,7 @@ export class Composer {
         h('span', { class: 'composer-actions' }, this.toggle, this.stopBtn, this.sendBtn)));
     if (opts.tools) opts.tools.mount(this.form);
     if (att) att.mount(this.form, this.textarea);
+    if (this.mcpPicker) this.mcpPicker.mount(this.form);
     this.el = h('div', { class: 'composer-wrap' }, this.form,
       h('p', { id: 'composer-hint', class: 'composer-hint' },
         'Enter to send · Shift+Enter for a new line', opts.commands ? ' · / for commands' : ''));
