@@ -130,7 +130,10 @@ export class MCPPicker {
     this.panel.hidden = false;
     this.btn.setAttribute('aria-expanded', 'true');
     document.addEventListener('mousedown', this.onDoc, true);
+    // Never the last opening's lists: the server's may have changed.
+    this.fill(this.head('From MCP server'), h('div', { class: 'tools-pop-body' }, h('p', { class: 'muted tools-empty', text: 'Loading…' })));
     const servers = await refreshMCP();
+    if (!this.open) return;
     this.servers = (servers || []).filter((s) => s.state !== 'disabled');
     if (!this.server || !this.servers.some((s) => s.id === this.server)) this.server = this.servers.length ? this.servers[0].id : null;
     this.load();
