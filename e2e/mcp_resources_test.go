@@ -125,7 +125,8 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 // mcp_resource part remains), and the resource's text reaches the model
 // in the turn's request; later turns replay it from the file. A resource
 // of a server the user may not use, or a part without its uri, is a 400
-// and admits nothing. Both stores.
+// and admits nothing; a durable request sent again replays without
+// reading the resource. Both stores.
 func TestMCPResourceAttachmentReachesModel(t *testing.T) {
 	t.Parallel()
 	mcptest.NPMServer(t, "server-everything")
@@ -178,6 +179,26 @@ func TestMCPResourceAttachmentReachesModel(t *testing.T) {
 		waitChatStatus(t, alice, chat.ID, sdk.ChatStatusWaiting)
 		require.Contains(t, string(llm.Requests()[1].Body), "Resource 42: This is a plaintext resource")
 		require.True(t, strings.Contains(string(llm.Requests()[1].Body), "I read it."))
+
+		// A durable request sent again is answered from its claim: the
+		// resource is not read (nor stored) a second time.
+		llm.Enqueue(llmtest.TextChunks("Durable."))
+		requestID := uuid.New()
+		durable := sdk.CreateChatRequest{Title: "d", RequestID: &requestID, Content: []sdk.ChatMessagePart{
+			{Type: sdk.PartText, Text: "keep this"}, sdk.MCPResourcePart(everything, "demo://resource/static/document/features.md"),
+		}}
+		var first, again sdk.CreateChatResponse
+		require.NoError(t, alice.Do(ctx, http.MethodPost, "/chats", durable, &first))
+		require.False(t, *first.Replayed)
+		waitChatStatus(t, alice, first.ID, sdk.ChatStatusWaiting)
+		limits, err := alice.FileLimits(ctx)
+		require.NoError(t, err)
+		require.NoError(t, alice.Do(ctx, http.MethodPost, "/chats", durable, &again))
+		require.True(t, *again.Replayed)
+		require.Equal(t, first.ID, again.ID)
+		after, err := alice.FileLimits(ctx)
+		require.NoError(t, err)
+		require.Equal(t, limits.UsedBytes, after.UsedBytes, "the replay stored no file")
 	})
 }
 

@@ -74,7 +74,7 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 		return err
 	}
 	defer func() { err = withRequestID(err, requestID) }()
-	content, err := s.resolveMCPResources(r.Context(), c, req.Content) // mcpresources.go
+	content, err := s.resolveMCPResources(r.Context(), c, requestID, req.Content) // mcpresources.go
 	if err != nil {
 		return err
 	}

@@ -133,9 +133,23 @@ func (s *Server) getMCPPrompt(w http.ResponseWriter, r *http.Request, c *caller)
 // caller's files (one file part per content, named by its URI): the
 // stored message then holds files, which reach the model as attachments
 // and replay without the server. Other parts pass unchanged.
-func (s *Server) resolveMCPResources(ctx context.Context, c *caller, content []sdk.ChatMessagePart) ([]sdk.ChatMessagePart, error) {
+//
+// A durable request (requestID) already claimed is answered from its
+// claim, which the admission finds: its resources are not read again (the
+// server may be gone; a 4xx would tell the client nothing happened), and
+// each stands in as a text part naming it, never stored.
+func (s *Server) resolveMCPResources(ctx context.Context, c *caller, requestID uuid.NullUUID, content []sdk.ChatMessagePart) ([]sdk.ChatMessagePart, error) {
 	if !hasMCPResource(content) {
 		return content, nil
+	}
+	if requestID.Valid {
+		claimed, err := s.claimed(ctx, requestID.UUID) // admission.go
+		if err != nil {
+			return nil, err
+		}
+		if claimed {
+			return mcpResourcePlaceholders(content), nil
+		}
 	}
 	out := make([]sdk.ChatMessagePart, 0, len(content))
 	for i, p := range content {
@@ -151,6 +165,19 @@ func (s *Server) resolveMCPResources(ctx context.Context, c *caller, content []s
 		out = append(out, parts...)
 	}
 	return out, nil
+}
+
+// mcpResourcePlaceholders replaces content's mcp_resource parts with text
+// parts naming them.
+func mcpResourcePlaceholders(content []sdk.ChatMessagePart) []sdk.ChatMessagePart {
+	out := make([]sdk.ChatMessagePart, 0, len(content))
+	for _, p := range content {
+		if p.Type == sdk.PartMCPResource {
+			p = sdk.ChatMessagePart{Type: sdk.PartText, Text: "[MCP resource " + p.URI + "]"}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func hasMCPResource(content []sdk.ChatMessagePart) bool {

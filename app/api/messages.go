@@ -65,8 +65,8 @@ func (s *Server) listMessages(w http.ResponseWriter, r *http.Request, c *caller)
 	return nil
 }
 
-func (s *Server) userInput(ctx context.Context, c *caller, chatID uuid.UUID, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
-	content, err := s.resolveMCPResources(ctx, c, content) // mcpresources.go
+func (s *Server) userInput(ctx context.Context, c *caller, chatID uuid.UUID, requestID uuid.NullUUID, content []sdk.ChatMessagePart, model *uuid.UUID, effort string) (chatstate.UserInput, error) {
+	content, err := s.resolveMCPResources(ctx, c, requestID, content) // mcpresources.go
 	if err != nil {
 		return chatstate.UserInput{}, err
 	}
@@ -105,7 +105,7 @@ func (s *Server) sendMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err != nil {
 		return err
 	}
-	in, err := s.userInput(r.Context(), c, id, req.Content, req.ModelConfigID, req.ReasoningEffort)
+	in, err := s.userInput(r.Context(), c, id, requestID, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
 		return err
 	}
@@ -209,7 +209,7 @@ func (s *Server) editMessage(w http.ResponseWriter, r *http.Request, c *caller) 
 	if err := decodeJSON(r, &req); err != nil {
 		return err
 	}
-	in, err := s.userInput(r.Context(), c, id, req.Content, req.ModelConfigID, req.ReasoningEffort)
+	in, err := s.userInput(r.Context(), c, id, uuid.NullUUID{}, req.Content, req.ModelConfigID, req.ReasoningEffort)
 	if err != nil {
 		return err
 	}
