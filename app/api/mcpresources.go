@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/google/uuid"
@@ -219,6 +220,7 @@ func (s *Server) resolveMCPResource(ctx context.Context, c *caller, field string
 		if name == "" {
 			name = p.URI
 		}
+		name = resourceFileName(name)
 		content, declared := rc.Blob, rc.MIMEType
 		if rc.Blob == nil {
 			content = []byte(rc.Text)
@@ -234,4 +236,23 @@ func (s *Server) resolveMCPResource(ctx context.Context, c *caller, field string
 		out = append(out, sdk.ChatMessagePart{Type: sdk.PartFile, FileID: &id, Name: f.Name})
 	}
 	return out, nil
+}
+
+// resourceFileName is the file name of a resource's contents: the last
+// segment of its URI's path, unescaped ("demo://docs/a%20b.md" gives
+// "a b.md"), else the whole URI.
+func resourceFileName(uri string) string {
+	path := uri
+	if i := strings.IndexAny(path, "?#"); i >= 0 {
+		path = path[:i]
+	}
+	path = strings.TrimRight(path, "/")
+	last := path[strings.LastIndex(path, "/")+1:]
+	if u, err := url.PathUnescape(last); err == nil {
+		last = u
+	}
+	if strings.TrimSpace(last) == "" || strings.ContainsAny(last, `/\`) {
+		return uri
+	}
+	return last
 }
