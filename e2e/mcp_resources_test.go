@@ -126,7 +126,7 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 // in the turn's request; later turns replay it from the file. A resource
 // of a server the user may not use, or a part without its uri, is a 400
 // and admits nothing; a durable request sent again replays without
-// reading the resource. Both stores.
+// reading the resource; an edit attaches one too. Both stores.
 func TestMCPResourceAttachmentReachesModel(t *testing.T) {
 	t.Parallel()
 	mcptest.NPMServer(t, "server-everything")
@@ -199,6 +199,26 @@ func TestMCPResourceAttachmentReachesModel(t *testing.T) {
 		after, err := alice.FileLimits(ctx)
 		require.NoError(t, err)
 		require.Equal(t, limits.UsedBytes, after.UsedBytes, "the replay stored no file")
+
+		// An edit takes an mcp_resource part too.
+		llm.Enqueue(llmtest.TextChunks("Edited."))
+		var userMsg int64
+		firstPage, err := alice.ChatMessages(ctx, first.ID, sdk.MessagesOptions{})
+		require.NoError(t, err)
+		for _, m := range firstPage.Messages {
+			if m.Role == "user" {
+				userMsg = m.ID
+			}
+		}
+		require.NotZero(t, userMsg)
+		edited, err := alice.EditMessage(ctx, first.ID, userMsg, sdk.EditChatMessageRequest{Content: []sdk.ChatMessagePart{
+			{Type: sdk.PartText, Text: "this one instead"}, sdk.MCPResourcePart(everything, "demo://resource/dynamic/text/77"),
+		}})
+		require.NoError(t, err)
+		require.Len(t, edited.Message.Content, 2)
+		require.Equal(t, sdk.PartFile, edited.Message.Content[1].Type)
+		waitChatStatus(t, alice, first.ID, sdk.ChatStatusWaiting)
+		require.Contains(t, string(llm.Requests()[len(llm.Requests())-1].Body), "Resource 77: This is a plaintext resource")
 	})
 }
 
