@@ -22,14 +22,18 @@ import (
 )
 
 // mcpResourcesHarness starts an app with the reference server-everything
-// configured twice over stdio: "everything" anyone may use, and "vault"
-// (an env secret: admins only by default).
+// configured three times over stdio: "everything" anyone may use, "vault"
+// (an env secret: admins only by default) and "off" (disabled), and
+// server-filesystem as "fs" (tools only: no resources, no prompts).
 func mcpResourcesHarness(t *testing.T, newStore func(t testing.TB) store.Store, llmURL string) *apptest.Harness {
 	t.Helper()
 	everything := mcptest.NPMServer(t, "server-everything")
+	filesystem := mcptest.NPMServer(t, "server-filesystem")
 	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"command": "node", "args": []string{everything, "stdio"}},
 		"vault":      map[string]any{"command": "node", "args": []string{everything, "stdio"}, "env": map[string]string{"VAULT_KEY": "k"}},
+		"off":        map[string]any{"command": "node", "args": []string{everything, "stdio"}, "disabled": true},
+		"fs":         map[string]any{"command": "node", "args": []string{filesystem, t.TempDir()}},
 	}})
 	require.NoError(t, err)
 	return apptest.Start(t, apptest.Options{Store: newStore, Config: app.Config{
@@ -41,8 +45,10 @@ func mcpResourcesHarness(t *testing.T, newStore func(t testing.TB) store.Store, 
 // TestMCPResourcesAndPrompts: a user lists server-everything's resources
 // (its static documents, and its dynamic templates), reads a text and a
 // blob resource, lists its prompts and renders one with arguments; bad
-// input gets clear 4xx answers, and a server the user may not use is 404
-// on every route (an admin reads it). Both stores.
+// input gets clear 4xx answers, a server the user may not use is 404 on
+// every route (an admin reads it), a disabled one 409
+// MCP_SERVER_UNAVAILABLE and one without prompts or resources 409
+// MCP_UNSUPPORTED. Both stores.
 func TestMCPResourcesAndPrompts(t *testing.T) {
 	t.Parallel()
 	mcptest.NPMServer(t, "server-everything")
@@ -117,6 +123,15 @@ func TestMCPResourcesAndPrompts(t *testing.T) {
 		adminList, err := h.Admin.MCPPrompts(ctx, vault, "")
 		require.NoError(t, err)
 		require.NotEmpty(t, adminList.Prompts)
+
+		// A disabled server is unavailable; one without prompts or
+		// resources says so.
+		_, err = alice.MCPResources(ctx, mcp.ServerID("off"), "")
+		requireCode(t, err, http.StatusConflict, sdk.CodeMCPServerUnavailable)
+		_, err = alice.MCPPrompts(ctx, mcp.ServerID("fs"), "")
+		requireCode(t, err, http.StatusConflict, sdk.CodeMCPUnsupported)
+		_, err = alice.MCPResources(ctx, mcp.ServerID("fs"), "")
+		requireCode(t, err, http.StatusConflict, sdk.CodeMCPUnsupported)
 	})
 }
 
