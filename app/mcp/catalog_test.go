@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -133,14 +134,19 @@ func TestPromptsPageAndRender(t *testing.T) {
 }
 
 // TestCatalogAccessAndCapabilities: a server the user may not use is
-// ErrNotFound (an admin reads it), a disabled one ErrUnavailable, and one
-// that offers no prompts ErrUnsupported.
+// ErrNotFound (an admin reads it), a disabled one ErrUnavailable, one
+// that offers no prompts ErrUnsupported, and a read the server fails
+// ErrServerError with its message.
 func TestCatalogAccessAndCapabilities(t *testing.T) {
 	t.Parallel()
 	bare := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
 	bare.AddResource(&mcp.Resource{URI: "test://only", Name: "only"},
 		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 			return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: "test://only", Text: "x"}}}, nil
+		})
+	bare.AddResource(&mcp.Resource{URI: "test://broken", Name: "broken"},
+		func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+			return nil, errors.New("disk on fire")
 		})
 	m := catalogManager(t, bare, Server{Name: "open"}, Server{Name: "vault", Access: AccessAdmins}, Server{Name: "off", Disabled: true})
 	ctx := t.Context()
@@ -156,7 +162,10 @@ func TestCatalogAccessAndCapabilities(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 	list, err := m.Resources(ctx, admin, ServerID("vault"), "")
 	require.NoError(t, err)
-	require.Len(t, list.Resources, 1)
+	require.Len(t, list.Resources, 2)
+	_, err = m.ReadResource(ctx, alice, ServerID("open"), "test://broken")
+	require.ErrorIs(t, err, ErrServerError)
+	require.ErrorContains(t, err, "disk on fire")
 
 	_, err = m.Resources(ctx, alice, ServerID("off"), "")
 	require.ErrorIs(t, err, ErrUnavailable)
