@@ -163,6 +163,14 @@ func TestMCPResourceAttachmentReachesModel(t *testing.T) {
 			{Type: sdk.PartText, Text: "summarise"}, {Type: sdk.PartMCPResource, ServerID: &everything},
 		}})
 		requireCode(t, err, http.StatusBadRequest, sdk.CodeValidation)
+		_, err = alice.CreateChat(ctx, sdk.CreateChatRequest{Title: "t", Content: []sdk.ChatMessagePart{
+			{Type: sdk.PartText, Text: "summarise"}, sdk.MCPResourcePart(everything, "demo://no/such/thing"),
+		}})
+		e = requireCode(t, err, http.StatusBadRequest, sdk.CodeValidation)
+		require.Equal(t, "content[1].uri", e.Validations[0].Field)
+		chats, err := alice.ListChats(ctx, sdk.ListChatsOptions{})
+		require.NoError(t, err)
+		require.Empty(t, chats, "a refused message admits nothing")
 
 		chat, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Title: "t", Content: []sdk.ChatMessagePart{
 			{Type: sdk.PartText, Text: "summarise this"}, sdk.MCPResourcePart(everything, "demo://resource/dynamic/text/42"),

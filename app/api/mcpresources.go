@@ -205,8 +205,12 @@ func (s *Server) resolveMCPResource(ctx context.Context, c *caller, field string
 	}
 	read, err := s.deps.MCPCatalog.ReadResource(ctx, c.toolUser(), *p.ServerID, p.URI)
 	var ae *MCPAdminError
-	if errors.As(err, &ae) && errors.Is(ae.Kind, ErrMCPServerNotFound) {
+	switch {
+	case errors.As(err, &ae) && errors.Is(ae.Kind, ErrMCPServerNotFound):
 		return nil, validation(field+".server_id", fmt.Sprintf("no configured MCP server has id %s (GET /api/v2/chats/mcp-servers lists them)", *p.ServerID))
+	case errors.As(err, &ae) && errors.Is(ae.Kind, ErrMCPItemNotFound):
+		// Not a 404: the route exists, the part names what does not.
+		return nil, validation(field+".uri", ae.Detail)
 	}
 	if err != nil {
 		return nil, mcpCatalogAnswer(err, field+".uri")
