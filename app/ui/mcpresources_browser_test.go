@@ -80,6 +80,14 @@ func TestBrowserMCPResourcesAndPrompts(t *testing.T) {
 	b.waitJS("the prompt's text in the composer", `document.querySelector('#composer-input').value === "What's weather in Lyon?"`)
 	require.True(t, eval[bool](b, `document.querySelector('.mcp-picker').hidden`), "the panel closes")
 
+	for _, v := range everyView {
+		b.at(v)
+		require.Empty(t, eval[[]string](b, jsComposerOffscreen), "composer controls outside the window at %s", v.name)
+		b.checkLayout(v, ".mcp-pick-btn", ".attach-btn", ".attach-tray .attach-item.done .attach-name", "#composer-input")
+		b.shot("82-mcp-composer-" + v.name)
+	}
+	b.desktop()
+
 	b.do(pressEnter)
 	b.waitJS("the chat with the reply", `location.pathname.startsWith('/chats/') && `+jsIdle+` && document.querySelector('.thread .msg-assistant')`)
 	chats, err := b.api.ListChats(b.ctx, sdk.ListChatsOptions{})
