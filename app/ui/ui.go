@@ -49,6 +49,19 @@ const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 
 	"img-src 'self' data:; font-src 'self'; connect-src 'self' ws: wss:; object-src 'none'; " +
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 
+// DiagramFrame is the page js/rich.js loads in a hidden iframe, sandboxed
+// to scripts only, to draw Mermaid diagrams: Mermaid writes inline styles
+// while it lays a diagram out, which ContentSecurityPolicy forbids, so this
+// one page gets DiagramFramePolicy, which allows inline styles and nothing
+// else more (its scripts are still only the UI's files; no connections).
+// The sandbox gives the frame an opaque origin: no cookies, no storage, no
+// access to the page that frames it.
+const DiagramFrame = "diagram-frame.html"
+
+// DiagramFramePolicy is DiagramFrame's Content-Security-Policy.
+const DiagramFramePolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data:; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+
 // CacheControl makes browsers revalidate index.html and unversioned paths
 // (cheap: ETag and 304), so a new binary's UI is picked up at once.
 const CacheControl = "no-cache"
@@ -354,6 +367,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if f == h.index {
 		cache = CacheControl
+	}
+	if name == DiagramFrame {
+		hd.Set("Content-Security-Policy", DiagramFramePolicy)
+		hd.Set("X-Frame-Options", "SAMEORIGIN")
 	}
 	hd.Set("Content-Type", f.contentType)
 	hd.Set("Cache-Control", cache)

@@ -140,6 +140,10 @@ func TestFilesKeepTheCSP(t *testing.T) {
 				require.Contains(t, tag, "src=", "%s: inline script", name)
 			}
 			require.NotRegexp(t, `\sstyle=|\son[a-z]+=`, src, "%s: inline style or handler", name)
+		case strings.HasPrefix(name, "vendor/"):
+			// Released libraries, unmodified (vendor/README.md): they run
+			// under the same policy, which the browser tests check
+			// (TestBrowserMathAndDiagrams: no violation, no console error).
 		case strings.HasSuffix(name, ".js"):
 			js = append(js, name)
 			require.NotRegexp(t, `\beval\(|new Function\(|document\.write`, src, "%s", name)
@@ -151,6 +155,32 @@ func TestFilesKeepTheCSP(t *testing.T) {
 		return nil
 	}))
 	require.NotEmpty(t, js)
+}
+
+// TestDiagramFramePolicy: the page Mermaid draws in gets its own policy
+// (inline styles, nothing else more) and may be framed by the UI only; every
+// other file keeps the UI's policy; vendored fonts have their type.
+func TestDiagramFramePolicy(t *testing.T) {
+	t.Parallel()
+	srv := newUIServer(t)
+	for _, p := range []string{"/" + ui.DiagramFrame, "/" + ui.VersionPrefix + "x/" + ui.DiagramFrame} {
+		resp, body := get(t, srv, "GET", p, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, p)
+		require.Contains(t, body, "vendor/mermaid/mermaid.min.js", p)
+		require.Equal(t, ui.DiagramFramePolicy, resp.Header.Get("Content-Security-Policy"), p)
+		require.Equal(t, "SAMEORIGIN", resp.Header.Get("X-Frame-Options"), p)
+	}
+	require.NotContains(t, ui.DiagramFramePolicy, "unsafe-eval")
+	require.Contains(t, ui.DiagramFramePolicy, "script-src 'self';")
+	for _, p := range []string{"/", "/js/rich.js", "/vendor/mermaid/mermaid.min.js", "/chats/x"} {
+		resp, _ := get(t, srv, "GET", p, nil)
+		require.Equal(t, ui.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"), p)
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), p)
+	}
+	resp, _ := get(t, srv, "GET", "/vendor/katex/fonts/KaTeX_Main-Regular.woff2", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "font/woff2", resp.Header.Get("Content-Type"))
+	require.Empty(t, resp.Header.Get("Content-Encoding"), "woff2 is compressed already")
 }
 
 // TestMountedInApp: the app serves the UI at / and keeps every API route,
