@@ -1,10 +1,17 @@
 package ui_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/chatd/chatd/app"
 )
 
 // jsCSPWatch records the page's Content-Security-Policy violations in
@@ -62,6 +69,110 @@ func TestBrowserMathAndDiagrams(t *testing.T) {
 	b.shot("71-math-diagrams-dark")
 	b.scheme("light")
 
+	require.Empty(t, eval[[]string](b, `window.__csp`), "Content-Security-Policy violations")
+	b.checkNoProblems()
+}
+
+// jsPicture makes a 480×300 PNG in the page (a canvas drawing), for
+// thumbnails and the lightbox to have something to show.
+const jsPicture = `async function picture(name) {
+	const c = document.createElement('canvas'); c.width = 480; c.height = 300;
+	const g = c.getContext('2d');
+	g.fillStyle = '#3b82f6'; g.fillRect(0, 0, 480, 300);
+	g.fillStyle = '#fbbf24'; g.beginPath(); g.arc(240, 150, 90, 0, 7); g.fill();
+	const blob = await new Promise((r) => c.toBlob(r, 'image/png'));
+	return new File([blob], name, {type: 'image/png'});
+}`
+
+// jsAttach puts File objects (an expression, awaited) in the composer's
+// file input.
+func jsAttach(files string) string {
+	return `(async () => { ` + jsPicture + `
+		const dt = new DataTransfer();
+		for (const f of await ` + files + `) dt.items.add(f);
+		const input = document.querySelector('.attach-input');
+		input.files = dt.files;
+		input.dispatchEvent(new Event('change', {bubbles: true}));
+	})()`
+}
+
+// jsApprovalLayout measures the approval card against the thread's last
+// message and the thread's visible area.
+const jsApprovalLayout = `(() => {
+	const card = document.querySelector('.approval-card').getBoundingClientRect();
+	const last = [...document.querySelectorAll('.thread .msg')].at(-1).getBoundingClientRect();
+	const sc = document.querySelector('.chat-view .scroller').getBoundingClientRect();
+	return {cardTop: card.top, cardHeight: card.height, lastTop: last.top, lastBottom: last.bottom,
+		threadTop: sc.top, threadBottom: sc.bottom, viewport: innerHeight};
+})()`
+
+type approvalLayout struct {
+	CardTop, CardHeight, LastTop, LastBottom, ThreadTop, ThreadBottom, Viewport float64
+}
+
+// On a phone (390×844), in both themes, a chat with math, a diagram, an
+// image and a text file, then tool calls with long arguments awaiting
+// approval: the approval card keeps to a bounded height (its own scroll)
+// and the thread's last message stays in view above it, not under it. The
+// screenshots are the phone view the issue asks for.
+func TestBrowserPhoneApprovalAndRichChat(t *testing.T) {
+	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		"everything": map[string]any{"url": mcpEverything(t), "approval": "always"},
+	}})
+	require.NoError(t, err)
+	path := filepath.Join(t.TempDir(), "mcp.json")
+	require.NoError(t, os.WriteFile(path, config, 0o600))
+	b := startBrowserWith(t, func(cfg *app.Config) { cfg.MCPConfig = path })
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	eval[chromedp.Void](b, jsCSPWatch)
+	b.waitJS("the MCP server connected", `document.querySelector('.tools-btn') && !document.querySelector('.tools-btn').hidden`)
+
+	eval[chromedp.Void](b, jsAttach(`Promise.all([picture('sunrise.png'),
+		new File([Array.from({length: 12}, (_, i) => 'step ' + (i + 1)).join('\n')], 'plan.txt', {type: 'text/plain'})])`))
+	b.waitJS("both uploaded", `document.querySelectorAll('.attach-tray .attach-item.done').length === 2`)
+	b.typeAndSend("Area: $\\pi r^2$\n\n```mermaid\ngraph LR\n  Plan --> Build --> Ship\n```")
+	b.waitJS("the chat", `location.pathname.startsWith('/chats/') && document.querySelector('.thread .msg-assistant')`)
+	b.waitJS("the reply", `location.pathname.startsWith('/chats/') && `+jsIdle+` && document.querySelector('.thread .msg-assistant')`)
+	b.waitJS("math and diagram", `document.querySelector('.thread .msg-assistant .math[data-rendered="ok"]') &&
+		document.querySelector('.thread .msg-assistant .mermaid-block[data-rendered="ok"] img')?.naturalWidth > 0`)
+	b.waitJS("the thumbnail", `document.querySelector('.thread .msg-user .chip.file.image img.thumb')?.naturalWidth === 480`)
+	b.waitJS("the text preview", `document.querySelector('.thread .msg-user .file-preview-toggle:not([hidden])')`)
+	eval[chromedp.Void](b, `document.querySelector('.thread .msg-assistant').scrollIntoView({block: 'start'})`)
+	b.shot("80-phone-rich-light")
+	b.scheme("dark")
+	b.waitJS("the diagram in the dark theme", `document.querySelector('.thread .msg-assistant .mermaid-block').dataset.theme === 'dark' &&
+		document.querySelector('.thread .msg-assistant .mermaid-block').dataset.rendered === 'ok'`)
+	b.shot("80-phone-rich-dark")
+	b.scheme("light")
+
+	long := strings.Repeat("a very long note that goes on ", 40)
+	b.typeAndSend(`/tool everything__note {"note": "` + long + `"} /tool everything__note {"note": "` + long + `"} /tool everything__echo {"text": "` + long + `"}`)
+	b.waitJS("the approval card with three calls", `document.querySelectorAll('.approval-card .approval-call').length === 3`)
+	b.waitJS("the thread settled", `document.querySelectorAll('.thread .msg').length >= 4`)
+	for _, v := range []struct {
+		name          string
+		width, height int64
+	}{{"phone", 390, 844}, {"phone-landscape", 844, 390}} {
+		b.do(chromedp.EmulateViewport(v.width, v.height, chromedp.EmulateScale(2)))
+		for _, scheme := range []string{"light", "dark"} {
+			b.scheme(scheme)
+			b.waitJS("the layout settled", `(() => { const s = document.querySelector('.chat-view .scroller'); return s.scrollHeight - s.scrollTop - s.clientHeight < 4; })()`)
+			l := eval[approvalLayout](b, jsApprovalLayout)
+			t.Logf("%s %s: %+v", v.name, scheme, l)
+			b.shot("81-" + v.name + "-approval-" + scheme)
+			assert.LessOrEqual(t, l.CardHeight, l.Viewport*0.4+1, "%s: the card's height is bounded", v.name)
+			assert.GreaterOrEqual(t, l.ThreadBottom-l.ThreadTop, l.Viewport*0.2, "%s: the thread keeps room", v.name)
+			assert.LessOrEqual(t, l.LastBottom, l.CardTop+1, "%s: the last message ends above the card", v.name)
+			assert.LessOrEqual(t, l.LastBottom, l.ThreadBottom+1, "%s: the last message's end is in view", v.name)
+			assert.Greater(t, l.LastBottom, l.ThreadTop+40, "%s: the last message is in view", v.name)
+		}
+	}
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	require.True(t, eval[bool](b, `(() => { const c = document.querySelector('.approval-card'); return c.scrollHeight > c.clientHeight && getComputedStyle(c).overflowY === 'auto'; })()`),
+		"the card scrolls on its own")
+	b.scheme("light")
 	require.Empty(t, eval[[]string](b, `window.__csp`), "Content-Security-Policy violations")
 	b.checkNoProblems()
 }
