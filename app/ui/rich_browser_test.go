@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,6 +174,66 @@ func TestBrowserPhoneApprovalAndRichChat(t *testing.T) {
 	require.True(t, eval[bool](b, `(() => { const c = document.querySelector('.approval-card'); return c.scrollHeight > c.clientHeight && getComputedStyle(c).overflowY === 'auto'; })()`),
 		"the card scrolls on its own")
 	b.scheme("light")
+	require.Empty(t, eval[[]string](b, `window.__csp`), "Content-Security-Policy violations")
+	b.checkNoProblems()
+}
+
+// Attachment previews: an image opens large in a lightbox, from the
+// composer's thumbnail and from the sent message's, by mouse or keyboard;
+// Escape or a click closes it and the focus returns to the thumbnail. A
+// text file shows its first lines in the message, and all of them (tabs
+// kept) on "Show all".
+func TestBrowserAttachmentPreviews(t *testing.T) {
+	b := startBrowser(t)
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	eval[chromedp.Void](b, jsCSPWatch)
+
+	text := "all:\n\tgo build ./...\n"
+	for i := 3; i <= 20; i++ {
+		text += fmt.Sprintf("line %d\n", i)
+	}
+	js, _ := json.Marshal(text)
+	eval[chromedp.Void](b, jsAttach(`Promise.all([picture('sunrise.png'), new File([`+string(js)+`], 'Makefile.txt', {type: 'text/plain'})])`))
+	b.waitJS("both uploaded", `document.querySelectorAll('.attach-tray .attach-item.done').length === 2`)
+
+	const lightbox = `document.querySelector('.lightbox')`
+	const opened = lightbox + ` && ` + lightbox + `.querySelector('img').naturalWidth === 480 && document.activeElement === ` + lightbox
+	// The composer's thumbnail: a button, opened with the mouse, closed with Escape.
+	b.do(chromedp.Click(chromedp.CSS(".attach-tray .thumb-btn")))
+	b.waitJS("the lightbox, focus on it", opened)
+	require.Equal(t, "true", eval[string](b, lightbox+`.getAttribute('aria-modal')`))
+	b.do(chromedp.KeyEvent("\t"))
+	require.True(t, eval[bool](b, `document.activeElement === `+lightbox+`.querySelector('.lightbox-close')`), "Tab stays in the dialog")
+	b.do(chromedp.KeyEvent("\x1b"))
+	b.waitJS("closed, the focus back on the thumbnail", `!`+lightbox+` && document.activeElement === document.querySelector('.attach-tray .thumb-btn')`)
+	require.Equal(t, 2, eval[int](b, `document.querySelectorAll('.attach-tray .attach-item.done').length`), "Escape closed the lightbox only")
+
+	b.typeAndSend("Look at these")
+	b.waitJS("the reply", `location.pathname.startsWith('/chats/') && `+jsIdle+` && document.querySelector('.thread .msg-assistant')`)
+	b.waitJS("the message's thumbnail", `document.querySelector('.thread .msg-user .chip.file.image img.thumb')?.naturalWidth === 480`)
+
+	// The message's thumbnail, from the keyboard; closed with a click.
+	eval[chromedp.Void](b, `document.querySelector('.thread .msg-user .chip.file.image').focus()`)
+	b.do(chromedp.KeyEvent("\r"))
+	b.waitJS("the lightbox from the message", opened)
+	require.Equal(t, "/chats/", eval[string](b, `location.pathname.slice(0, 7)`), "the link did not navigate")
+	b.shot("82-lightbox")
+	b.do(chromedp.MouseClickXY(20, 20))
+	b.waitJS("closed, the focus back on the thumbnail", `!`+lightbox+` && document.activeElement === document.querySelector('.thread .msg-user .chip.file.image')`)
+
+	// The text file's preview.
+	preview := `document.querySelector('.thread .msg-user .file-preview')`
+	b.waitJS("the first lines", preview+`?.querySelector('.file-preview-body').textContent.startsWith('all:')`)
+	require.Equal(t, "all:\n\tgo build ./...\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8", eval[string](b, preview+`.querySelector('.file-preview-body').textContent`))
+	require.Equal(t, "Show all (20 lines)", eval[string](b, preview+`.querySelector('.file-preview-toggle').textContent`))
+	require.Equal(t, "Makefile.txt", eval[string](b, preview+`.querySelector('.file-preview-name').textContent`))
+	b.do(chromedp.Click(chromedp.CSS(".thread .msg-user .file-preview-toggle")))
+	require.Equal(t, strings.TrimSuffix(text, "\n"), eval[string](b, preview+`.querySelector('.file-preview-body').textContent`), "the whole file, tabs kept")
+	require.Equal(t, "true", eval[string](b, preview+`.querySelector('.file-preview-toggle').getAttribute('aria-expanded')`))
+	b.do(chromedp.Click(chromedp.CSS(".thread .msg-user .file-preview-toggle")))
+	require.Equal(t, "Show all (20 lines)", eval[string](b, preview+`.querySelector('.file-preview-toggle').textContent`))
+
 	require.Empty(t, eval[[]string](b, `window.__csp`), "Content-Security-Policy violations")
 	b.checkNoProblems()
 }

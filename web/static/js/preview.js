@@ -8,6 +8,7 @@
 // still opens the link in a new tab. The lightbox is a modal dialog: the
 // focus moves to its Close button and comes back to the thumbnail when it
 // closes (Escape, a click anywhere, Close); the image fits the viewport.
+// The dialog itself has the focus when it opens; Tab reaches Close.
 
 import { h, icon } from './dom.js';
 
@@ -43,7 +44,7 @@ export function openLightbox(src, alt, opener) {
   closeLightbox();
   const close = h('button', { type: 'button', class: 'lightbox-close icon-btn', 'aria-label': 'Close preview', title: 'Close (Esc)' }, icon('x'));
   const img = h('img', { class: 'lightbox-img', src, alt: alt || 'Image' });
-  const el = h('div', { class: 'lightbox', role: 'dialog', 'aria-modal': 'true', 'aria-label': alt ? `Image: ${alt}` : 'Image' },
+  const el = h('div', { class: 'lightbox', role: 'dialog', 'aria-modal': 'true', tabindex: '-1', 'aria-label': alt ? `Image: ${alt}` : 'Image' },
     img, close);
   const onKey = (e) => {
     if (e.key === 'Escape') {
@@ -60,7 +61,9 @@ export function openLightbox(src, alt, opener) {
   document.addEventListener('keydown', onKey, true);
   open = { el, opener, onKey };
   document.body.append(el);
-  close.focus();
+  // The dialog takes the focus, not its Close button: the Enter that
+  // opened it (on a thumbnail) would otherwise go on to press Close.
+  el.focus();
 }
 
 export function closeLightbox() {
