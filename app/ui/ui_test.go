@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/andybalholm/brotli"
 	"github.com/stretchr/testify/require"
@@ -332,4 +333,40 @@ func TestHandlerCompresses(t *testing.T) {
 	resp, _ := get(t, png, "GET", "/a.png", http.Header{"Accept-Encoding": {"gzip, br"}})
 	require.Empty(t, resp.Header.Get("Content-Encoding"))
 	require.Empty(t, resp.Header.Get("Vary"))
+}
+
+// A large file (the vendored Mermaid) is not compressed when the handler
+// is built: its first request starts a gzip in the background and gets the
+// file as it is; once ready, gzip-accepting requests get the gzip form,
+// with its own ETag.
+func TestHandlerLargeFileGzipLater(t *testing.T) {
+	t.Parallel()
+	big := []byte(strings.Repeat("var x = 1;\n", ui.LargeFile/10))
+	h, err := ui.New(fstest.MapFS{"index.html": {Data: []byte("x")}, "big.js": {Data: big}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	gz := http.Header{"Accept-Encoding": {"gzip"}}
+	resp, body := get(t, srv, "GET", "/big.js", gz)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "Accept-Encoding", resp.Header.Get("Vary"))
+	if resp.Header.Get("Content-Encoding") == "" {
+		require.Equal(t, string(big), body, "sent as it is until the gzip form is ready")
+	}
+	require.Eventually(t, func() bool {
+		resp, _ := get(t, srv, "GET", "/big.js", gz)
+		return resp.Header.Get("Content-Encoding") == "gzip"
+	}, 30*time.Second, 20*time.Millisecond)
+	resp, body = get(t, srv, "GET", "/big.js", gz)
+	zr, err := gzip.NewReader(strings.NewReader(body))
+	require.NoError(t, err)
+	plain, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Equal(t, big, plain)
+	require.Less(t, len(body), len(big)/10)
+	idResp, _ := get(t, srv, "GET", "/big.js", http.Header{"Accept-Encoding": {"identity"}})
+	require.Empty(t, idResp.Header.Get("Content-Encoding"))
+	require.NotEqual(t, idResp.Header.Get("ETag"), resp.Header.Get("ETag"), "each encoding has its own ETag")
+	resp, _ = get(t, srv, "GET", "/big.js", http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {resp.Header.Get("ETag")}})
+	require.Equal(t, http.StatusNotModified, resp.StatusCode)
 }

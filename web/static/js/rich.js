@@ -207,7 +207,14 @@ async function diagram(block) {
   const img = document.createElement('img');
   img.src = 'data:image/svg+xml;charset=utf-8,' + encodeURIComponent(svg);
   img.alt = 'Diagram: ' + (source.trim().split('\n')[0] || 'mermaid');
-  img.decoding = 'async';
+  // Its size from the start, so a rebuilt (streaming) message does not jump.
+  const tag = /^<svg[^>]*>/.exec(svg)[0];
+  const w = /\swidth="(\d+)"/.exec(tag);
+  const ht = /\sheight="(\d+)"/.exec(tag);
+  if (w && ht) {
+    img.width = Number(w[1]);
+    img.height = Number(ht[1]);
+  }
   figure.append(img);
   block.querySelector('.mermaid-svg, .render-error-msg')?.remove();
   block.classList.remove('render-error');
