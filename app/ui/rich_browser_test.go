@@ -209,6 +209,17 @@ func TestBrowserAttachmentPreviews(t *testing.T) {
 	b.waitJS("closed, the focus back on the thumbnail", `!`+lightbox+` && document.activeElement === document.querySelector('.attach-tray .thumb-btn')`)
 	require.Equal(t, 2, eval[int](b, `document.querySelectorAll('.attach-tray .attach-item.done').length`), "Escape closed the lightbox only")
 
+	// The composer's text file: its badge opens the preview, whose Show all
+	// works inside the dialog.
+	b.do(chromedp.Click(chromedp.CSS(".attach-tray button.attach-kind")))
+	b.waitJS("the text preview dialog", lightbox+`?.querySelector('.file-preview-body')?.textContent.startsWith('all:\n\tgo build')`)
+	b.waitJS("its Show all", lightbox+`.querySelector('.file-preview-toggle:not([hidden])')`)
+	b.do(chromedp.Click(chromedp.CSS(".lightbox .file-preview-toggle")))
+	require.Equal(t, strings.TrimSuffix(text, "\n"), eval[string](b, lightbox+`.querySelector('.file-preview-body').textContent`), "the whole file, in the open dialog")
+	b.shot("83-composer-text-preview")
+	b.do(chromedp.KeyEvent("\x1b"))
+	b.waitJS("closed, the focus back on the badge", `!`+lightbox+` && document.activeElement === document.querySelector('.attach-tray button.attach-kind')`)
+
 	b.typeAndSend("Look at these")
 	b.waitJS("the reply", `location.pathname.startsWith('/chats/') && `+jsIdle+` && document.querySelector('.thread .msg-assistant')`)
 	b.waitJS("the message's thumbnail", `document.querySelector('.thread .msg-user .chip.file.image img.thumb')?.naturalWidth === 480`)

@@ -102,6 +102,11 @@ export function fileChips(parts) {
   }));
 }
 
+// kind is the badge of a file without a thumbnail: its extension.
+function kind(name) {
+  return (name.split('.').pop() || 'file').slice(0, 4).toUpperCase();
+}
+
 function expiredChip(name) {
   return h('span', { class: 'chip file expired', title: 'This attachment has expired', text: `${name} (expired)` });
 }
@@ -261,7 +266,9 @@ export class Attachments {
       const preview = isImage
         ? h('button', { type: 'button', class: 'thumb-btn', 'data-lightbox': fileURL(item.id), 'aria-label': `Preview ${item.name}` },
           h('img', { class: 'thumb', src: fileURL(item.id), alt: item.name }))
-        : h('span', { class: 'attach-kind', 'aria-hidden': 'true', text: (item.name.split('.').pop() || 'file').slice(0, 4).toUpperCase() });
+        : item.state === 'done' && isTextType(item.mediaType)
+          ? h('button', { type: 'button', class: 'attach-kind', 'data-text-preview': fileURL(item.id), 'data-name': item.name, 'aria-label': `Preview ${item.name}`, text: kind(item.name) })
+          : h('span', { class: 'attach-kind', 'aria-hidden': 'true', text: kind(item.name) });
       item.el = h('div', { class: `attach-item ${item.state}`, role: 'listitem', title: item.error || `${item.name} · ${formatBytes(item.size)}` },
         preview,
         h('span', { class: 'attach-meta' },

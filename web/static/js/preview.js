@@ -3,7 +3,8 @@
 // expandable to the whole file.
 //
 // The lightbox opens from any element with data-lightbox (its value, or the
-// link's href, is the image URL): one click listener on the document, so
+// link's href, is the image URL), and shows a text file's preview from one
+// with data-text-preview (the file's URL; data-name its name): one click listener on the document, so
 // nodes rebuilt by the thread need no wiring. A click with a modifier key
 // still opens the link in a new tab. The lightbox is a modal dialog: the
 // focus moves to its Close button and comes back to the thumbnail when it
@@ -41,20 +42,36 @@ let open = null; // the lightbox shown, if any
 
 // openLightbox shows the image at src; opener gets the focus back.
 export function openLightbox(src, alt, opener) {
+  const img = h('img', { class: 'lightbox-img', src, alt: alt || 'Image' });
+  openDialog(img, alt ? `Image: ${alt}` : 'Image', opener);
+}
+
+// openTextDialog shows a text file's preview (textPreview) in the same
+// frame: the composer's files, before they are sent.
+export function openTextDialog(name, url, opener) {
+  const card = textPreview(name, url, () => h('p', { class: 'file-preview lightbox-text', text: `${name} is gone` }));
+  card.classList.add('lightbox-text');
+  card.addEventListener('click', (e) => e.stopPropagation()); // a click in the card is not "close"
+  openDialog(card, `File: ${name}`, opener);
+}
+
+function openDialog(content, label, opener) {
   closeLightbox();
   const close = h('button', { type: 'button', class: 'lightbox-close icon-btn', 'aria-label': 'Close preview', title: 'Close (Esc)' }, icon('x'));
-  const img = h('img', { class: 'lightbox-img', src, alt: alt || 'Image' });
-  const el = h('div', { class: 'lightbox', role: 'dialog', 'aria-modal': 'true', tabindex: '-1', 'aria-label': alt ? `Image: ${alt}` : 'Image' },
-    img, close);
+  const el = h('div', { class: 'lightbox', role: 'dialog', 'aria-modal': 'true', tabindex: '-1', 'aria-label': label },
+    content, close);
   const onKey = (e) => {
     if (e.key === 'Escape') {
       e.preventDefault();
       e.stopPropagation();
       closeLightbox();
     } else if (e.key === 'Tab') {
-      // The one control: the focus stays in the dialog.
+      // The focus stays in the dialog, going round its controls.
       e.preventDefault();
-      close.focus();
+      const stops = [...el.querySelectorAll('button:not([hidden]), [tabindex="0"]')];
+      let i = stops.indexOf(document.activeElement);
+      if (i < 0) i = e.shiftKey ? 0 : -1;
+      stops[(i + (e.shiftKey ? -1 : 1) + stops.length) % stops.length].focus();
     }
   };
   el.addEventListener('click', () => closeLightbox());
@@ -77,9 +94,13 @@ export function closeLightbox() {
 
 if (typeof document !== 'undefined') {
   document.addEventListener('click', (e) => {
-    const t = e.target instanceof Element ? e.target.closest('[data-lightbox]') : null;
+    const t = e.target instanceof Element ? e.target.closest('[data-lightbox], [data-text-preview]') : null;
     if (!t || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
     e.preventDefault();
+    if (t.dataset.textPreview) {
+      openTextDialog(t.dataset.name || 'file', t.dataset.textPreview, t);
+      return;
+    }
     const img = t.querySelector('img');
     openLightbox(t.dataset.lightbox || t.getAttribute('href'), img ? img.alt : t.getAttribute('aria-label'), t);
   });
