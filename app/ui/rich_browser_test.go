@@ -133,12 +133,18 @@ func TestBrowserPhoneApprovalAndRichChat(t *testing.T) {
 	eval[chromedp.Void](b, jsAttach(`Promise.all([picture('sunrise.png'),
 		new File([Array.from({length: 12}, (_, i) => 'step ' + (i + 1)).join('\n')], 'plan.txt', {type: 'text/plain'})])`))
 	b.waitJS("both uploaded", `document.querySelectorAll('.attach-tray .attach-item.done').length === 2`)
+	// While the reply streams, no half-written formula or diagram ever
+	// shows as an error.
+	eval[chromedp.Void](b, `(() => { window.__renderErrors = 0;
+		new MutationObserver(() => { if (document.querySelector('.thread .render-error')) window.__renderErrors++; })
+			.observe(document.body, {subtree: true, childList: true, attributes: true, attributeFilter: ['class']}); })()`)
 	b.typeAndSend("Area: $\\pi r^2$\n\n```mermaid\ngraph LR\n  Plan --> Build --> Ship\n```")
 	b.waitJS("the chat", `location.pathname.startsWith('/chats/') && document.querySelector('.thread .msg-assistant')`)
 	b.waitJS("the reply", `location.pathname.startsWith('/chats/') && `+jsIdle+` && document.querySelector('.thread .msg-assistant')`)
 	b.waitJS("math and diagram", `document.querySelector('.thread .msg-assistant .math[data-rendered="ok"]') &&
 		document.querySelector('.thread .msg-assistant .mermaid-block[data-rendered="ok"] img')?.naturalWidth > 0`)
 	b.waitJS("the thumbnail", `document.querySelector('.thread .msg-user .chip.file.image img.thumb')?.naturalWidth === 480`)
+	require.Zero(t, eval[int](b, `window.__renderErrors`), "no error state while the reply streamed")
 	b.waitJS("the text preview", `document.querySelector('.thread .msg-user .file-preview-toggle:not([hidden])')`)
 	eval[chromedp.Void](b, `document.querySelector('.thread .msg-assistant').scrollIntoView({block: 'start'})`)
 	b.shot("80-phone-rich-light")
