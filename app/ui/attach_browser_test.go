@@ -96,8 +96,9 @@ func TestBrowserAttachments(t *testing.T) {
 		const imgs = [...document.querySelectorAll('.thread .msg-user .chip.file.image img.thumb')];
 		return imgs.length === 2 && imgs.every(i => i.complete && i.naturalWidth === 1);
 	})()`)
-	require.True(t, eval[bool](b, `[...document.querySelectorAll('.thread .msg-user .chip.file')].some(e => e.textContent === 'notes.txt')`))
-	b.checkViews(everyView, "", ".thread .msg-user .chip.file.image img.thumb", ".thread .msg-user .chip.file:not(.image)")
+	b.waitJS("the text file's preview", `document.querySelector('.thread .msg-user .file-preview .file-preview-body')?.textContent === 'feed the cat'`)
+	require.Equal(t, "notes.txt", eval[string](b, `document.querySelector('.thread .msg-user .file-preview .file-preview-name').textContent`))
+	b.checkViews(everyView, "", ".thread .msg-user .chip.file.image img.thumb", ".thread .msg-user .file-preview")
 	require.True(t, eval[bool](b, `document.querySelector('.attach-tray').hidden`), "the composer's tray is empty after the send")
 
 	// In the chat view too: attach and send again.

@@ -6,6 +6,7 @@
 
 import { API, api } from './api.js';
 import { h, icon } from './dom.js';
+import { isTextType, textPreview } from './preview.js';
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
 const ACCEPT = IMAGE_TYPES.join(',') + ',text/*,.md,.txt,.csv,.json,.yaml,.yml,.toml,.xml,.log,.go,.js,.ts,.py,.rs,.java,.c,.h,.sh,.sql';
@@ -83,7 +84,8 @@ export function fileLimits() {
 export function fileURL(id) { return `${API}/files/${encodeURIComponent(id)}`; }
 
 // fileChips renders a message's file parts: image thumbnails (a link to the
-// file) and named chips; a file that is gone shows as expired.
+// file, opening the lightbox: preview.js), text files' first lines, and
+// named chips; a file that is gone shows as expired.
 export function fileChips(parts) {
   const files = (parts || []).filter((p) => p.type === 'file');
   if (!files.length) return null;
@@ -91,12 +93,22 @@ export function fileChips(parts) {
     const name = p.name || p.media_type || 'file';
     if (p.file_id && IMAGE_TYPES.includes(p.media_type)) {
       const img = h('img', { class: 'thumb', src: fileURL(p.file_id), alt: name, loading: 'lazy', decoding: 'async' });
-      const link = h('a', { class: 'chip file image', href: fileURL(p.file_id), target: '_blank', rel: 'noopener', title: name }, img);
-      img.addEventListener('error', () => link.replaceWith(h('span', { class: 'chip file expired', title: 'This attachment has expired', text: `${name} (expired)` })), { once: true });
+      const link = h('a', { class: 'chip file image', href: fileURL(p.file_id), target: '_blank', rel: 'noopener', title: name, 'data-lightbox': '' }, img);
+      img.addEventListener('error', () => link.replaceWith(expiredChip(name)), { once: true });
       return link;
     }
+    if (p.file_id && isTextType(p.media_type)) return textPreview(name, fileURL(p.file_id), () => expiredChip(name));
     return h('span', { class: 'chip file', title: p.media_type || '', text: name });
   }));
+}
+
+// kind is the badge of a file without a thumbnail: its extension.
+function kind(name) {
+  return (name.split('.').pop() || 'file').slice(0, 4).toUpperCase();
+}
+
+function expiredChip(name) {
+  return h('span', { class: 'chip file expired', title: 'This attachment has expired', text: `${name} (expired)` });
 }
 
 // Attachments holds the files of the message being written.
@@ -252,8 +264,11 @@ export class Attachments {
     this.tray.replaceChildren(...this.items.map((item) => {
       const isImage = item.state === 'done' && IMAGE_TYPES.includes(item.mediaType);
       const preview = isImage
-        ? h('img', { class: 'thumb', src: fileURL(item.id), alt: item.name })
-        : h('span', { class: 'attach-kind', 'aria-hidden': 'true', text: (item.name.split('.').pop() || 'file').slice(0, 4).toUpperCase() });
+        ? h('button', { type: 'button', class: 'thumb-btn', 'data-lightbox': fileURL(item.id), 'aria-label': `Preview ${item.name}` },
+          h('img', { class: 'thumb', src: fileURL(item.id), alt: item.name }))
+        : item.state === 'done' && isTextType(item.mediaType)
+          ? h('button', { type: 'button', class: 'attach-kind', 'data-text-preview': fileURL(item.id), 'data-name': item.name, 'aria-label': `Preview ${item.name}`, text: kind(item.name) })
+          : h('span', { class: 'attach-kind', 'aria-hidden': 'true', text: kind(item.name) });
       item.el = h('div', { class: `attach-item ${item.state}`, role: 'listitem', title: item.error || `${item.name} · ${formatBytes(item.size)}` },
         preview,
         h('span', { class: 'attach-meta' },
