@@ -99,3 +99,25 @@ func TestToolResultMedia(t *testing.T) {
 		{"type":"input_text","text":`+textJSON+`},
 		{"type":"input_image","image_url":"data:image/png;base64,iVBORw0KGgo=","detail":"auto"}]}`, marshal(t, input[2]))
 }
+
+// TestToolMediaAfterEveryToolMessage: when one step's results come in two
+// tool messages (a server tool's and a client tool's), the image of the
+// first follows both, as Chat Completions wants the tool messages right
+// after the assistant message that called them.
+func TestToolMediaAfterEveryToolMessage(t *testing.T) {
+	t.Parallel()
+	req := toolMediaRequest("gpt-4.1-mini")
+	req.Messages[1].Parts = append(req.Messages[1].Parts, sdk.ChatMessagePart{Type: sdk.PartToolCall, ToolCallID: "call_2", ToolName: "ask", Args: json.RawMessage(`{}`)})
+	req.Messages = append(req.Messages, llm.Message{Role: llm.RoleTool, Parts: []sdk.ChatMessagePart{{Type: sdk.PartToolResult, ToolCallID: "call_2", ToolName: "ask", Result: json.RawMessage(`"yes"`)}}})
+	b := setup(t)
+	_, err := b.p.Stream(context.Background(), req, nil)
+	require.NoError(t, err)
+	msgs := b.srv.Requests()[0].JSON(t)["messages"].([]any)
+	var roles []any
+	for _, m := range msgs {
+		roles = append(roles, m.(map[string]any)["role"])
+	}
+	require.Equal(t, []any{"user", "assistant", "tool", "tool", "user"}, roles)
+	require.Equal(t, "call_2", msgs[3].(map[string]any)["tool_call_id"])
+	require.Contains(t, marshal(t, msgs[4]), "image_url")
+}

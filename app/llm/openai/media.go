@@ -76,6 +76,27 @@ func toolResults(parts []sdk.ChatMessagePart, audio bool) []sdkopenai.ChatComple
 	return out
 }
 
+// mediaAfterToolRun moves each user message that sits between two tool
+// messages (a tool's media, when one step's results came in two tool
+// messages: the server's and a client's) after the run of tool messages,
+// which must follow their assistant message unbroken.
+func mediaAfterToolRun(msgs []sdkopenai.ChatCompletionMessageParamUnion) []sdkopenai.ChatCompletionMessageParamUnion {
+	for i := 1; i+1 < len(msgs); i++ {
+		if msgs[i].OfUser == nil || msgs[i-1].OfTool == nil || msgs[i+1].OfTool == nil {
+			continue
+		}
+		end := i + 1
+		for end < len(msgs) && msgs[end].OfTool != nil {
+			end++
+		}
+		user := msgs[i]
+		copy(msgs[i:end-1], msgs[i+1:end])
+		msgs[end-1] = user
+		i = end - 1
+	}
+	return msgs
+}
+
 // toolMedia is one tool call's media as user content parts, after a line
 // naming the call; nil when none can be sent.
 func toolMedia(p sdk.ChatMessagePart, ms []llm.ToolMedia, audio bool) []sdkopenai.ChatCompletionContentPartUnionParam {

@@ -289,6 +289,7 @@ func buildParams(req llm.Request, audio bool) (sdkopenai.ChatCompletionNewParams
 		}
 		params.Messages = append(params.Messages, msgs...)
 	}
+	params.Messages = mediaAfterToolRun(params.Messages)
 	for _, t := range req.Tools {
 		schema, err := toolSchema(t.InputSchema)
 		if err != nil {
