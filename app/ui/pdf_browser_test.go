@@ -66,6 +66,13 @@ func TestBrowserPDFAttachments(t *testing.T) {
 	}
 	b.desktop()
 
+	// Choosing the demo model now marks the uploaded PDF with the reason;
+	// choosing Claude again takes it back.
+	pick("Demo")
+	b.waitJS("the PDF refused for the demo model", `document.querySelector('.attach-item.error')?.textContent.includes('Demo (offline) cannot read PDFs')`)
+	pick("claude")
+	b.waitJS("the PDF back", `document.querySelector('.attach-tray .attach-item.done .attach-name')?.textContent === 'paper.pdf' && !document.querySelector('.attach-item.error')`)
+
 	b.typeAndSend("Summarize the paper.")
 	b.waitJS("the reply", `location.pathname.startsWith('/chats/') && `+jsIdle+` && document.querySelector('.thread .msg-assistant')`)
 	require.True(t, eval[bool](b, `[...document.querySelectorAll('.thread .msg-user .chip.file')].some(e => e.textContent === 'paper.pdf')`))

@@ -188,6 +188,23 @@ export class Attachments {
     if (!item.error) this.upload(item);
   }
 
+  // recheck applies the PDF rule again once the chosen model changes: an
+  // uploaded PDF the model cannot read shows the reason and is left out of
+  // the message (parts) until a model that reads it is chosen again or it
+  // is removed.
+  recheck() {
+    const model = this.opts.model && this.opts.model();
+    let changed = false;
+    for (const item of this.items) {
+      if (item.mediaType !== PDF || !(item.state === 'done' || item.modelRefused)) continue;
+      const v = pdfVerdict(model);
+      const state = v.error ? 'error' : 'done';
+      changed = changed || state !== item.state;
+      Object.assign(item, { state, error: v.error || '', modelRefused: !!v.error });
+    }
+    if (changed) this.render();
+  }
+
   upload(item) {
     const xhr = new XMLHttpRequest();
     item.xhr = xhr;

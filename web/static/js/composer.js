@@ -44,7 +44,10 @@ export class Composer {
       EFFORTS.map(([v, l]) => h('option', { value: v, text: l })));
     this.effort.value = local.get('chatd.effort', '') || '';
     this.effort.addEventListener('change', () => local.set('chatd.effort', this.effort.value));
-    this.model.addEventListener('change', () => local.set('chatd.model', this.model.value));
+    this.model.addEventListener('change', () => {
+      local.set('chatd.model', this.model.value);
+      if (this.attachments) this.attachments.recheck();
+    });
     this.setModels(opts.models || []);
 
     const behavior = local.get('chatd.busyBehavior', 'queue');
@@ -101,6 +104,7 @@ export class Composer {
     const def = models.find((m) => m.id === saved) || models.find((m) => m.default || m.is_default) || models[0];
     if (def) this.model.value = def.id;
     this.model.hidden = models.length === 0;
+    if (this.attachments) this.attachments.recheck();
   }
 
   setBehavior(b) {
