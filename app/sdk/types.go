@@ -671,6 +671,9 @@ type FileLimits struct {
 	MaxFilesPerChat  int      `json:"max_files_per_chat"`
 	RetentionSeconds int64    `json:"retention_seconds"`
 	ImageTypes       []string `json:"image_types"`
+	// DocumentTypes are the documents (application/pdf) a model that reads
+	// them natively is given as they are (ChatModel.PDFInput).
+	DocumentTypes []string `json:"document_types"`
 }
 
 // ChatProviderTest answers POST /chats/providers/{id}/test: whether the

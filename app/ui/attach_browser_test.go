@@ -64,7 +64,7 @@ func TestBrowserAttachments(t *testing.T) {
 	eval[chromedp.Void](b, `document.querySelector('.attach-item.error .attach-remove').click()`)
 	b.waitJS("the refused file removed", `!document.querySelector('.attach-item.error')`)
 
-	// A file no model takes (a PDF, dropped): refused in the composer with
+	// A file the model cannot take (a PDF for the demo model, dropped): refused in the composer with
 	// the reason, never uploaded; the good files stay.
 	before, err := b.api.FileLimits(b.ctx)
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestBrowserAttachments(t *testing.T) {
 		const form = document.querySelector('form.composer');
 		form.dispatchEvent(new DragEvent('drop', {dataTransfer: files([['paper.pdf', 'application/pdf', '%PDF-1.7 not really']]), bubbles: true, cancelable: true}));
 	})()`)
-	b.waitJS("the refused PDF", `document.querySelector('.attach-item.error')?.textContent.includes('A PDF cannot be given to a model')`)
+	b.waitJS("the refused PDF", `document.querySelector('.attach-item.error')?.textContent.includes('cannot read PDFs')`)
 	require.Equal(t, 3, eval[int](b, `document.querySelectorAll('.attach-tray .attach-item.done').length`), "the good files stay")
 	after, err := b.api.FileLimits(b.ctx)
 	require.NoError(t, err)

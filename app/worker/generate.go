@@ -29,10 +29,11 @@ type view struct {
 	calls  []chatstate.ToolCall
 	tools  []sdk.DynamicTool
 	// files are the uploaded files the messages reference, by id (an
-	// evicted one is absent); images says whether the step's model takes
-	// images (set once the model is resolved).
+	// evicted one is absent); images and pdfs say whether the step's
+	// model takes images and PDFs (set once the model is resolved).
 	files  map[uuid.UUID]store.File
 	images bool
+	pdfs   bool
 	// journaled holds the outstanding calls that have a tool-journal
 	// entry: they ran (or started) as server-side calls, so the journal
 	// judges them even when their tool is gone now.
@@ -375,6 +376,7 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 	}
 	step.set(actionAttr("generate"))
 	v.images = files.TakesImages(model.Provider.Name(), model.Name)
+	v.pdfs = files.TakesPDF(model.Provider.Name(), model.Name)
 	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: model.effort(v.effort()), MaxOutputTokens: model.MaxOutputTokens}
 	resp, done, err := r.callModel(ctx, ev, v, model, req, nil)
 	if err != nil || done {
@@ -701,6 +703,7 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 		instruction += "\n\n" + guide
 	}
 	v.images = files.TakesImages(model.Provider.Name(), model.Name)
+	v.pdfs = files.TakesPDF(model.Provider.Name(), model.Name)
 	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: instruction}}})
 	progress := []sdk.ChatMessagePart{{Type: sdk.PartReasoning, Text: "Summarizing the conversation…"}}
 	req := llm.Request{Model: model.Name, Messages: msgs, MaxOutputTokens: summaryMaxOutput(model)}
