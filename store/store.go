@@ -75,6 +75,8 @@ type Reader interface {
 	ScheduleReader
 	WebhookReader
 	ElicitationReader
+	SystemPromptReader
+	ImportReader
 
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -230,6 +232,8 @@ type Tx interface {
 	ScheduleTx
 	WebhookTx
 	ElicitationTx
+	SystemPromptTx
+	ImportTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 
