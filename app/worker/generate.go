@@ -24,9 +24,6 @@ import (
 // view is what one generation step reads, in one snapshot.
 type view struct {
 	chat   store.Chat
-	// systemPrompt is the chat's system prompt ("" none), read in the
-	// step's snapshot: a PATCH applies from the next model call.
-	systemPrompt string
 	active []store.Message // active messages from the latest boundary anchor on
 	calls  []chatstate.ToolCall
 	tools  []sdk.DynamicTool
@@ -39,6 +36,11 @@ type view struct {
 	// entry: they ran (or started) as server-side calls, so the journal
 	// judges them even when their tool is gone now.
 	journaled map[string]bool
+
+	// systemPrompt is the chat's system prompt ("" none), read in the
+	// step's snapshot: a PATCH applies from the next model call.
+	systemPrompt string
+
 	// project is the chat's project (nil: none) and memories its memory
 	// index, read in the same snapshot (memory.go).
 	project  *store.Project
