@@ -1,6 +1,7 @@
 package chatstate
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -22,6 +23,9 @@ type ImportParams struct {
 	ToolApproval    string
 	ModelConfigID   uuid.NullUUID
 	ReasoningEffort string
+	DynamicTools    json.RawMessage
+	// ProjectID puts the chat in a project of OwnerID (Create checks it).
+	ProjectID uuid.NullUUID
 	// Messages are copied in order (role, content, visibility, compressed,
 	// model, effort, usage, created_at); their ids are the chat's own.
 	Messages []store.Message
@@ -50,6 +54,7 @@ func (t *Tx) Import(p ImportParams) (res Result, existing bool, err error) {
 	res, err = t.Create(CreateParams{
 		ID: p.ID, OwnerID: p.OwnerID, Title: p.Title, TitleSource: store.TitleSourceUser,
 		SystemPrompt: p.SystemPrompt, Labels: p.Labels, ToolApproval: p.ToolApproval,
+		DynamicTools: p.DynamicTools, ProjectID: p.ProjectID,
 		Input: UserInput{ModelConfigID: p.ModelConfigID, ReasoningEffort: p.ReasoningEffort},
 		Copy:  p.Messages,
 	})
