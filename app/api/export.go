@@ -419,20 +419,24 @@ func (s *Server) importParams(ctx context.Context, c *caller, e sdk.ChatExport) 
 	if len(e.Messages) == 0 {
 		return p, validation("messages", "the export has no messages")
 	}
+	// The messages are checked before any inline file is stored.
+	for i, m := range e.Messages {
+		field := fmt.Sprintf("messages[%d]", i)
+		if !importRoles[m.Role] {
+			return p, validation(field+".role", fmt.Sprintf("unknown role %q", m.Role))
+		}
+		if m.Visibility != "" && !importVisibilities[m.Visibility] {
+			return p, validation(field+".visibility", fmt.Sprintf("unknown visibility %q", m.Visibility))
+		}
+	}
 	files, err := s.importFiles(ctx, c, e, &p)
 	if err != nil {
 		return p, err
 	}
 	for i, m := range e.Messages {
 		field := fmt.Sprintf("messages[%d]", i)
-		if !importRoles[m.Role] {
-			return p, validation(field+".role", fmt.Sprintf("unknown role %q", m.Role))
-		}
 		if m.Visibility == "" {
 			m.Visibility = store.VisibilityBoth
-		}
-		if !importVisibilities[m.Visibility] {
-			return p, validation(field+".visibility", fmt.Sprintf("unknown visibility %q", m.Visibility))
 		}
 		parts := make([]sdk.ChatMessagePart, 0, len(m.Content))
 		for _, part := range m.Content {
