@@ -104,5 +104,15 @@ func TestBrowserChatSettingsExportImport(t *testing.T) {
 	eval[chromedp.Void](b, pick)
 	b.waitJS("the earlier import opened", `location.pathname === '/chats/`+imported+`'`)
 	b.waitJS("the imported-before toast", `document.querySelector('#toasts')?.textContent.includes('imported before')`)
+
+	// On a phone the settings dialog fits, its Save button on screen.
+	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
+	openChatOptions("Chat settings")
+	b.waitJS("the settings dialog, read", `document.querySelector('.chat-settings-dialog[open]') && !document.querySelector('#chat-system-prompt').disabled`)
+	require.True(t, eval[bool](b, `(() => { const r = document.querySelector('#chat-settings-save').getBoundingClientRect();
+		return r.left >= 0 && r.top >= 0 && r.right <= innerWidth && r.bottom <= innerHeight; })()`), "Save is on screen at 390 px")
+	b.shot("82-chat-settings-phone")
+	b.clickText(".chat-settings-dialog .dialog-actions button", "Close")
+	b.do(chromedp.EmulateViewport(1280, 860))
 	b.checkNoProblems()
 }
