@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -249,6 +250,22 @@ func TestExportImportEndToEnd(t *testing.T) {
 		err = d.bob.Do(ctx, http.MethodPost, "/chats/import", map[string]any{"format": sdk.ExportFormat, "pad": string(huge)}, nil)
 		requireCode(t, err, http.StatusRequestEntityTooLarge, sdk.CodeTooLarge)
 	})
+}
+
+// TestSystemPromptPatchLimit: PATCH /chats/{chat} holds system_prompt to
+// CHATD_MAX_SYSTEM_PROMPT_BYTES as POST /chats does.
+func TestSystemPromptPatchLimit(t *testing.T) {
+	t.Parallel()
+	l := setupLimits(t, newSQLite, api.Limits{MaxSystemPromptBytes: 10})
+	chat, err := l.alice.CreateChat(l.ctx, sdk.CreateChatRequest{})
+	require.NoError(t, err)
+	ok, long := strings.Repeat("x", 10), strings.Repeat("x", 11)
+	require.NoError(t, l.alice.UpdateChat(l.ctx, chat.ID, sdk.UpdateChatRequest{SystemPrompt: &ok}))
+	err = l.alice.UpdateChat(l.ctx, chat.ID, sdk.UpdateChatRequest{SystemPrompt: &long})
+	requireCode(t, err, http.StatusRequestEntityTooLarge, sdk.CodeTooLarge)
+	got, err := l.alice.Chat(l.ctx, chat.ID)
+	require.NoError(t, err)
+	require.Equal(t, ok, got.SystemPrompt)
 }
 
 func roles(ms []sdk.ChatMessage) []string {
