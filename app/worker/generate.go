@@ -24,7 +24,6 @@ import (
 // view is what one generation step reads, in one snapshot.
 type view struct {
 	chat   store.Chat
-	system []store.Message // active system messages (they precede boundaries)
 	active []store.Message // active messages from the latest boundary anchor on
 	calls  []chatstate.ToolCall
 	tools  []sdk.DynamicTool
@@ -38,6 +37,11 @@ type view struct {
 	// entry: they ran (or started) as server-side calls, so the journal
 	// judges them even when their tool is gone now.
 	journaled map[string]bool
+
+	// systemPrompt is the chat's system prompt ("" none), read in the
+	// step's snapshot: a PATCH applies from the next model call.
+	systemPrompt string
+
 	// project is the chat's project (nil: none) and memories its memory
 	// index, read in the same snapshot (memory.go).
 	project  *store.Project
@@ -60,18 +64,10 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 		if v.active, err = r.w.history.active(ctx, tx, c); err != nil {
 			return err
 		}
-		// System messages open a chat (Create writes them first); keep the
-		// ones a boundary cut off.
-		if len(v.active) > 0 && chatstate.IsBoundaryAnchor(v.active[0]) {
-			head, err := tx.MessageList(ctx, c.ID, store.MessageListParams{BeforeID: v.active[0].ID, Limit: 8})
-			if err != nil {
-				return err
-			}
-			for _, m := range head {
-				if m.Role == store.RoleSystem {
-					v.system = append(v.system, m)
-				}
-			}
+		// The system prompt is the chat's metadata; the system rows older
+		// chats have in history were copied there (migration 00025).
+		if v.systemPrompt, err = tx.ChatSystemPromptGet(ctx, c.ID); err != nil {
+			return err
 		}
 		if v.calls, err = chatstate.OutstandingIn(v.active); err != nil {
 			return err
@@ -86,7 +82,7 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 				return err
 			}
 		}
-		if v.files, err = loadFiles(ctx, tx, v.system, v.active); err != nil {
+		if v.files, err = loadFiles(ctx, tx, v.active); err != nil {
 			return err
 		}
 		if len(c.DynamicTools) > 0 {
@@ -172,8 +168,8 @@ func (v view) lastUsage() *store.Usage {
 	return nil
 }
 
-// prompt builds the provider request from system messages and the history
-// after the latest boundary (model-only rows included, user-only excluded).
+// prompt builds the provider request from the project's and the chat's
+// system prompts and the history after the latest boundary (model-only rows included, user-only excluded).
 func (v view) prompt(upTo int) []llm.Message {
 	var out []llm.Message
 	add := func(m store.Message) {
@@ -184,11 +180,11 @@ func (v view) prompt(upTo int) []llm.Message {
 	if sys, ok := v.projectPrompt(); ok {
 		out = append(out, sys)
 	}
-	for _, m := range v.system {
-		add(m)
+	if v.systemPrompt != "" {
+		out = append(out, llm.Message{Role: store.RoleSystem, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: v.systemPrompt}}})
 	}
 	for _, m := range v.active[:upTo] {
-		if forModel(m) {
+		if forModel(m) && m.Role != store.RoleSystem {
 			add(m)
 		}
 	}
