@@ -71,6 +71,8 @@ type Reader interface {
 	ScheduleReader
 	WebhookReader
 	ElicitationReader
+	SystemPromptReader
+	ImportReader
 
 	ChatReader
 	SearchReader
@@ -96,6 +98,8 @@ type Tx interface {
 	ScheduleTx
 	WebhookTx
 	ElicitationTx
+	SystemPromptTx
+	ImportTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 
