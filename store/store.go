@@ -75,6 +75,7 @@ type Reader interface {
 	ScheduleReader
 	WebhookReader
 	ElicitationReader
+	MCPTokenReader
 
 	// ChatGet reads a chat without locking it.
 	ChatGet(ctx context.Context, id uuid.UUID) (Chat, error)
@@ -230,6 +231,7 @@ type Tx interface {
 	ScheduleTx
 	WebhookTx
 	ElicitationTx
+	MCPTokenTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 
