@@ -27,12 +27,12 @@ var writerExempt = map[string]bool{"app/bench": true}
 // chat-state write methods declared by store.Tx are called only from
 // app/chatstate (and the stores that implement them). Everyone else reads
 // through Reader or ReadStore, so a new direct write elsewhere fails here.
-// The methods are taken from store.Tx itself, so one added later is
-// covered without touching this test.
+// The methods are taken from store.Tx itself (and the per-noun interfaces
+// it embeds), so one added later is covered without touching this test.
 func TestOnlyChatstateWritesChatState(t *testing.T) {
 	t.Parallel()
 	root := filepath.Join("..", "..")
-	writes := txWriteMethods(t, filepath.Join(root, "store", "store.go"))
+	writes := txWriteMethods(t, filepath.Join(root, "store"))
 	require.NotEmpty(t, writes, "no chat-state write methods found in store.Tx")
 
 	fset := token.NewFileSet()
@@ -124,30 +124,60 @@ func storeTxNames(f *ast.File) map[string]bool {
 	return names
 }
 
-// txWriteMethods returns the names of the methods store.Tx declares itself
-// (not through an embedded interface) that start with a chat-state noun.
-func txWriteMethods(t *testing.T, path string) map[string]bool {
+// txWriteMethods returns the names of the methods of store.Tx, with those
+// of the interfaces it embeds, that Reader does not have (the writes) and
+// that start with a chat-state noun. It reads every non-test file of the
+// store package in dir, where each noun declares its interfaces.
+func txWriteMethods(t *testing.T, dir string) map[string]bool {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+	ifaces := map[string]*ast.InterfaceType{}
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	require.NoError(t, err)
-	out := map[string]bool{}
-	ast.Inspect(f, func(n ast.Node) bool {
-		spec, ok := n.(*ast.TypeSpec)
-		if !ok || spec.Name.Name != "Tx" {
-			return true
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
 		}
-		iface, ok := spec.Type.(*ast.InterfaceType)
-		require.True(t, ok, "store.Tx is an interface")
-		for _, m := range iface.Methods.List {
-			for _, name := range m.Names { // embedded interfaces have no names
-				for _, noun := range chatStateNouns {
-					if strings.HasPrefix(name.Name, noun) {
-						out[name.Name] = true
-					}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.SkipObjectResolution)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			if spec, ok := n.(*ast.TypeSpec); ok {
+				if iface, ok := spec.Type.(*ast.InterfaceType); ok {
+					ifaces[spec.Name.Name] = iface
 				}
 			}
+			return true
+		})
+	}
+	var methods func(name string) map[string]bool
+	methods = func(name string) map[string]bool {
+		iface, ok := ifaces[name]
+		require.True(t, ok, "interface store.%s not found", name)
+		out := map[string]bool{}
+		for _, m := range iface.Methods.List {
+			if len(m.Names) == 0 { // an embedded interface
+				id, ok := m.Type.(*ast.Ident)
+				require.True(t, ok, "store.%s embeds a non-local interface", name)
+				for n := range methods(id.Name) {
+					out[n] = true
+				}
+			}
+			for _, id := range m.Names {
+				out[id.Name] = true
+			}
 		}
-		return false
-	})
+		return out
+	}
+	reads := methods("Reader")
+	out := map[string]bool{}
+	for name := range methods("Tx") {
+		if reads[name] {
+			continue
+		}
+		for _, noun := range chatStateNouns {
+			if strings.HasPrefix(name, noun) {
+				out[name] = true
+			}
+		}
+	}
 	return out
 }

@@ -18,10 +18,12 @@ import (
 )
 
 // fastLeases lets a replica take over a chat whose owner stopped within
-// about a second.
+// a few seconds. The lease is twenty heartbeats long: at 700 ms a loaded
+// machine (load average 20) let the owner's own lease go stale mid-turn,
+// so the turn moved attempts before the test's first part.
 var fastLeases = worker.Config{
 	AcquireInterval: 100 * time.Millisecond, HeartbeatInterval: 100 * time.Millisecond,
-	LeaseTimeout: 700 * time.Millisecond, SyncInterval: 200 * time.Millisecond,
+	LeaseTimeout: 2 * time.Second, SyncInterval: 200 * time.Millisecond,
 }
 
 // TestStreamReplicas: on Postgres, a viewer on replica A (no worker) sees

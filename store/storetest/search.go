@@ -189,3 +189,35 @@ func testChatSearch(t *testing.T, b *bundle) {
 	}))
 	require.Empty(t, cs)
 }
+
+// The title query escapes LIKE metacharacters, backslash included.
+func testChatListQuery(t *testing.T, b *bundle) {
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Title: store.Some(`C:\Temp\x`)})
+		return err
+	})
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		cs, err := tx.ChatList(b.ctx, store.ChatListParams{Query: `c:\temp`})
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		cs, err = tx.ChatList(b.ctx, store.ChatListParams{Query: `c:\\temp`})
+		require.NoError(t, err)
+		require.Empty(t, cs)
+		cs, err = tx.ChatList(b.ctx, store.ChatListParams{AfterID: uuid.NullUUID{UUID: uuid.New(), Valid: true}})
+		require.NoError(t, err)
+		require.Empty(t, cs, "an unknown cursor yields an empty page")
+		return nil
+	}))
+
+	// Case folding is Unicode's, not ASCII's, on both stores.
+	b.transition(t, b.chat.ID, func(tx store.Tx) error {
+		_, err := tx.ChatUpdate(b.ctx, b.chat.ID, store.ChatPatch{Title: store.Some("Ärger im Büro")})
+		return err
+	})
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		cs, err := tx.ChatList(b.ctx, store.ChatListParams{Query: "ärger IM bÜro"})
+		require.NoError(t, err)
+		require.Len(t, cs, 1)
+		return nil
+	}))
+}
