@@ -96,3 +96,57 @@ func TestElicitation(t *testing.T) {
 		require.Empty(t, pending)
 	})
 }
+
+// TestElicitationHoldsNoSlot: with one root slot, a chat whose tool call
+// waits on a question holds no slot, so another chat runs meanwhile; once
+// answered the first chat waits for the slot the other holds, then takes
+// it and finishes. Both stores.
+func TestElicitationHoldsNoSlot(t *testing.T) {
+	t.Parallel()
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"asker": map[string]any{"url": startAsker(t)}}})
+		require.NoError(t, err)
+		s := newStore(t)
+		t.Cleanup(func() { _ = s.Close() })
+		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)),
+			token: auth.NewToken(), rootLimit: 1}
+		release := make(chan struct{})
+		slow := llmtest.Join(llmtest.TextChunks("B "), llmtest.Pause(release), llmtest.TextChunks("done."))
+		r.llm.Enqueue(llmtest.ToolCall("call_ask", "asker__ask", `{}`), slow, llmtest.TextChunks("Thanks."))
+		alice, _, _, _ := r.start()
+
+		a, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("ask me"), Title: "A"})
+		require.NoError(t, err)
+		path := "/chats/" + a.ID.String()
+		var pending []sdk.Elicitation
+		require.Eventually(t, func() bool {
+			return alice.Do(ctx, http.MethodGet, path+"/elicitations", nil, &pending) == nil && len(pending) == 1
+		}, 30*time.Second, 10*time.Millisecond)
+
+		b, err := alice.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("hello"), Title: "B"})
+		require.NoError(t, err)
+		select {
+		case <-slow.Started(): // B runs while A waits on its question
+		case <-time.After(30 * time.Second): // before A's tool call times out and frees the slot anyway
+			t.Fatal("chat B never ran while chat A waited on a question (A held the only slot)")
+		}
+
+		require.NoError(t, alice.Do(ctx, http.MethodPost, path+"/elicitation-responses",
+			map[string]any{"elicitation_id": pending[0].ID, "action": "accept", "content": map[string]any{"name": "Bo"}}, nil))
+		require.Never(t, func() bool { return len(r.llm.Requests()) > 2 }, 500*time.Millisecond, 20*time.Millisecond,
+			"answered, chat A went on while chat B held the only slot")
+		got, err := alice.Chat(ctx, a.ID)
+		require.NoError(t, err)
+		require.Equal(t, sdk.ChatStatusRunning, got.Status)
+
+		close(release)
+		waitStatus(t, ctx, alice, b.ID, sdk.ChatStatusWaiting)
+		waitStatus(t, ctx, alice, a.ID, sdk.ChatStatusWaiting)
+		var text string
+		require.NoError(t, json.Unmarshal(resultOf(t, ctx, alice, a.ID, "call_ask").Result, &text))
+		require.JSONEq(t, `{"action":"accept","content":{"name":"Bo","age":30}}`, text)
+		require.Len(t, r.llm.Requests(), 3)
+	})
+}
