@@ -299,8 +299,8 @@ func (s *Service) Answered(ctx context.Context, e store.Elicitation) {
 }
 
 // ChannelChat carries a hint that a chat's questions changed (asked or
-// answered); its payload is the question's id.
-func ChannelChat(chatID uuid.UUID) string { return "mcp:elicitations:" + chatID.String() }
+// answered); its payload is the question's id. The chat's streams listen.
+func ChannelChat(chatID uuid.UUID) string { return pubsub.ChannelElicitations(chatID.String()) }
 
 func (s *Service) notifyChat(ctx context.Context, e store.Elicitation) {
 	if err := s.pub.Publish(ctx, ChannelChat(e.ChatID), []byte(e.ID.String())); err != nil {
