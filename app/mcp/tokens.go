@@ -180,7 +180,9 @@ func (p *savingSource) Token() (*oauth2.Token, error) {
 		return nil, err
 	}
 	if p.last == nil || t.AccessToken != p.last.AccessToken || t.RefreshToken != p.last.RefreshToken {
-		ctx, cancel := context.WithTimeout(p.m.ctx, 10*time.Second)
+		// Stored even while the manager closes: the authorization server
+		// may have rotated the refresh token already.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(p.m.ctx), 10*time.Second)
 		defer cancel()
 		if err := p.m.tokens.SaveToken(ctx, p.serverID, storedToken(p.url, p.cfg, t)); err != nil {
 			p.m.log.Warn("store an MCP server's OAuth token", "mcp_server_id", p.serverID, "err", err)
