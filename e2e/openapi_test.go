@@ -69,7 +69,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 // (client options and helpers).
 var notWire = map[string]bool{
 	"Client": true, "Error": true, "ListChatsOptions": true, "MessagesOptions": true,
-	"LookupOptions": true, "RequestResult": true, "RetryPolicy": true, "RequestBinding": true,
+	"LookupOptions": true, "RequestResult": true, "RetryPolicy": true, "RequestBinding": true, "ExportOptions": true,
 }
 
 // inline are the SDK structs with their own JSON encoding, described inline

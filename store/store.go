@@ -72,6 +72,8 @@ type Reader interface {
 	WebhookReader
 	ElicitationReader
 	MCPTokenReader
+	SystemPromptReader
+	ImportReader
 
 	ChatReader
 	SearchReader
@@ -98,6 +100,8 @@ type Tx interface {
 	WebhookTx
 	ElicitationTx
 	MCPTokenTx
+	SystemPromptTx
+	ImportTx
 	// Providers and model configs: only app/modelconfig writes them.
 	ModelConfigWriter
 

@@ -200,6 +200,7 @@ func (s *Server) routes() {
 	chat("POST", "/chats/{chat}/messages", s.sendMessage)
 	chat("PATCH", "/chats/{chat}/messages/{message}", s.editMessage)
 	s.versionRoutes(chat) // versions.go
+	s.exportRoutes(chat)  // export.go
 	chat("DELETE", "/chats/{chat}/queue/{queuedMessage}", s.deleteQueued)
 	chat("POST", "/chats/{chat}/queue/{queuedMessage}/promote", s.promoteQueued)
 	chat("POST", "/chats/{chat}/interrupt", s.interrupt)

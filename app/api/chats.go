@@ -170,13 +170,17 @@ func (s *Server) createChat(w http.ResponseWriter, r *http.Request, c *caller) (
 						msgID = &m.ID
 					}
 				}
-				return res.Chat.ID, msgID, nil, http.StatusCreated, wire.ToChat(res.Chat), nil
+				out := wire.ToChat(res.Chat)
+				out.SystemPrompt = p.SystemPrompt
+				return res.Chat.ID, msgID, nil, http.StatusCreated, out, nil
 			})
 	}
 	if err := s.deps.Machine.Do(r.Context(), create); err != nil {
 		return err
 	}
-	writeJSON(w, http.StatusCreated, wire.ToChat(res.Chat))
+	out := wire.ToChat(res.Chat)
+	out.SystemPrompt = p.SystemPrompt
+	writeJSON(w, http.StatusCreated, out)
 	return nil
 }
 
@@ -374,6 +378,9 @@ func (s *Server) getChat(w http.ResponseWriter, r *http.Request, c *caller) erro
 		if out.Usage, err = chatUsage(r.Context(), tx, chat.ID); err != nil {
 			return err
 		}
+		if out.SystemPrompt, err = tx.ChatSystemPromptGet(r.Context(), chat.ID); err != nil {
+			return err
+		}
 		family, err := tx.ChatDescendants(r.Context(), chat.Root())
 		for _, f := range family {
 			if f.ParentChatID.Valid && f.ParentChatID.UUID == id {
@@ -399,8 +406,13 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 		// Raw, so absent (nil) and null ("null") stay apart.
 		MCPServerIDs json.RawMessage `json:"mcp_server_ids"`
 		ProjectID    json.RawMessage `json:"project_id"`
+		SystemPrompt json.RawMessage `json:"system_prompt"`
 	}
 	if err := decodeJSON(r, &req); err != nil {
+		return err
+	}
+	prompt, err := s.parseSystemPrompt(req.SystemPrompt)
+	if err != nil {
 		return err
 	}
 	project, err := parseProjectID(req.ProjectID)
@@ -422,7 +434,7 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 	}
 	change := chatstate.MetadataChange{
 		Archived: req.Archived, Labels: req.Labels, PinOrder: req.PinOrder, ToolApproval: req.ToolApproval,
-		ProjectID: project,
+		ProjectID: project, SystemPrompt: prompt,
 	}
 	if req.MCPServerIDs != nil {
 		servers, err := s.parseMCPServerIDs(req.MCPServerIDs, c)
@@ -444,6 +456,25 @@ func (s *Server) patchChat(w http.ResponseWriter, r *http.Request, c *caller) er
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// parseSystemPrompt reads PATCH /chats/{chat}'s system_prompt: absent
+// leaves the prompt alone (nil); null and "" clear it; a string sets it.
+func (s *Server) parseSystemPrompt(raw json.RawMessage) (*string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	var text *string
+	if err := json.Unmarshal(raw, &text); err != nil {
+		return nil, validation("system_prompt", "system_prompt must be a string or null")
+	}
+	if text == nil {
+		text = new(string)
+	}
+	if err := s.checkCreateLimits(*text, 0); err != nil {
+		return nil, err
+	}
+	return text, nil
 }
 
 func (s *Server) deleteChat(w http.ResponseWriter, r *http.Request, c *caller) error {

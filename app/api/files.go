@@ -209,13 +209,16 @@ func (s *Server) fileLimits(w http.ResponseWriter, r *http.Request, c *caller) e
 	writeJSON(w, http.StatusOK, sdk.FileLimits{
 		MaxFileBytes: cfg.MaxFileBytes, QuotaBytes: cfg.QuotaBytes, UsedBytes: used,
 		MaxFilesPerChat: cfg.MaxPerChat, RetentionSeconds: int64(cfg.Retention.Seconds()),
-		ImageTypes: []string{"image/png", "image/jpeg", "image/gif", "image/webp"},
+		ImageTypes: files.ImageTypes(), DocumentTypes: files.DocumentTypes(),
 	})
 	return nil
 }
 
 // takesImages reports whether a model config takes images.
 func takesImages(m sdk.ChatModel) bool { return files.TakesImages(m.Provider, m.Model) }
+
+// takesPDF reports whether a model config reads PDFs.
+func takesPDF(m sdk.ChatModel) bool { return files.TakesPDF(m.Provider, m.Model) }
 
 // modelFor is the model config a turn runs on: the one named, else the
 // chat's last one, else the default.
@@ -248,7 +251,7 @@ func (s *Server) modelFor(ctx context.Context, named uuid.NullUUID, chatID uuid.
 
 // checkFiles completes and checks the file parts of user input: each must
 // be one of the caller's files (another user's is reported like a missing
-// one), an image the turn's model takes, or text; its media type and name
+// one), an image or a PDF the turn's model takes, or text; its media type and name
 // are copied into the part. chatID is the chat the input goes to (none
 // for a create).
 func (s *Server) checkFiles(ctx context.Context, c *caller, parts []sdk.ChatMessagePart, model uuid.NullUUID, chatID uuid.NullUUID) error {
@@ -280,6 +283,14 @@ func (s *Server) checkFiles(ctx context.Context, c *caller, parts []sdk.ChatMess
 			}
 			if !takesImages(m) {
 				return validation(field, fmt.Sprintf("the model %s/%s does not take images; choose a vision model or remove the image %q",
+					m.Provider, m.Model, f.Name))
+			}
+		case files.IsDocument(f.MediaType):
+			if !looked {
+				m, looked = s.modelFor(ctx, model, chatID), true
+			}
+			if !takesPDF(m) {
+				return validation(field, fmt.Sprintf("model %s/%s does not accept PDF files; choose an OpenAI or Anthropic vision model or remove %q",
 					m.Provider, m.Model, f.Name))
 			}
 		case files.IsText(f.MediaType):

@@ -148,6 +148,7 @@ func TestFileParts(t *testing.T) {
 		img := uploaded(t, h.upload(t, h.aliceToken, "/api/v2/files?name=cat.png", "image/png", pngBytes))
 		txt := uploaded(t, h.upload(t, h.aliceToken, "/api/v2/files?name=a.md", "text/markdown", []byte("# hi")))
 		pdf := uploaded(t, h.upload(t, h.aliceToken, "/api/v2/files?name=a.pdf", "application/pdf", []byte("%PDF-1.4 x")))
+		zip := uploaded(t, h.upload(t, h.aliceToken, "/api/v2/files?name=a.zip", "application/zip", []byte("PK\x03\x04\x00\x00")))
 		_, _, bobToken := h.newUser(t, "bob")
 		bobs := uploaded(t, h.upload(t, bobToken, "/api/v2/files", "text/plain", []byte("bob's")))
 
@@ -181,7 +182,8 @@ func TestFileParts(t *testing.T) {
 			"another user's file": {body(part(bobs.ID)), "does not exist"},
 			"a missing file":      {body(part(uuid.New())), "does not exist"},
 			"no file_id":          {body(`{"type":"file"}`), "file_id"},
-			"an unsupported type": {body(part(pdf.ID)), "application/pdf"},
+			"an unsupported type": {body(part(zip.ID)), "application/zip"},
+			"a PDF to the demo model, which reads none": {body(part(pdf.ID)), `model demo/demo does not accept PDF files; choose an OpenAI or Anthropic vision model or remove "a.pdf"`},
 		} {
 			e := requireJSONError(t, alice("POST", "/api/v2/chats/"+chat.ID.String()+"/messages", tc.body),
 				http.StatusBadRequest, sdk.CodeValidation)

@@ -67,6 +67,8 @@ var operations = []operation{
 	{method: "GET", path: "/chats/{chat}", summary: "Get a chat", status: 200, response: sdk.Chat{}},
 	{method: "PATCH", path: "/chats/{chat}", summary: "Update a chat", request: sdk.UpdateChatRequest{}, status: 204},
 	{method: "DELETE", path: "/chats/{chat}", summary: "Delete a chat", status: 204},
+	{method: "GET", path: "/chats/{chat}/export", summary: "Export a chat (format=json|markdown, files=inline)", status: 200, response: sdk.ChatExport{}},
+	{method: "POST", path: "/chats/import", summary: "Import a chat export as a new chat (200: imported before)", request: sdk.ChatExport{}, status: 201, response: sdk.Chat{}},
 	{method: "GET", path: "/chats/{chat}/messages", summary: "List a chat's messages", status: 200, response: sdk.ChatMessagesResponse{}},
 	{method: "POST", path: "/chats/{chat}/messages", summary: "Send a message", request: sdk.CreateChatMessageRequest{}, status: 200, response: sdk.CreateChatMessageResponse{}},
 	{method: "PATCH", path: "/chats/{chat}/messages/{message}", summary: "Edit a message", request: sdk.EditChatMessageRequest{}, status: 200, response: sdk.EditChatMessageResponse{}},

@@ -193,6 +193,11 @@ var scenarios = []scenario{
 		allowed: same(activeStates...), check: checkRenamed,
 	},
 	{
+		// A system prompt is metadata: set in every state but archived.
+		name: "system_prompt", method: "PATCH", path: "/chats/{chat}", body: `{"system_prompt":"Answer like a pirate."}`,
+		status: http.StatusNoContent, allowed: same(activeStates...), check: checkSystemPrompt,
+	},
+	{
 		name: "pin_and_label", method: "PATCH", path: "/chats/{chat}", status: http.StatusNoContent,
 		body:    `{"pin_order":3,"labels":{"case":"{label}","team":"blue"}}`,
 		allowed: same(activeStates...), check: checkPinned,
@@ -443,6 +448,13 @@ func checkRenamed(t *testing.T, h *fixture, s seeded, before, after view, body [
 	require.Equal(t, "Renamed by user", after.Chat.Title)
 	require.Equal(t, "user", after.Chat.TitleSource)
 	require.Equal(t, before.Chat.Status, after.Chat.Status)
+	require.Equal(t, before.Messages, after.Messages)
+}
+
+func checkSystemPrompt(t *testing.T, h *fixture, s seeded, before, after view, body []byte) {
+	require.Equal(t, "Answer like a pirate.", after.Chat.SystemPrompt)
+	require.Equal(t, before.Chat.Status, after.Chat.Status)
+	require.Equal(t, before.Chat.SnapshotVersion, after.Chat.SnapshotVersion, "a system prompt takes no transition")
 	require.Equal(t, before.Messages, after.Messages)
 }
 

@@ -92,3 +92,30 @@ func TestCapacity(t *testing.T) {
 		require.Contains(t, out.String(), "largest chat count held: 0")
 	})
 }
+
+// TestSurfaces runs the surfaces figures small on each store: every viewer
+// of every chat gets every token through the WebSocket stream, the AI SDK
+// stream and the Responses stream, and a viewer that joins halfway
+// catches up on each.
+func TestSurfaces(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		cfg := bench.SurfacesConfig{Chats: 2, Tokens: 20, FirstToken: 20 * time.Millisecond, TokensPerSec: 50}
+		r, err := bench.Surfaces(context.Background(), newStore(t), "test", cfg)
+		require.NoError(t, err)
+		require.Len(t, r.Rows, 3)
+		for i, name := range []string{"websocket", "ai-sdk", "openai"} {
+			row := r.Rows[i]
+			require.Equal(t, name, row.Surface)
+			require.Equal(t, 2*3*20, row.Received, name)
+			require.Zero(t, row.Missing, name)
+			require.Positive(t, row.P99, name)
+			// A joiner that comes after the last token has no catching up
+			// to time (a loaded machine): at least one of two is timed.
+			require.Positive(t, row.ResumeSamples, name)
+			require.Positive(t, row.ResumeP99, name)
+		}
+		var out bytes.Buffer
+		require.NoError(t, r.Write(&out))
+		require.Contains(t, out.String(), "ai-sdk")
+	})
+}

@@ -323,12 +323,6 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 					return
 				}
 				now := time.Since(start)
-				var frame []sdk.ChatStreamEvent
-				if err := json.Unmarshal(data, &frame); err != nil {
-					errs[i] = err
-					return
-				}
-				replied := false
 				// note times each token once, when it first arrives.
 				note := func(text string) {
 					for f := range strings.FieldsSeq(text) {
@@ -338,24 +332,13 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 						}
 					}
 				}
-				for _, ev := range frame {
-					switch {
-					case ev.Type == sdk.StreamMessagePart && ev.MessagePart != nil:
-						// A part may carry several tokens when a viewer's
-						// parts are coalesced: each is timed.
-						note(ev.MessagePart.Part.Text)
-					case ev.Type == sdk.StreamPreviewReset && !isReady:
-						isReady = true
-						ready.Done()
-					case ev.Type == sdk.StreamMessage && ev.Message != nil && ev.Message.Role == store.RoleAssistant && isReady:
-						// The committed reply: tokens the viewer had not
-						// seen as parts (the stream may send the stored
-						// message in place of the last parts) arrive now.
-						for _, p := range ev.Message.Content {
-							note(p.Text)
-						}
-						replied = true
-					}
+				replied, err := readStreamFrame(data, isReady, note, func() {
+					isReady = true
+					ready.Done()
+				})
+				if err != nil {
+					errs[i] = err
+					return
 				}
 				if replied {
 					break
@@ -398,6 +381,37 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 		load.CPUPerToken = cpu / time.Duration(load.Received)
 	}
 	return load, nil
+}
+
+// readStreamFrame reads one frame of the chat stream: note gets the text
+// of every token-carrying part and, once the viewer is ready (it has read
+// its preview_reset, which calls onReady), of the committed reply, whose
+// arrival ends the viewer's reading (replied).
+func readStreamFrame(data []byte, ready bool, note func(text string), onReady func()) (replied bool, err error) {
+	var frame []sdk.ChatStreamEvent
+	if err := json.Unmarshal(data, &frame); err != nil {
+		return false, err
+	}
+	for _, ev := range frame {
+		switch {
+		case ev.Type == sdk.StreamMessagePart && ev.MessagePart != nil:
+			// A part may carry several tokens when a viewer's parts are
+			// coalesced: each is timed.
+			note(ev.MessagePart.Part.Text)
+		case ev.Type == sdk.StreamPreviewReset && !ready:
+			ready = true
+			onReady()
+		case ev.Type == sdk.StreamMessage && ev.Message != nil && ev.Message.Role == store.RoleAssistant && ready:
+			// The committed reply: tokens the viewer had not seen as
+			// parts (the stream may send the stored message in place of
+			// the last parts) arrive now.
+			for _, p := range ev.Message.Content {
+				note(p.Text)
+			}
+			replied = true
+		}
+	}
+	return replied, nil
 }
 
 // forEach calls fn for every item, deliveryDialers at a time, and

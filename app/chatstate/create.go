@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
 
@@ -38,7 +37,8 @@ type CreateParams struct {
 // Create applies N -> Create -> R0 (or W with no user message). The chat
 // does not exist yet, so the guard finds no row to lock; a child locks its
 // family's root FOR SHARE and fails when the root is archived. The result
-// carries the initial history (system prompt, first message) in Messages.
+// carries the initial history (hook context, first message) in Messages;
+// the system prompt is kept beside the chat (store.SystemPromptTx).
 func (t *Tx) Create(p CreateParams) (Result, error) {
 	if p.ID == uuid.Nil {
 		p.ID = uuid.New()
@@ -110,12 +110,11 @@ func (t *Tx) Create(p CreateParams) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if p.SystemPrompt != "" && len(p.Copy) == 0 {
-		sys, _ := EncodeParts([]sdk.ChatMessagePart{{Type: sdk.PartText, Text: p.SystemPrompt}})
-		if _, err := t.insertMessage(store.MessageInsertParams{
-			ChatID: c.ID, Role: store.RoleSystem, Content: sys, Visibility: store.VisibilityModel, Now: t.now,
-		}); err != nil {
-			return Result{}, fmt.Errorf("insert system prompt: %w", err)
+	// The system prompt is the chat's metadata, not a message: the worker
+	// reads it at every model call (PATCH /chats/{chat} may change it).
+	if p.SystemPrompt != "" {
+		if err := t.tx.ChatSystemPromptSet(t.ctx, c.ID, p.SystemPrompt, t.now); err != nil {
+			return Result{}, fmt.Errorf("write system prompt: %w", err)
 		}
 	}
 	// Hook context (session_start, user_prompt_submit) precedes the first

@@ -535,10 +535,12 @@ func (r *mxRun) common(t *testing.T, to chatstate.State) {
 	require.Equal(t, appended, reported, "messages reported by %s are those it appended", r.tr)
 
 	// A history change sets history_version to this snapshot and resets
-	// generation_attempt; RequestCompaction does both without a message.
+	// generation_attempt; RequestCompaction does both without a message,
+	// and Create's snapshot is the chat's first history version even when
+	// it writes no message (its system prompt is no message).
 	require.GreaterOrEqual(t, len(r.after.Messages), len(r.before.Messages), "messages were removed")
 	histChanged := !mxSameRows(r.before.Messages, r.after.Messages)
-	if histChanged || r.tr == chatstate.RequestCompaction {
+	if histChanged || r.tr == chatstate.RequestCompaction || r.tr == chatstate.Create {
 		require.Equal(t, v, a.HistoryVersion, "history_version after a history change")
 		require.Zero(t, a.GenerationAttempt, "generation_attempt after a history change")
 	} else {
@@ -909,12 +911,15 @@ func mxPromotedNew() mxMsg {
 	}
 }
 
-func mxSystem(text string) mxMsg {
-	return func(t *testing.T, _ *mxRun, m store.Message) {
-		t.Helper()
-		require.Equal(t, store.RoleSystem, m.Role)
-		require.Equal(t, text, mxText(t, m.Content))
-	}
+// systemPrompt: the chat's system prompt is want, kept beside the chat
+// (not a message of its history).
+func (r *mxRun) systemPrompt(t *testing.T, want string) {
+	t.Helper()
+	require.NoError(t, r.f.s.ReadTx(r.f.ctx, func(tx store.Reader) error {
+		got, err := tx.ChatSystemPromptGet(r.f.ctx, r.id)
+		require.Equal(t, want, got)
+		return err
+	}))
 }
 
 func mxAssistant(text string) mxMsg {
@@ -1118,11 +1123,13 @@ const (
 var mxCases = map[mxTriple]mxCase{
 	// N
 	{mxN, chatstate.Create, mxR0}: {check: func(t *testing.T, r *mxRun) {
-		r.history(t, mxSystem("sys"), mxUser("new"))
+		r.history(t, mxUser("new"))
+		r.systemPrompt(t, "sys")
 		r.queue(t)
 	}},
 	{mxN, chatstate.Create, mxW}: {apply: mxCreateIdle, check: func(t *testing.T, r *mxRun) {
-		r.history(t, mxSystem("sys"))
+		r.history(t)
+		r.systemPrompt(t, "sys")
 		r.queue(t)
 	}},
 

@@ -46,11 +46,15 @@ type MetadataChange struct {
 	// ProjectID, when set, moves a root chat and its family into a project
 	// of the chat's owner (an unset value: out of any).
 	ProjectID store.Opt[uuid.NullUUID]
+	// SystemPrompt replaces the chat's system prompt ("" removes it). It
+	// is metadata, not execution state: allowed while a turn runs, read
+	// by the worker at the next model call.
+	SystemPrompt *string
 }
 
 func (c MetadataChange) mutates() bool {
 	return c.Title != nil || c.Labels != nil || c.PinOrder != nil || c.MCPServerIDs.Set || c.ToolApproval != nil ||
-		c.ProjectID.Set
+		c.ProjectID.Set || c.SystemPrompt != nil
 }
 
 // UpdateMetadata applies a metadata change under MetadataAllowed: an
@@ -83,6 +87,11 @@ func (t *Tx) UpdateMetadata(chatID uuid.UUID, c MetadataChange) (Result, error) 
 	}
 	if c.Title != nil {
 		if _, err := t.WriteTitle(chatID, *c.Title, store.TitleSourceUser); err != nil {
+			return Result{}, err
+		}
+	}
+	if c.SystemPrompt != nil {
+		if err := t.tx.ChatSystemPromptSet(t.ctx, chatID, *c.SystemPrompt, t.now); err != nil {
 			return Result{}, err
 		}
 	}

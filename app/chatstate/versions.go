@@ -283,8 +283,12 @@ func (t *Tx) Fork(p ForkParams) (Result, error) {
 	if p.Title == "" {
 		p.Title, source = src.Title, src.TitleSource
 	}
+	prompt, err := t.tx.ChatSystemPromptGet(t.ctx, p.Source)
+	if err != nil {
+		return Result{}, err
+	}
 	return t.Create(CreateParams{
-		ID: p.ID, OwnerID: src.OwnerID, Title: p.Title, TitleSource: source, Labels: src.Labels,
+		ID: p.ID, OwnerID: src.OwnerID, Title: p.Title, TitleSource: source, Labels: src.Labels, SystemPrompt: prompt,
 		DynamicTools: src.DynamicTools, MCPServerIDs: src.MCPServerIDs, ToolApproval: src.ToolApproval,
 		ProjectID: src.ProjectID,
 		Input:     UserInput{ModelConfigID: src.LastModelConfigID, ReasoningEffort: src.LastReasoningEffort},

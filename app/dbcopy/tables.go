@@ -33,6 +33,8 @@ var Tables = []Table{
 	{Name: "projects"},
 	{Name: "chats"}, // parents before children, see sortChats
 	{Name: "chat_files"},
+	{Name: "chat_system_prompts"},
+	{Name: "chat_imports"},
 	{Name: "chat_elicitations"},
 	{Name: "schedules"},
 	{Name: "schedule_runs"},

@@ -1,7 +1,7 @@
 // Package files holds chatd's attachment rules: which media types a file is
 // stored and served as, the upload size cap and per-user quota, how a file
-// reaches a model (an image, text, or refused), and the removal of files no
-// chat references. Uploads and removals are not chat state: this package
+// reaches a model (an image, a PDF, text, or refused), and the removal of
+// files no chat references. Uploads and removals are not chat state: this package
 // writes them itself; the link of a file to a chat is written by
 // app/chatstate inside the transition that uses it.
 package files
@@ -225,6 +225,22 @@ var textTypes = map[string]bool{
 // IsImage reports whether mediaType is an image a vision model takes.
 func IsImage(mediaType string) bool { return imageTypes[mediaType] }
 
+// MediaTypePDF is the one document type: a PDF, given as is to the models
+// that read PDFs (TakesPDF) and refused for the others.
+const MediaTypePDF = "application/pdf"
+
+// ImageTypes are the image types a model may be given, for GET
+// /files/limits.
+func ImageTypes() []string { return []string{"image/png", "image/jpeg", "image/gif", "image/webp"} }
+
+// DocumentTypes are the document types a model that reads them is given as
+// they are, for GET /files/limits.
+func DocumentTypes() []string { return []string{MediaTypePDF} }
+
+// IsDocument reports whether mediaType is a document some models read
+// natively.
+func IsDocument(mediaType string) bool { return mediaType == MediaTypePDF }
+
 // IsText reports whether mediaType is given to a model as text.
 func IsText(mediaType string) bool {
 	return strings.HasPrefix(mediaType, "text/") || textTypes[mediaType] || strings.HasSuffix(mediaType, "+json") ||
@@ -250,6 +266,8 @@ func MediaType(declared string, content []byte) (string, error) {
 		return sniffed, nil // the bytes say which image it is
 	case strings.HasPrefix(typ, "image/") && imageTypes[typ]:
 		return "", fmt.Errorf("%w: declared %s, but the bytes are not one", ErrBadContent, typ)
+	case typ == MediaTypePDF && sniffed != MediaTypePDF:
+		return "", fmt.Errorf("%w: declared %s, but the bytes are not a PDF", ErrBadContent, typ)
 	case typ == "" || typ == "application/octet-stream":
 		if utf8.Valid(content) && !bytes.ContainsRune(content, 0) {
 			return "text/plain", nil
@@ -286,6 +304,8 @@ func Serving(f store.File) (contentType, disposition string) {
 		return f.MediaType, inline
 	case f.MediaType == "text/plain":
 		return "text/plain; charset=utf-8", inline
+	case f.MediaType == MediaTypePDF:
+		return MediaTypePDF, attach
 	case IsText(f.MediaType):
 		return "text/plain; charset=utf-8", attach
 	}
@@ -317,7 +337,16 @@ func AsText(name, mediaType string, content []byte) string {
 
 // Unsupported is the refusal of a file type no model input takes.
 func Unsupported(mediaType string) string {
-	return fmt.Sprintf("files of type %s cannot be given to a model; attach images (PNG, JPEG, GIF, WebP) or text files", mediaType)
+	return fmt.Sprintf("files of type %s cannot be given to a model; attach images (PNG, JPEG, GIF, WebP), PDFs or text files", mediaType)
+}
+
+// TakesPDF reports whether a model reads PDFs natively: a vision model
+// (modelinfo.Vision) of OpenAI (file inputs) or Anthropic (document
+// blocks). OpenAI-compatible servers (Ollama, vLLM, ...) and the demo
+// model do not: a PDF for them is refused when it is sent, and chatd
+// extracts no text from PDFs.
+func TakesPDF(provider, model string) bool {
+	return (provider == "openai" || provider == "anthropic") && modelinfo.Vision(provider, model)
 }
 
 // TakesImages reports whether a model takes images: the built-in table

@@ -36,6 +36,8 @@ func TestMediaType(t *testing.T) {
 		{"text that is not UTF-8", "text/plain", []byte{0xff, 0xfe, 0x00}, ""},
 		{"binary undeclared", "", []byte{0, 1, 2, 0xff}, "application/octet-stream"},
 		{"pdf", "application/pdf", []byte("%PDF-1.4"), "application/pdf"},
+		{"pdf undeclared", "", []byte("%PDF-1.4\n%\xe2\xe3\xcf\xd3\x00"), "application/pdf"},
+		{"not a pdf", "application/pdf", []byte("hello"), ""},
 		{"bad type", "not a type;;", []byte("x"), ""},
 	} {
 		got, err := files.MediaType(tc.declared, tc.content)
@@ -55,7 +57,8 @@ func TestServing(t *testing.T) {
 		{"text/plain", "text/plain; charset=utf-8", "inline"},
 		{"text/html", "text/plain; charset=utf-8", "attachment"},
 		{"image/svg+xml", "text/plain; charset=utf-8", "attachment"},
-		{"application/pdf", "application/octet-stream", "attachment"},
+		{"application/pdf", "application/pdf", "attachment"},
+		{"application/zip", "application/octet-stream", "attachment"},
 	} {
 		ct, cd := files.Serving(store.File{Name: `a "b".x`, MediaType: tc.mediaType})
 		require.Equal(t, tc.contentType, ct, tc.mediaType)

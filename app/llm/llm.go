@@ -40,9 +40,11 @@ const (
 // Message is one prompt message. Parts use the wire part shapes:
 // text, reasoning, tool-call (ToolCallID, ToolName, Args) on assistant
 // messages and tool-result (ToolCallID, ToolName, Result, IsError) on tool
-// messages. User messages may carry images as file parts whose URL is a
-// base64 data: URL with the image's MediaType (IsImagePart); the worker
-// has already turned every other attachment into text.
+// messages. User messages may carry images and PDFs as file parts whose
+// URL is a base64 data: URL with the file's MediaType (IsImagePart,
+// IsPDFPart); the worker has already turned every other attachment into
+// text. A tool result may hold image and audio blocks with their data
+// (SplitToolResult).
 type Message struct {
 	Role  string
 	Parts []sdk.ChatMessagePart
@@ -273,15 +275,8 @@ func Images(parts []sdk.ChatMessagePart) []sdk.ChatMessagePart {
 // ImageData splits an image part's data URL into its media type and its
 // base64 data.
 func ImageData(p sdk.ChatMessagePart) (mediaType, base64Data string, ok bool) {
-	if p.Type != sdk.PartFile {
-		return "", "", false
-	}
-	rest, found := strings.CutPrefix(p.URL, "data:")
-	if !found {
-		return "", "", false
-	}
-	mediaType, base64Data, found = strings.Cut(rest, ";base64,")
-	if !found || !strings.HasPrefix(mediaType, "image/") || base64Data == "" {
+	mediaType, base64Data, ok = FileData(p)
+	if !ok || !strings.HasPrefix(mediaType, "image/") {
 		return "", "", false
 	}
 	return mediaType, base64Data, true

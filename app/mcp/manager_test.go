@@ -291,8 +291,8 @@ func TestRun(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `{"content":[
 		{"type":"text","text":"t"},
-		{"type":"image","mimeType":"image/png","bytes":4},
-		{"type":"audio","mimeType":"audio/wav","bytes":3},
+		{"type":"image","mimeType":"image/png","bytes":4,"data":"cG5nIQ=="},
+		{"type":"audio","mimeType":"audio/wav","bytes":3,"data":"d2F2"},
 		{"type":"resource_link","uri":"file:///x","name":"x"},
 		{"type":"resource","resource":{"uri":"file:///y","mimeType":"text/plain","text":"y"}}
 	],"structuredContent":{"ok":true}}`, string(out))

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,10 +11,15 @@ import (
 
 // MaxResultText caps the text of one tool result (text blocks, embedded
 // resources' text and structuredContent together); what is over is cut
-// and marked. The providers send a tool result to the model as text, so
-// binary data (images, audio, blobs) is never passed through: its block
-// keeps its type, MIME type and size.
+// and marked.
 const MaxResultText = 256 << 10
+
+// MaxResultMedia caps the base64 data of the image and audio blocks of one
+// tool result together. Their data is kept in the block ("data", base64)
+// so the providers that take them give them to the model (Anthropic image
+// blocks in the tool result, OpenAI an image part after it); a block over
+// the cap keeps only its type, MIME type and size, as embedded blobs do.
+const MaxResultMedia = 5 << 20
 
 // ToolError is an MCP result with isError set. The worker records its
 // message as the call's error result (is_error); Result is the whole
@@ -29,7 +35,7 @@ func (e *ToolError) Error() string { return e.msg }
 // carries: a single text block is that string; anything else is an object
 // {"content": [blocks], "structuredContent": ...}.
 func convertResult(res *mcp.CallToolResult) (json.RawMessage, error) {
-	budget := MaxResultText
+	budget, media := MaxResultText, MaxResultMedia
 	if len(res.Content) == 1 && res.StructuredContent == nil {
 		if t, ok := res.Content[0].(*mcp.TextContent); ok {
 			return json.Marshal(capText(t.Text, &budget))
@@ -37,7 +43,7 @@ func convertResult(res *mcp.CallToolResult) (json.RawMessage, error) {
 	}
 	blocks := make([]map[string]any, 0, len(res.Content))
 	for _, c := range res.Content {
-		blocks = append(blocks, convertBlock(c, &budget))
+		blocks = append(blocks, convertBlock(c, &budget, &media))
 	}
 	out := map[string]any{"content": blocks}
 	if res.StructuredContent != nil {
@@ -54,14 +60,14 @@ func convertResult(res *mcp.CallToolResult) (json.RawMessage, error) {
 	return json.Marshal(out)
 }
 
-func convertBlock(c mcp.Content, budget *int) map[string]any {
+func convertBlock(c mcp.Content, budget, media *int) map[string]any {
 	switch c := c.(type) {
 	case *mcp.TextContent:
 		return map[string]any{"type": "text", "text": capText(c.Text, budget)}
 	case *mcp.ImageContent:
-		return map[string]any{"type": "image", "mimeType": c.MIMEType, "bytes": len(c.Data)}
+		return mediaBlock("image", c.MIMEType, c.Data, media)
 	case *mcp.AudioContent:
-		return map[string]any{"type": "audio", "mimeType": c.MIMEType, "bytes": len(c.Data)}
+		return mediaBlock("audio", c.MIMEType, c.Data, media)
 	case *mcp.ResourceLink:
 		b := map[string]any{"type": "resource_link", "uri": c.URI, "name": c.Name}
 		setNonEmpty(b, "title", c.Title)
@@ -86,6 +92,17 @@ func convertBlock(c mcp.Content, budget *int) map[string]any {
 	default:
 		return map[string]any{"type": fmt.Sprintf("%T", c)}
 	}
+}
+
+// mediaBlock is an image or audio block: its type, MIME type, size in
+// bytes and, while the media budget lasts, its data in base64.
+func mediaBlock(typ, mimeType string, data []byte, media *int) map[string]any {
+	b := map[string]any{"type": typ, "mimeType": mimeType, "bytes": len(data)}
+	if n := base64.StdEncoding.EncodedLen(len(data)); len(data) > 0 && n <= *media {
+		*media -= n
+		b["data"] = base64.StdEncoding.EncodeToString(data)
+	}
+	return b
 }
 
 func setNonEmpty(m map[string]any, key, v string) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/llm/modelinfo"
 	"github.com/chatd/chatd/app/sdk"
@@ -236,7 +237,8 @@ func (s *Service) Enabled(ctx context.Context) ([]sdk.ChatModel, error) {
 			limit, _ = ContextLimit(p.Provider, m.Model)
 		}
 		cm := sdk.ChatModel{ID: m.ID, Provider: p.Provider, Model: m.Model, DisplayName: m.DisplayName,
-			Default: m.IsDefault, IsDefault: m.IsDefault, Enabled: true, ContextLimit: limit}
+			Default: m.IsDefault, IsDefault: m.IsDefault, Enabled: true, ContextLimit: limit,
+			ImageInput: files.TakesImages(p.Provider, m.Model), PDFInput: files.TakesPDF(p.Provider, m.Model)}
 		if m.IsDefault {
 			out = slices.Insert(out, 0, cm)
 		} else {

@@ -17,6 +17,10 @@ type ChatModel struct {
 	IsDefault    bool      `json:"is_default"`
 	Enabled      bool      `json:"enabled"`
 	ContextLimit int64     `json:"context_limit,omitempty"`
+	// ImageInput and PDFInput say whether the model is given attached
+	// images and PDFs (a send with one it does not take is refused).
+	ImageInput bool `json:"image_input"`
+	PDFInput   bool `json:"pdf_input"`
 }
 
 // ChatModelProvider groups models by provider, the shape Coder's v2.36

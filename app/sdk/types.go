@@ -150,6 +150,9 @@ type Chat struct {
 	// SearchSnippet is set in a GET /chats?q= answer on a chat that
 	// matched by message text; omitted otherwise.
 	SearchSnippet *SearchSnippet `json:"search_snippet,omitempty"`
+	// SystemPrompt is the chat's system prompt, in the answers about one
+	// chat (GET, POST /chats, import); omitted when none, and in lists.
+	SystemPrompt string `json:"system_prompt,omitempty"`
 }
 
 // SearchSnippet is the message a chat search matched and the text around
@@ -273,6 +276,9 @@ type UpdateChatRequest struct {
 	// ProjectID moves a root chat and its family into a project, or out
 	// of any (null), when Set.
 	ProjectID ProjectSelection `json:"project_id,omitzero"`
+	// SystemPrompt replaces the chat's system prompt when set ("" clears
+	// it); it applies from the chat's next model call.
+	SystemPrompt *string `json:"system_prompt,omitempty"`
 }
 
 // MCPServerSelection is an optional, nullable list of MCP server ids, as
@@ -673,6 +679,9 @@ type FileLimits struct {
 	MaxFilesPerChat  int      `json:"max_files_per_chat"`
 	RetentionSeconds int64    `json:"retention_seconds"`
 	ImageTypes       []string `json:"image_types"`
+	// DocumentTypes are the documents (application/pdf) a model that reads
+	// them natively is given as they are (ChatModel.PDFInput).
+	DocumentTypes []string `json:"document_types"`
 }
 
 // ChatProviderTest answers POST /chats/providers/{id}/test: whether the

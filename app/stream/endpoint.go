@@ -435,6 +435,9 @@ type writer struct {
 	batch []byte
 	ends  []int
 	frame []byte
+	// deadline bounds each frame's write (WriteTimeout), made at the
+	// first write.
+	deadline *writeDeadline
 }
 
 // maxKeptBuffer is the largest buffer a writer keeps between writes.
@@ -538,10 +541,10 @@ func (w *writer) flush(ctx context.Context) error {
 			n++
 		}
 		w.frame = append(w.frame, ']')
-		wctx, cancel := sendContext(ctx, WriteTimeout)
-		err := w.conn.Write(wctx, websocket.MessageText, w.frame)
-		cancel()
-		if err != nil {
+		if w.deadline == nil {
+			w.deadline = newWriteDeadline(ctx, w.conn, WriteTimeout)
+		}
+		if err := w.deadline.write(w.frame); err != nil {
 			return err
 		}
 		start += n
@@ -604,6 +607,36 @@ func peerContext(ctx context.Context, conn *websocket.Conn) (context.Context, co
 	ctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(peer, func() { cancel(context.Canceled) })
 	return ctx, func() { stop(); cancel(context.Canceled) }
+}
+
+// writeDeadline bounds every write to one peer by d with one timer for the
+// connection, reset for each write, where a context with a deadline per
+// write made a context, a timer and coder/websocket's own watch of that
+// context per frame: the allocations every viewer paid for every token.
+// A write that outlasts d closes the connection, which fails the write,
+// as coder/websocket does when a write's context ends. Writes are not
+// ended by the stream's context (see sendContext).
+type writeDeadline struct {
+	conn  *websocket.Conn
+	ctx   context.Context // never done: coder/websocket watches nothing
+	timer *time.Timer
+	d     time.Duration
+}
+
+func newWriteDeadline(ctx context.Context, conn *websocket.Conn, d time.Duration) *writeDeadline {
+	t := time.AfterFunc(d, func() { _ = conn.CloseNow() })
+	t.Stop()
+	return &writeDeadline{conn: conn, ctx: context.WithoutCancel(ctx), timer: t, d: d}
+}
+
+// write sends one text frame, or fails once d has passed.
+func (w *writeDeadline) write(frame []byte) error {
+	w.timer.Reset(w.d)
+	err := w.conn.Write(w.ctx, websocket.MessageText, frame)
+	if !w.timer.Stop() && err != nil {
+		return fmt.Errorf("websocket peer did not take a frame within %s: %w", w.d, err)
+	}
+	return err
 }
 
 // sendContext bounds one write to the peer (a frame, a ping) by d, but is

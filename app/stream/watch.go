@@ -132,6 +132,7 @@ func (s *Server) watch(ctx context.Context, conn *websocket.Conn, userID uuid.UU
 		}
 	})
 	seen := map[uuid.UUID]watched{}
+	deadline := newWriteDeadline(ctx, conn, WriteTimeout)
 	for {
 		select {
 		case <-ctx.Done():
@@ -148,10 +149,7 @@ func (s *Server) watch(ctx context.Context, conn *websocket.Conn, userID uuid.UU
 				if err != nil {
 					return err
 				}
-				wctx, wcancel := sendContext(ctx, WriteTimeout)
-				err = conn.Write(wctx, websocket.MessageText, frame)
-				wcancel()
-				if err != nil {
+				if err := deadline.write(frame); err != nil {
 					return err
 				}
 			}

@@ -64,7 +64,7 @@ func TestBrowserAttachments(t *testing.T) {
 	eval[chromedp.Void](b, `document.querySelector('.attach-item.error .attach-remove').click()`)
 	b.waitJS("the refused file removed", `!document.querySelector('.attach-item.error')`)
 
-	// A file no model takes (a PDF, dropped): refused in the composer with
+	// A file the model cannot take (a PDF for the demo model, dropped): refused in the composer with
 	// the reason, never uploaded; the good files stay.
 	before, err := b.api.FileLimits(b.ctx)
 	require.NoError(t, err)
@@ -72,7 +72,7 @@ func TestBrowserAttachments(t *testing.T) {
 		const form = document.querySelector('form.composer');
 		form.dispatchEvent(new DragEvent('drop', {dataTransfer: files([['paper.pdf', 'application/pdf', '%PDF-1.7 not really']]), bubbles: true, cancelable: true}));
 	})()`)
-	b.waitJS("the refused PDF", `document.querySelector('.attach-item.error')?.textContent.includes('A PDF cannot be given to a model')`)
+	b.waitJS("the refused PDF", `document.querySelector('.attach-item.error')?.textContent.includes('cannot read PDFs')`)
 	require.Equal(t, 3, eval[int](b, `document.querySelectorAll('.attach-tray .attach-item.done').length`), "the good files stay")
 	after, err := b.api.FileLimits(b.ctx)
 	require.NoError(t, err)
@@ -96,8 +96,9 @@ func TestBrowserAttachments(t *testing.T) {
 		const imgs = [...document.querySelectorAll('.thread .msg-user .chip.file.image img.thumb')];
 		return imgs.length === 2 && imgs.every(i => i.complete && i.naturalWidth === 1);
 	})()`)
-	require.True(t, eval[bool](b, `[...document.querySelectorAll('.thread .msg-user .chip.file')].some(e => e.textContent === 'notes.txt')`))
-	b.checkViews(everyView, "", ".thread .msg-user .chip.file.image img.thumb", ".thread .msg-user .chip.file:not(.image)")
+	b.waitJS("the text file's preview", `document.querySelector('.thread .msg-user .file-preview .file-preview-body')?.textContent === 'feed the cat'`)
+	require.Equal(t, "notes.txt", eval[string](b, `document.querySelector('.thread .msg-user .file-preview .file-preview-name').textContent`))
+	b.checkViews(everyView, "", ".thread .msg-user .chip.file.image img.thumb", ".thread .msg-user .file-preview")
 	require.True(t, eval[bool](b, `document.querySelector('.attach-tray').hidden`), "the composer's tray is empty after the send")
 
 	// In the chat view too: attach and send again.

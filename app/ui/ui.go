@@ -36,6 +36,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/andybalholm/brotli"
@@ -47,6 +48,19 @@ import (
 const ContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; " +
 	"img-src 'self' data:; font-src 'self'; connect-src 'self' ws: wss:; object-src 'none'; " +
 	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// DiagramFrame is the page js/rich.js loads in a hidden iframe, sandboxed
+// to scripts only, to draw Mermaid diagrams: Mermaid writes inline styles
+// while it lays a diagram out, which ContentSecurityPolicy forbids, so this
+// one page gets DiagramFramePolicy, which allows inline styles and nothing
+// else more (its scripts are still only the UI's files; no connections).
+// The sandbox gives the frame an opaque origin: no cookies, no storage, no
+// access to the page that frames it.
+const DiagramFrame = "diagram-frame.html"
+
+// DiagramFramePolicy is DiagramFrame's Content-Security-Policy.
+const DiagramFramePolicy = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; " +
+	"img-src 'self' data:; font-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
 
 // CacheControl makes browsers revalidate index.html and unversioned paths
 // (cheap: ETag and 304), so a new binary's UI is picked up at once.
@@ -62,21 +76,29 @@ const VersionPrefix = "v/"
 // contentTypes fixes the types of the UI's file kinds, whatever the host's
 // mime tables say; other extensions fall back to package mime.
 var contentTypes = map[string]string{
-	".html": "text/html; charset=utf-8",
-	".css":  "text/css; charset=utf-8",
-	".js":   "text/javascript; charset=utf-8",
-	".json": "application/json",
-	".svg":  "image/svg+xml",
-	".png":  "image/png",
-	".ico":  "image/x-icon",
-	".txt":  "text/plain; charset=utf-8",
+	".html":  "text/html; charset=utf-8",
+	".css":   "text/css; charset=utf-8",
+	".js":    "text/javascript; charset=utf-8",
+	".json":  "application/json",
+	".svg":   "image/svg+xml",
+	".png":   "image/png",
+	".ico":   "image/x-icon",
+	".txt":   "text/plain; charset=utf-8",
+	".woff2": "font/woff2",
 }
+
+// LargeFile is the size from which a file is compressed only when first
+// asked for, in the background, at gzip's best speed, and never with
+// Brotli: the vendored Mermaid (5 MB) takes a second at the best level, and
+// more than ten under the race detector, in every process that builds a
+// handler. Until its gzip form is ready, a large file is sent as it is.
+const LargeFile = 1 << 20
 
 type file struct {
 	data        []byte
 	etag        string
 	contentType string
-	gzip        []byte   // nil when compression does not pay (binary, tiny)
+	gzip        []byte   // nil when compression does not pay (binary, tiny) or the file is large
 	enc         *encoded // the compressed forms, shared by every handler of this content
 }
 
@@ -88,6 +110,10 @@ type encoded struct {
 	gzipOnce sync.Once
 	gzip     []byte
 	gzipErr  error
+
+	// A large file's gzip form, made in the background on first request.
+	largeOnce sync.Once
+	large     atomic.Pointer[[]byte]
 
 	brOnce sync.Once
 	br     []byte // nil when it does not pay
@@ -142,6 +168,9 @@ func newFile(name string, data []byte) (*file, error) {
 	}
 	v, _ := encodings.LoadOrStore(sum, &encoded{})
 	f.enc = v.(*encoded)
+	if len(data) >= LargeFile {
+		return f, nil
+	}
 	f.enc.gzipOnce.Do(func() { f.enc.gzip, f.enc.gzipErr = gzipped(data) })
 	if f.enc.gzipErr != nil {
 		return nil, f.enc.gzipErr
@@ -150,10 +179,34 @@ func newFile(name string, data []byte) (*file, error) {
 	return f, nil
 }
 
+// largeGzip returns a large file's gzip form when it is ready, else nil,
+// starting its compression on the first call.
+func (f *file) largeGzip() []byte {
+	if f.enc == nil || len(f.data) < LargeFile {
+		return nil
+	}
+	e := f.enc
+	e.largeOnce.Do(func() {
+		go func() {
+			if z, err := gzippedLevel(f.data, gzip.BestSpeed); err == nil && z != nil {
+				e.large.Store(&z)
+			}
+		}()
+	})
+	if z := e.large.Load(); z != nil {
+		return *z
+	}
+	return nil
+}
+
 // gzipped is data gzip-compressed, or nil when that is not smaller.
 func gzipped(data []byte) ([]byte, error) {
+	return gzippedLevel(data, gzip.BestCompression)
+}
+
+func gzippedLevel(data []byte, level int) ([]byte, error) {
 	var b bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	zw, err := gzip.NewWriterLevel(&b, level)
 	if err != nil {
 		return nil, err
 	}
@@ -315,10 +368,20 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f == h.index {
 		cache = CacheControl
 	}
+	if name == DiagramFrame {
+		hd.Set("Content-Security-Policy", DiagramFramePolicy)
+		hd.Set("X-Frame-Options", "SAMEORIGIN")
+	}
 	hd.Set("Content-Type", f.contentType)
 	hd.Set("Cache-Control", cache)
 	data, etag := f.data, f.etag
-	if f.gzip != nil {
+	if f.enc != nil && len(f.data) >= LargeFile {
+		hd.Add("Vary", "Accept-Encoding")
+		if gz := f.largeGzip(); gz != nil && accepts(r.Header.Get("Accept-Encoding"), "gzip") {
+			data, etag = gz, strings.TrimSuffix(f.etag, `"`)+`-gz"`
+			hd.Set("Content-Encoding", "gzip")
+		}
+	} else if f.gzip != nil {
 		hd.Add("Vary", "Accept-Encoding")
 		// Each encoding has its own validator: a cache must not answer a
 		// 304 for one body with another.

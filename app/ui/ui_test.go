@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	"github.com/andybalholm/brotli"
 	"github.com/stretchr/testify/require"
@@ -140,6 +141,10 @@ func TestFilesKeepTheCSP(t *testing.T) {
 				require.Contains(t, tag, "src=", "%s: inline script", name)
 			}
 			require.NotRegexp(t, `\sstyle=|\son[a-z]+=`, src, "%s: inline style or handler", name)
+		case strings.HasPrefix(name, "vendor/"):
+			// Released libraries, unmodified (vendor/README.md): they run
+			// under the same policy, which the browser tests check
+			// (TestBrowserMathAndDiagrams: no violation, no console error).
 		case strings.HasSuffix(name, ".js"):
 			js = append(js, name)
 			require.NotRegexp(t, `\beval\(|new Function\(|document\.write`, src, "%s", name)
@@ -151,6 +156,32 @@ func TestFilesKeepTheCSP(t *testing.T) {
 		return nil
 	}))
 	require.NotEmpty(t, js)
+}
+
+// TestDiagramFramePolicy: the page Mermaid draws in gets its own policy
+// (inline styles, nothing else more) and may be framed by the UI only; every
+// other file keeps the UI's policy; vendored fonts have their type.
+func TestDiagramFramePolicy(t *testing.T) {
+	t.Parallel()
+	srv := newUIServer(t)
+	for _, p := range []string{"/" + ui.DiagramFrame, "/" + ui.VersionPrefix + "x/" + ui.DiagramFrame} {
+		resp, body := get(t, srv, "GET", p, nil)
+		require.Equal(t, http.StatusOK, resp.StatusCode, p)
+		require.Contains(t, body, "vendor/mermaid/mermaid.min.js", p)
+		require.Equal(t, ui.DiagramFramePolicy, resp.Header.Get("Content-Security-Policy"), p)
+		require.Equal(t, "SAMEORIGIN", resp.Header.Get("X-Frame-Options"), p)
+	}
+	require.NotContains(t, ui.DiagramFramePolicy, "unsafe-eval")
+	require.Contains(t, ui.DiagramFramePolicy, "script-src 'self';")
+	for _, p := range []string{"/", "/js/rich.js", "/vendor/mermaid/mermaid.min.js", "/chats/x"} {
+		resp, _ := get(t, srv, "GET", p, nil)
+		require.Equal(t, ui.ContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"), p)
+		require.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"), p)
+	}
+	resp, _ := get(t, srv, "GET", "/vendor/katex/fonts/KaTeX_Main-Regular.woff2", nil)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "font/woff2", resp.Header.Get("Content-Type"))
+	require.Empty(t, resp.Header.Get("Content-Encoding"), "woff2 is compressed already")
 }
 
 // TestMountedInApp: the app serves the UI at / and keeps every API route,
@@ -302,4 +333,40 @@ func TestHandlerCompresses(t *testing.T) {
 	resp, _ := get(t, png, "GET", "/a.png", http.Header{"Accept-Encoding": {"gzip, br"}})
 	require.Empty(t, resp.Header.Get("Content-Encoding"))
 	require.Empty(t, resp.Header.Get("Vary"))
+}
+
+// A large file (the vendored Mermaid) is not compressed when the handler
+// is built: its first request starts a gzip in the background and gets the
+// file as it is; once ready, gzip-accepting requests get the gzip form,
+// with its own ETag.
+func TestHandlerLargeFileGzipLater(t *testing.T) {
+	t.Parallel()
+	big := []byte(strings.Repeat("var x = 1;\n", ui.LargeFile/10))
+	h, err := ui.New(fstest.MapFS{"index.html": {Data: []byte("x")}, "big.js": {Data: big}})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	gz := http.Header{"Accept-Encoding": {"gzip"}}
+	resp, body := get(t, srv, "GET", "/big.js", gz)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Equal(t, "Accept-Encoding", resp.Header.Get("Vary"))
+	if resp.Header.Get("Content-Encoding") == "" {
+		require.Equal(t, string(big), body, "sent as it is until the gzip form is ready")
+	}
+	require.Eventually(t, func() bool {
+		resp, _ := get(t, srv, "GET", "/big.js", gz)
+		return resp.Header.Get("Content-Encoding") == "gzip"
+	}, 30*time.Second, 20*time.Millisecond)
+	resp, body = get(t, srv, "GET", "/big.js", gz)
+	zr, err := gzip.NewReader(strings.NewReader(body))
+	require.NoError(t, err)
+	plain, err := io.ReadAll(zr)
+	require.NoError(t, err)
+	require.Equal(t, big, plain)
+	require.Less(t, len(body), len(big)/10)
+	idResp, _ := get(t, srv, "GET", "/big.js", http.Header{"Accept-Encoding": {"identity"}})
+	require.Empty(t, idResp.Header.Get("Content-Encoding"))
+	require.NotEqual(t, idResp.Header.Get("ETag"), resp.Header.Get("ETag"), "each encoding has its own ETag")
+	resp, _ = get(t, srv, "GET", "/big.js", http.Header{"Accept-Encoding": {"gzip"}, "If-None-Match": {resp.Header.Get("ETag")}})
+	require.Equal(t, http.StatusNotModified, resp.StatusCode)
 }

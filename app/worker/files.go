@@ -1,15 +1,18 @@
 package worker
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/files"
+	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -76,10 +79,13 @@ func loadFiles(ctx context.Context, tx store.Reader, lists ...[]store.Message) (
 
 // fileParts is a message's parts as the model gets them (spec: file
 // links): an image as a file part with its bytes as a data: URL when the
-// model takes images (else a short note), a text file as a text part with
-// a header, an evicted user upload as a note that it expired; evicted
-// assistant and tool files are dropped.
+// model takes images (else a short note), a PDF likewise when the model
+// reads PDFs, a text file as a text part with a header, an evicted user
+// upload as a note that it expired; evicted assistant and tool files are
+// dropped. The images a tool returned stay in its result only for a model
+// that takes images (toolMedia).
 func (v view) fileParts(role string, parts []sdk.ChatMessagePart) []sdk.ChatMessagePart {
+	parts = v.toolMedia(parts)
 	if !slicesContainsFile(parts) {
 		return parts
 	}
@@ -108,11 +114,44 @@ func (v view) fileParts(role string, parts []sdk.ChatMessagePart) []sdk.ChatMess
 				URL: files.DataURL(f.MediaType, f.Content)})
 		case files.IsImage(f.MediaType):
 			out = append(out, sdk.ChatMessagePart{Type: sdk.PartText, Text: fmt.Sprintf("[image %s: not shown, this model does not take images]", name)})
+		case files.IsDocument(f.MediaType) && v.pdfs:
+			out = append(out, sdk.ChatMessagePart{Type: sdk.PartFile, FileID: p.FileID, Name: f.Name, MediaType: f.MediaType,
+				URL: files.DataURL(f.MediaType, f.Content)})
+		case files.IsDocument(f.MediaType):
+			out = append(out, sdk.ChatMessagePart{Type: sdk.PartText, Text: fmt.Sprintf("[PDF %s: not shown, this model does not read PDFs]", name)})
 		case files.IsText(f.MediaType):
 			out = append(out, sdk.ChatMessagePart{Type: sdk.PartText, Text: files.AsText(f.Name, f.MediaType, f.Content)})
 		default:
 			out = append(out, sdk.ChatMessagePart{Type: sdk.PartText, Text: fmt.Sprintf("[attachment %s (%s): not readable by the model]", name, f.MediaType)})
 		}
+	}
+	return out
+}
+
+// toolMedia removes the image data from the tool results of parts when the
+// model takes no images (each image block stays as its type, MIME type and
+// size); audio is left for the provider, which sends it only to a model
+// that takes audio.
+func (v view) toolMedia(parts []sdk.ChatMessagePart) []sdk.ChatMessagePart {
+	if v.images {
+		return parts
+	}
+	var out []sdk.ChatMessagePart
+	for i, p := range parts {
+		if p.Type != sdk.PartToolResult {
+			continue
+		}
+		r := llm.FilterToolMedia(p.Result, func(m llm.ToolMedia) bool { return m.Type != "image" })
+		if bytes.Equal(r, p.Result) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(parts)
+		}
+		out[i].Result = r
+	}
+	if out == nil {
+		return parts
 	}
 	return out
 }

@@ -24,19 +24,24 @@ import (
 // view is what one generation step reads, in one snapshot.
 type view struct {
 	chat   store.Chat
-	system []store.Message // active system messages (they precede boundaries)
 	active []store.Message // active messages from the latest boundary anchor on
 	calls  []chatstate.ToolCall
 	tools  []sdk.DynamicTool
 	// files are the uploaded files the messages reference, by id (an
-	// evicted one is absent); images says whether the step's model takes
-	// images (set once the model is resolved).
+	// evicted one is absent); images and pdfs say whether the step's
+	// model takes images and PDFs (set once the model is resolved).
 	files  map[uuid.UUID]store.File
 	images bool
+	pdfs   bool
 	// journaled holds the outstanding calls that have a tool-journal
 	// entry: they ran (or started) as server-side calls, so the journal
 	// judges them even when their tool is gone now.
 	journaled map[string]bool
+
+	// systemPrompt is the chat's system prompt ("" none), read in the
+	// step's snapshot: a PATCH applies from the next model call.
+	systemPrompt string
+
 	// project is the chat's project (nil: none) and memories its memory
 	// index, read in the same snapshot (memory.go).
 	project  *store.Project
@@ -59,18 +64,10 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 		if v.active, err = r.w.history.active(ctx, tx, c); err != nil {
 			return err
 		}
-		// System messages open a chat (Create writes them first); keep the
-		// ones a boundary cut off.
-		if len(v.active) > 0 && chatstate.IsBoundaryAnchor(v.active[0]) {
-			head, err := tx.MessageList(ctx, c.ID, store.MessageListParams{BeforeID: v.active[0].ID, Limit: 8})
-			if err != nil {
-				return err
-			}
-			for _, m := range head {
-				if m.Role == store.RoleSystem {
-					v.system = append(v.system, m)
-				}
-			}
+		// The system prompt is the chat's metadata; the system rows older
+		// chats have in history were copied there (migration 00025).
+		if v.systemPrompt, err = tx.ChatSystemPromptGet(ctx, c.ID); err != nil {
+			return err
 		}
 		if v.calls, err = chatstate.OutstandingIn(v.active); err != nil {
 			return err
@@ -85,7 +82,7 @@ func (r *runner) load(ctx context.Context, ev event) (view, error) {
 				return err
 			}
 		}
-		if v.files, err = loadFiles(ctx, tx, v.system, v.active); err != nil {
+		if v.files, err = loadFiles(ctx, tx, v.active); err != nil {
 			return err
 		}
 		if len(c.DynamicTools) > 0 {
@@ -171,8 +168,8 @@ func (v view) lastUsage() *store.Usage {
 	return nil
 }
 
-// prompt builds the provider request from system messages and the history
-// after the latest boundary (model-only rows included, user-only excluded).
+// prompt builds the provider request from the project's and the chat's
+// system prompts and the history after the latest boundary (model-only rows included, user-only excluded).
 func (v view) prompt(upTo int) []llm.Message {
 	var out []llm.Message
 	add := func(m store.Message) {
@@ -183,11 +180,11 @@ func (v view) prompt(upTo int) []llm.Message {
 	if sys, ok := v.projectPrompt(); ok {
 		out = append(out, sys)
 	}
-	for _, m := range v.system {
-		add(m)
+	if v.systemPrompt != "" {
+		out = append(out, llm.Message{Role: store.RoleSystem, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: v.systemPrompt}}})
 	}
 	for _, m := range v.active[:upTo] {
-		if forModel(m) {
+		if forModel(m) && m.Role != store.RoleSystem {
 			add(m)
 		}
 	}
@@ -375,6 +372,7 @@ func (r *runner) generate(ctx context.Context, ev event) (err error) {
 	}
 	step.set(actionAttr("generate"))
 	v.images = files.TakesImages(model.Provider.Name(), model.Name)
+	v.pdfs = files.TakesPDF(model.Provider.Name(), model.Name)
 	req := llm.Request{Model: model.Name, Messages: v.prompt(len(v.active)), Tools: v.llmTools(server), ReasoningEffort: model.effort(v.effort()), MaxOutputTokens: model.MaxOutputTokens}
 	resp, done, err := r.callModel(ctx, ev, v, model, req, nil)
 	if err != nil || done {
@@ -701,6 +699,7 @@ func (r *runner) compact(ctx context.Context, ev event, v view, source string) (
 		instruction += "\n\n" + guide
 	}
 	v.images = files.TakesImages(model.Provider.Name(), model.Name)
+	v.pdfs = files.TakesPDF(model.Provider.Name(), model.Name)
 	msgs := append(v.prompt(cut), llm.Message{Role: llm.RoleUser, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: instruction}}})
 	progress := []sdk.ChatMessagePart{{Type: sdk.PartReasoning, Text: "Summarizing the conversation…"}}
 	req := llm.Request{Model: model.Name, Messages: msgs, MaxOutputTokens: summaryMaxOutput(model)}

@@ -40,6 +40,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	})
 	fs.IntVar(&ccfg.Tokens, "capacity-tokens", bench.DefaultCapacityTokens, "tokens of each capacity reply (30 a second after 300 ms)")
+	surfaces := fs.Bool("surfaces", false, "run only the surfaces figures: token latency and resume cost of the AI SDK and OpenAI Responses streams next to the WebSocket stream")
+	var scfg bench.SurfacesConfig
+	fs.IntVar(&scfg.Chats, "surface-chats", bench.DefaultSurfaceChats, "chats streaming at once in the surfaces figures")
+	fs.IntVar(&scfg.Tokens, "surface-tokens", bench.DefaultSurfaceTokens, "tokens of each reply in the surfaces figures (30 a second after 300 ms)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (go tool pprof reads it)")
 	fs.Func("delivery-viewers", "comma-separated viewer counts of the token delivery figures (default 1,100,1000)", func(v string) (err error) {
 		cfg.Delivery.Viewers, err = bench.ParseViewers(v)
@@ -56,6 +60,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if v <= 0 {
 			return fmt.Errorf("bench: --%s must be positive", name)
 		}
+	}
+	if scfg.Chats <= 0 || scfg.Tokens <= 0 {
+		return fmt.Errorf("bench: --surface-chats and --surface-tokens must be positive")
+	}
+	if *capacity && *surfaces {
+		return fmt.Errorf("bench: --capacity and --surfaces are separate runs; choose one")
 	}
 	if ccfg.Tokens <= 0 {
 		return fmt.Errorf("bench: --capacity-tokens must be positive")
@@ -103,6 +113,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("bench: %w", err)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *surfaces {
+		r, err := bench.Surfaces(ctx, s, name, scfg)
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		return r.Write(stdout)
 	}
 	if *capacity {
 		r, err := bench.Capacity(ctx, s, name, ccfg)

@@ -10,15 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-// chatColumns lists the chats columns in the order scanChat reads them.
-const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_source,
-	title_updated_at, status, archived, worker_id, runner_id, last_error, retry_state,
-	snapshot_version, history_version, queue_version, retry_state_version,
-	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
-	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
-	mcp_server_ids, tool_approval, tool_approvals, created_at, updated_at, project_id`
 
 func scanChat(row pgx.Row) (store.Chat, error) {
 	var (
@@ -75,7 +68,7 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 			mcp_server_ids, tool_approval, snapshot_version, history_version, queue_version,
 			retry_state_version, generation_attempt, created_at, updated_at, project_id
 		) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 1, 0, 0, 0, 0, $7, $7, $15)
-		RETURNING `+chatColumns,
+		RETURNING `+query.ChatColumns,
 		p.ID, p.OwnerID, p.ParentChatID, p.RootChatID, p.Title, string(source), p.Now,
 		string(p.Status), labels, p.LastModelConfigID, p.LastReasoningEffort, p.DynamicTools,
 		p.MCPServerIDs, toolApproval(p.ToolApproval), p.ProjectID,
@@ -94,7 +87,7 @@ func (t *tx) ChatLock(ctx context.Context, id uuid.UUID) (store.Chat, error) {
 	if c, ok := t.cachedChat(id, lockExclusive); ok {
 		return c, nil // held already, and unchanged since read
 	}
-	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id))
+	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+query.ChatColumns+` FROM chats WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("lock chat %s: %w", id, err)
 	}
@@ -109,7 +102,7 @@ func (t *tx) ChatLockShared(ctx context.Context, id uuid.UUID) (store.Chat, erro
 	if c, ok := t.cachedChat(id, lockShared); ok {
 		return c, nil
 	}
-	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1 FOR SHARE`, id))
+	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+query.ChatColumns+` FROM chats WHERE id = $1 FOR SHARE`, id))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("lock chat %s shared: %w", id, err)
 	}
@@ -123,7 +116,7 @@ func (t *tx) ChatGet(ctx context.Context, id uuid.UUID) (store.Chat, error) {
 	if c, ok := t.cachedChat(id, lockShared); ok {
 		return c, nil
 	}
-	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = $1`, id))
+	c, err := scanChat(t.tx.QueryRow(ctx, `SELECT `+query.ChatColumns+` FROM chats WHERE id = $1`, id))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("get chat %s: %w", id, err)
 	}
@@ -136,7 +129,7 @@ func (t *tx) ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]store.Chat, er
 	if len(ids) == 0 {
 		return []store.Chat{}, nil
 	}
-	rows, err := t.tx.Query(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ANY($1::uuid[])`, ids)
+	rows, err := t.tx.Query(ctx, `SELECT `+query.ChatColumns+` FROM chats WHERE id = ANY($1::uuid[])`, ids)
 	if err != nil {
 		return nil, fmt.Errorf("get chats: %w", translate(err))
 	}
@@ -151,7 +144,7 @@ func (t *tx) ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]store.Chat, er
 func (t *tx) ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error) {
 	var v int64
 	err := t.tx.QueryRow(ctx,
-		`UPDATE chats SET snapshot_version = snapshot_version + 1 WHERE id = $1 RETURNING snapshot_version`,
+		query.ChatBumpSnapshot,
 		id).Scan(&v)
 	if err != nil {
 		return 0, fmt.Errorf("bump snapshot of chat %s: %w", id, translate(err))
@@ -173,8 +166,8 @@ func (t *tx) ChatUpdate(ctx context.Context, id uuid.UUID, p store.ChatPatch) (s
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
 	}
-	query := `UPDATE chats SET ` + sets + ` WHERE id = ` + a.add(id) + ` RETURNING ` + chatColumns
-	c, err := scanChat(t.tx.QueryRow(ctx, query, a...))
+	stmt := `UPDATE chats SET ` + sets + ` WHERE id = ` + a.add(id) + ` RETURNING ` + query.ChatColumns
+	c, err := scanChat(t.tx.QueryRow(ctx, stmt, a...))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("update chat %s: %w", id, err)
 	}
@@ -193,7 +186,7 @@ func (t *tx) wroteChat(c store.Chat) {
 // trigger clears retry_state with it.
 func (t *tx) ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (store.Chat, error) {
 	c, err := scanChat(t.tx.QueryRow(ctx,
-		`UPDATE chats SET generation_attempt = generation_attempt + 1 WHERE id = $1 RETURNING `+chatColumns, id))
+		`UPDATE chats SET generation_attempt = generation_attempt + 1 WHERE id = $1 RETURNING `+query.ChatColumns, id))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("increment generation attempt of chat %s: %w", id, err)
 	}
@@ -207,7 +200,7 @@ func (t *tx) ChatIncrementGenerationAttempt(ctx context.Context, id uuid.UUID) (
 // trigger, also clears retry_state).
 func (t *tx) ChatTouchHistory(ctx context.Context, id uuid.UUID) (store.Chat, error) {
 	c, err := scanChat(t.tx.QueryRow(ctx,
-		`UPDATE chats SET history_version = snapshot_version, generation_attempt = 0 WHERE id = $1 RETURNING `+chatColumns, id))
+		`UPDATE chats SET history_version = snapshot_version, generation_attempt = 0 WHERE id = $1 RETURNING `+query.ChatColumns, id))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("touch history of chat %s: %w", id, err)
 	}
@@ -218,7 +211,7 @@ func (t *tx) ChatTouchHistory(ctx context.Context, id uuid.UUID) (store.Chat, er
 // ChatDelete removes a chat; its messages, queue, heartbeats and child chats
 // go with it (ON DELETE CASCADE).
 func (t *tx) ChatDelete(ctx context.Context, id uuid.UUID) error {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM chats WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.ChatDelete, id)
 	if err != nil {
 		return fmt.Errorf("delete chat %s: %w", id, translate(err))
 	}
@@ -231,7 +224,7 @@ func (t *tx) ChatDelete(ctx context.Context, id uuid.UUID) error {
 // ChatDescendants returns every chat of rootID's family except the root.
 func (t *tx) ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]store.Chat, error) {
 	rows, err := t.tx.Query(ctx,
-		`SELECT `+chatColumns+` FROM chats WHERE root_chat_id = $1 ORDER BY created_at, id`, rootID)
+		query.ChatDescendants, rootID)
 	if err != nil {
 		return nil, fmt.Errorf("list descendants of chat %s: %w", rootID, translate(err))
 	}
@@ -275,22 +268,22 @@ func chatListQuery(p store.ChatListParams) (string, args, error) {
 		where = append(where,
 			"(updated_at, id) < (SELECT c.updated_at, c.id FROM chats c WHERE c.id = "+a.add(p.AfterID.UUID)+")")
 	}
-	query := `SELECT ` + chatColumns + ` FROM chats`
+	stmt := query.ChatList
 	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
+		stmt += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + a.add(store.ListLimit(p.Limit))
-	return query, a, nil
+	stmt += ` ORDER BY updated_at DESC, id DESC LIMIT ` + a.add(store.ListLimit(p.Limit))
+	return stmt, a, nil
 }
 
 // ChatList lists chats newest first by (updated_at, id), paging by keyset
 // after p.AfterID. A cursor whose chat no longer exists yields an empty page.
 func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat, error) {
-	query, a, err := chatListQuery(p)
+	stmt, a, err := chatListQuery(p)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.Query(ctx, query, a...)
+	rows, err := t.tx.Query(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", translate(err))
 	}
@@ -305,7 +298,7 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 func (t *tx) ChatCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
 	if err := t.tx.QueryRow(ctx,
-		`SELECT count(*) FROM chats WHERE owner_id = $1`, ownerID).Scan(&n); err != nil {
+		query.ChatCountByOwner, ownerID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count chats of owner %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -325,7 +318,7 @@ func toolApproval(p string) string {
 func (t *tx) ChatListArchivable(ctx context.Context, p store.ArchivableParams) ([]store.Chat, error) {
 	var a args
 	cutoff := a.add(p.Cutoff)
-	rows, err := t.tx.Query(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
+	rows, err := t.tx.Query(ctx, `SELECT `+qualified("c", query.ChatColumns)+` FROM chats c
 		WHERE c.root_chat_id IS NULL AND NOT c.archived AND c.pin_order = 0
 		AND c.status NOT IN ('running', 'interrupting', 'requires_action')
 		AND c.created_at < `+cutoff+`

@@ -8,13 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-// invocationColumns lists the invocations columns in the order
-// scanInvocation reads them.
-const invocationColumns = `request_id, caller_id, content_sha256, kind, chat_id, audit_id, state,
-	message_id, queued_message_id, response, outcome, review, created_at, updated_at, completed_at,
-	request_sha256`
 
 func scanInvocation(row pgx.Row) (store.Invocation, error) {
 	var (
@@ -39,8 +34,7 @@ func scanInvocation(row pgx.Row) (store.Invocation, error) {
 // InvocationInsert stores a new claim; a claimed request_id (or audit_id)
 // is store.ErrConflict.
 func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+	_, err := t.tx.Exec(ctx, query.InvocationInsert,
 		inv.RequestID, inv.CallerID, inv.ContentSHA256, inv.Kind, inv.ChatID, inv.AuditID, inv.State,
 		inv.MessageID, inv.QueuedMessageID, inv.Response, inv.Outcome, inv.Review,
 		inv.CreatedAt, inv.UpdatedAt, inv.CompletedAt, inv.RequestSHA256)
@@ -53,7 +47,7 @@ func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
 // InvocationGet reads a claim.
 func (t *tx) InvocationGet(ctx context.Context, requestID uuid.UUID) (store.Invocation, error) {
 	inv, err := scanInvocation(t.tx.QueryRow(ctx,
-		`SELECT `+invocationColumns+` FROM invocations WHERE request_id = $1`, requestID))
+		query.InvocationGet, requestID))
 	if err != nil {
 		return store.Invocation{}, fmt.Errorf("get invocation %s: %w", requestID, err)
 	}
@@ -67,19 +61,14 @@ func (t *tx) InvocationUpdate(ctx context.Context, requestID uuid.UUID, p store.
 	if err != nil {
 		return store.Invocation{}, fmt.Errorf("update invocation %s: %w", requestID, err)
 	}
-	query := `UPDATE invocations SET ` + sets +
-		` WHERE request_id = ` + a.add(requestID) + ` RETURNING ` + invocationColumns
-	inv, err := scanInvocation(t.tx.QueryRow(ctx, query, a...))
+	stmt := `UPDATE invocations SET ` + sets +
+		` WHERE request_id = ` + a.add(requestID) + ` RETURNING ` + query.InvocationColumns
+	inv, err := scanInvocation(t.tx.QueryRow(ctx, stmt, a...))
 	if err != nil {
 		return store.Invocation{}, fmt.Errorf("update invocation %s: %w", requestID, err)
 	}
 	return inv, nil
 }
-
-// journalColumns lists the tool_journal columns in the order scanJournal
-// reads them.
-const journalColumns = `chat_id, tool_call_id, request_id, tool_name, effect, args, state, result,
-	is_error, attempts, started_at, completed_at`
 
 func scanJournal(row pgx.Row) (store.JournalEntry, error) {
 	var (
@@ -109,7 +98,7 @@ func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
 	if attempts == 0 {
 		attempts = 1
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO tool_journal (`+journalColumns+`)
+	_, err := t.tx.Exec(ctx, `INSERT INTO tool_journal (`+query.JournalColumns+`)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 		e.ChatID, e.ToolCallID, e.RequestID, e.ToolName, e.Effect, e.Args, state, e.Result,
 		e.IsError, attempts, e.StartedAt, e.CompletedAt)
@@ -122,7 +111,7 @@ func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
 // JournalGet reads a tool call's entry.
 func (t *tx) JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (store.JournalEntry, error) {
 	e, err := scanJournal(t.tx.QueryRow(ctx,
-		`SELECT `+journalColumns+` FROM tool_journal WHERE chat_id = $1 AND tool_call_id = $2`, chatID, toolCallID))
+		query.JournalGet, chatID, toolCallID))
 	if err != nil {
 		return store.JournalEntry{}, fmt.Errorf("get journal entry %s of chat %s: %w", toolCallID, chatID, err)
 	}
@@ -140,10 +129,10 @@ func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID str
 	if err != nil {
 		return store.JournalEntry{}, fmt.Errorf("update journal entry %s of chat %s: %w", toolCallID, chatID, err)
 	}
-	query := `UPDATE tool_journal SET ` + sets +
+	stmt := `UPDATE tool_journal SET ` + sets +
 		` WHERE chat_id = ` + a.add(chatID) + ` AND tool_call_id = ` + a.add(toolCallID) +
-		` RETURNING ` + journalColumns
-	e, err := scanJournal(t.tx.QueryRow(ctx, query, a...))
+		` RETURNING ` + query.JournalColumns
+	e, err := scanJournal(t.tx.QueryRow(ctx, stmt, a...))
 	if err != nil {
 		return store.JournalEntry{}, fmt.Errorf("update journal entry %s of chat %s: %w", toolCallID, chatID, err)
 	}
@@ -154,11 +143,11 @@ func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID str
 // request's.
 func (t *tx) JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]store.JournalEntry, error) {
 	var a args
-	query := `SELECT ` + journalColumns + ` FROM tool_journal WHERE chat_id = ` + a.add(chatID)
+	stmt := `SELECT ` + query.JournalColumns + ` FROM tool_journal WHERE chat_id = ` + a.add(chatID)
 	if requestID.Valid {
-		query += ` AND request_id = ` + a.add(requestID.UUID)
+		stmt += ` AND request_id = ` + a.add(requestID.UUID)
 	}
-	rows, err := t.tx.Query(ctx, query+` ORDER BY seq`, a...)
+	rows, err := t.tx.Query(ctx, stmt+` ORDER BY seq`, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list journal of chat %s: %w", chatID, translate(err))
 	}

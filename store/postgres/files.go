@@ -9,9 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const fileInfoColumns = `id, owner_id, chat_id, name, media_type, size, created_at, linked_at`
 
 func scanFileRow(row pgx.Row, withContent bool) (store.File, error) {
 	var f store.File
@@ -40,8 +39,7 @@ func (t *tx) FileInsert(ctx context.Context, p store.FileInsertParams) (store.Fi
 		content = []byte{}
 	}
 	f, err := scanFile(t.tx.QueryRow(ctx,
-		`INSERT INTO chat_files (id, owner_id, name, media_type, size, content, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)
-		RETURNING `+fileInfoColumns+`, content`,
+		query.FileInsert,
 		p.ID, p.OwnerID, p.Name, p.MediaType, int64(len(content)), content, p.Now))
 	if err != nil {
 		return store.File{}, fmt.Errorf("insert file for user %s: %w", p.OwnerID, err)
@@ -51,7 +49,7 @@ func (t *tx) FileInsert(ctx context.Context, p store.FileInsertParams) (store.Fi
 
 // FileGet reads a file with its content.
 func (t *tx) FileGet(ctx context.Context, id uuid.UUID) (store.File, error) {
-	f, err := scanFile(t.tx.QueryRow(ctx, `SELECT `+fileInfoColumns+`, content FROM chat_files WHERE id = $1`, id))
+	f, err := scanFile(t.tx.QueryRow(ctx, query.FileGet, id))
 	if err != nil {
 		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
 	}
@@ -61,7 +59,7 @@ func (t *tx) FileGet(ctx context.Context, id uuid.UUID) (store.File, error) {
 // FileListByChat lists a chat's files, earliest uploaded first.
 func (t *tx) FileListByChat(ctx context.Context, chatID uuid.UUID) ([]store.File, error) {
 	rows, err := t.tx.Query(ctx,
-		`SELECT `+fileInfoColumns+` FROM chat_files WHERE chat_id = $1 ORDER BY created_at, id`, chatID)
+		query.FileListByChat, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("list files of chat %s: %w", chatID, translate(err))
 	}
@@ -86,7 +84,7 @@ func (t *tx) FileBytesByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 func (t *tx) FileCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
 	if err := t.tx.QueryRow(ctx,
-		`SELECT count(*) FROM chat_files WHERE owner_id = $1`, ownerID).Scan(&n); err != nil {
+		query.FileCountByOwner, ownerID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count files of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -94,7 +92,7 @@ func (t *tx) FileCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 
 // FileLink links a file to a chat.
 func (t *tx) FileLink(ctx context.Context, id, chatID uuid.UUID, now time.Time) error {
-	tag, err := t.tx.Exec(ctx, `UPDATE chat_files SET chat_id = $1, linked_at = COALESCE(linked_at, $2) WHERE id = $3`,
+	tag, err := t.tx.Exec(ctx, query.FileLink,
 		chatID, now, id)
 	if err != nil {
 		return fmt.Errorf("link file %s to chat %s: %w", id, chatID, translate(err))
@@ -107,7 +105,7 @@ func (t *tx) FileLink(ctx context.Context, id, chatID uuid.UUID, now time.Time) 
 
 // FileDelete removes one file.
 func (t *tx) FileDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_files WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.FileDelete, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete file %s: %w", id, translate(err))
 	}
@@ -116,7 +114,7 @@ func (t *tx) FileDelete(ctx context.Context, id uuid.UUID) (int64, error) {
 
 // FileDeleteUnlinked removes unlinked files uploaded before cutoff.
 func (t *tx) FileDeleteUnlinked(ctx context.Context, cutoff time.Time) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_files WHERE chat_id IS NULL AND created_at < $1`, cutoff)
+	tag, err := t.tx.Exec(ctx, query.FileDeleteUnlinked, cutoff)
 	if err != nil {
 		return 0, fmt.Errorf("delete unlinked files: %w", translate(err))
 	}

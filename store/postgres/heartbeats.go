@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // Postgres's lease clock is the database's: replicas on different hosts
@@ -181,7 +182,7 @@ func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) (
 	alive := ownerAlive(p, &a, "c")
 	rows, err := t.tx.Query(ctx, `WITH held AS (
 			SELECT o.owner_id, COUNT(*) AS n FROM chats o WHERE `+held+` GROUP BY o.owner_id)
-		SELECT `+qualified("c", chatColumns)+` FROM chats c LEFT JOIN held h ON h.owner_id = c.owner_id
+		SELECT `+qualified("c", query.ChatColumns)+` FROM chats c LEFT JOIN held h ON h.owner_id = c.owner_id
 		WHERE NOT c.archived AND c.status IN ('running', 'interrupting', 'requires_action')
 		AND NOT `+alive+`
 		ORDER BY CASE WHEN c.status = 'requires_action' THEN 0 ELSE 1 END,
@@ -212,8 +213,8 @@ func countOwnedQuery(p store.AcquirableParams) (string, args) {
 // ChatCountOwned counts the chats that hold a slot of the concurrent
 // agent limit.
 func (t *tx) ChatCountOwned(ctx context.Context, p store.AcquirableParams) (roots, subagents int64, err error) {
-	query, a := countOwnedQuery(p)
-	err = t.tx.QueryRow(ctx, query, a...).Scan(&roots, &subagents)
+	stmt, a := countOwnedQuery(p)
+	err = t.tx.QueryRow(ctx, stmt, a...).Scan(&roots, &subagents)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count owned chats: %w", translate(err))
 	}

@@ -8,9 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const mcpServerColumns = `id, name, source, enabled, transport, spec, secrets, created_at, updated_at`
 
 func scanMCPServer(row pgx.Row) (store.MCPServer, error) {
 	var (
@@ -38,7 +37,7 @@ func secretsArg(b []byte) any {
 
 // MCPServerGet reads a stored MCP server.
 func (t *tx) MCPServerGet(ctx context.Context, id uuid.UUID) (store.MCPServer, error) {
-	m, err := scanMCPServer(t.tx.QueryRow(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE id = $1`, id))
+	m, err := scanMCPServer(t.tx.QueryRow(ctx, query.MCPServerGet, id))
 	if err != nil {
 		return store.MCPServer{}, fmt.Errorf("get MCP server %s: %w", id, err)
 	}
@@ -47,7 +46,7 @@ func (t *tx) MCPServerGet(ctx context.Context, id uuid.UUID) (store.MCPServer, e
 
 // MCPServerList lists the stored MCP servers by name.
 func (t *tx) MCPServerList(ctx context.Context) ([]store.MCPServer, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers ORDER BY name`)
+	rows, err := t.tx.Query(ctx, query.MCPServerList)
 	if err != nil {
 		return nil, fmt.Errorf("list MCP servers: %w", translate(err))
 	}
@@ -62,7 +61,7 @@ func (t *tx) MCPServerList(ctx context.Context) ([]store.MCPServer, error) {
 // store.ErrConflict.
 func (t *tx) MCPServerInsert(ctx context.Context, p store.MCPServer) (store.MCPServer, error) {
 	m, err := scanMCPServer(t.tx.QueryRow(ctx,
-		`INSERT INTO mcp_servers (`+mcpServerColumns+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING `+mcpServerColumns,
+		query.MCPServerInsert,
 		p.ID, p.Name, p.Source, p.Enabled, p.Transport, string(p.Spec), secretsArg(p.Secrets), p.CreatedAt, p.UpdatedAt))
 	if err != nil {
 		return store.MCPServer{}, fmt.Errorf("insert MCP server %q: %w", p.Name, err)
@@ -73,7 +72,7 @@ func (t *tx) MCPServerInsert(ctx context.Context, p store.MCPServer) (store.MCPS
 // MCPServerUpdate replaces a stored server's settings.
 func (t *tx) MCPServerUpdate(ctx context.Context, p store.MCPServer) (store.MCPServer, error) {
 	m, err := scanMCPServer(t.tx.QueryRow(ctx,
-		`UPDATE mcp_servers SET enabled = $1, transport = $2, spec = $3, secrets = $4, updated_at = $5 WHERE id = $6 RETURNING `+mcpServerColumns,
+		query.MCPServerUpdate,
 		p.Enabled, p.Transport, string(p.Spec), secretsArg(p.Secrets), p.UpdatedAt, p.ID))
 	if err != nil {
 		return store.MCPServer{}, fmt.Errorf("update MCP server %s: %w", p.ID, err)
@@ -83,7 +82,7 @@ func (t *tx) MCPServerUpdate(ctx context.Context, p store.MCPServer) (store.MCPS
 
 // MCPServerDelete removes a stored server.
 func (t *tx) MCPServerDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM mcp_servers WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.MCPServerDelete, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete MCP server %s: %w", id, translate(err))
 	}

@@ -126,10 +126,10 @@ func (t *tx) MessageUpdate(ctx context.Context, chatID uuid.UUID, id int64, p st
 	if err != nil {
 		return store.Message{}, fmt.Errorf("update message %d of chat %s: %w", id, chatID, err)
 	}
-	query := `UPDATE chat_messages SET ` + sets +
+	stmt := `UPDATE chat_messages SET ` + sets +
 		` WHERE chat_id = ` + a.add(chatID) + ` AND id = ` + a.add(id) +
 		` RETURNING ` + returningColumns
-	m, err := t.withSiblings(ctx, t.tx.QueryRow(ctx, query, a...))
+	m, err := t.withSiblings(ctx, t.tx.QueryRow(ctx, stmt, a...))
 	if err != nil {
 		return store.Message{}, fmt.Errorf("update message %d of chat %s: %w", id, chatID, err)
 	}
@@ -140,31 +140,31 @@ func (t *tx) MessageUpdate(ctx context.Context, chatID uuid.UUID, id int64, p st
 // p.Descending).
 func (t *tx) MessageList(ctx context.Context, chatID uuid.UUID, p store.MessageListParams) ([]store.Message, error) {
 	var a args
-	query := `SELECT ` + messageColumns + ` FROM chat_messages WHERE chat_id = ` + a.add(chatID)
+	stmt := `SELECT ` + messageColumns + ` FROM chat_messages WHERE chat_id = ` + a.add(chatID)
 	if !p.IncludeDeleted {
-		query += ` AND NOT deleted`
+		stmt += ` AND NOT deleted`
 	}
 	if p.PeopleOnly {
-		query += ` AND visibility <> 'model'`
+		stmt += ` AND visibility <> 'model'`
 	}
 	if p.RevisionAfter > 0 {
-		query += ` AND revision > ` + a.add(p.RevisionAfter)
+		stmt += ` AND revision > ` + a.add(p.RevisionAfter)
 	}
 	if p.AfterID > 0 {
-		query += ` AND id > ` + a.add(p.AfterID)
+		stmt += ` AND id > ` + a.add(p.AfterID)
 	}
 	if p.BeforeID > 0 {
-		query += ` AND id < ` + a.add(p.BeforeID)
+		stmt += ` AND id < ` + a.add(p.BeforeID)
 	}
 	if p.Descending {
-		query += ` ORDER BY id DESC`
+		stmt += ` ORDER BY id DESC`
 	} else {
-		query += ` ORDER BY id`
+		stmt += ` ORDER BY id`
 	}
 	if p.Limit > 0 {
-		query += ` LIMIT ` + a.add(p.Limit)
+		stmt += ` LIMIT ` + a.add(p.Limit)
 	}
-	rows, err := t.tx.Query(ctx, query, a...)
+	rows, err := t.tx.Query(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, translate(err))
 	}

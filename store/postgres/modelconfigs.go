@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // modelConfigLockKey is the advisory lock that serializes model
@@ -112,7 +113,7 @@ func (t *tx) AIProviderUpdate(ctx context.Context, p store.AIProvider) (store.AI
 
 // AIProviderDelete removes a provider and its model configs.
 func (t *tx) AIProviderDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM ai_providers WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.AIProviderDelete, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete provider %s: %w", id, translate(err))
 	}
@@ -176,7 +177,7 @@ func (t *tx) ModelConfigUpdate(ctx context.Context, m store.ModelConfig) (store.
 
 // ModelConfigDelete removes a model config.
 func (t *tx) ModelConfigDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM model_configs WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.ModelConfigDelete, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete model config %s: %w", id, translate(err))
 	}

@@ -8,9 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const projectColumns = `id, owner_id, name, instructions, created_at, updated_at`
 
 func scanProject(row pgx.Row) (store.Project, error) {
 	var p store.Project
@@ -26,7 +25,7 @@ func scanProject(row pgx.Row) (store.Project, error) {
 func (t *tx) ProjectInsert(ctx context.Context, p store.ProjectInsertParams) (store.Project, error) {
 	pr, err := scanProject(t.tx.QueryRow(ctx,
 		`INSERT INTO projects (id, owner_id, name, instructions, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $5) RETURNING `+projectColumns,
+		VALUES ($1, $2, $3, $4, $5, $5) RETURNING `+query.ProjectColumns,
 		p.ID, p.OwnerID, p.Name, p.Instructions, p.Now))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("insert project %s: %w", p.ID, err)
@@ -36,7 +35,7 @@ func (t *tx) ProjectInsert(ctx context.Context, p store.ProjectInsertParams) (st
 
 // ProjectGet reads a project.
 func (t *tx) ProjectGet(ctx context.Context, id uuid.UUID) (store.Project, error) {
-	p, err := scanProject(t.tx.QueryRow(ctx, `SELECT `+projectColumns+` FROM projects WHERE id = $1`, id))
+	p, err := scanProject(t.tx.QueryRow(ctx, query.ProjectGet, id))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("get project %s: %w", id, err)
 	}
@@ -46,12 +45,12 @@ func (t *tx) ProjectGet(ctx context.Context, id uuid.UUID) (store.Project, error
 // ProjectList lists projects oldest first.
 func (t *tx) ProjectList(ctx context.Context, p store.ProjectListParams) ([]store.Project, error) {
 	var a args
-	query := `SELECT ` + projectColumns + ` FROM projects`
+	stmt := query.ProjectList
 	if p.OwnerID.Valid {
-		query += ` WHERE owner_id = ` + a.add(p.OwnerID.UUID)
+		stmt += ` WHERE owner_id = ` + a.add(p.OwnerID.UUID)
 	}
-	query += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
-	rows, err := t.tx.Query(ctx, query, a...)
+	stmt += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
+	rows, err := t.tx.Query(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", translate(err))
 	}
@@ -65,7 +64,7 @@ func (t *tx) ProjectList(ctx context.Context, p store.ProjectListParams) ([]stor
 // ProjectCountChats counts the chats in a project.
 func (t *tx) ProjectCountChats(ctx context.Context, id uuid.UUID) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRow(ctx, `SELECT count(*) FROM chats WHERE project_id = $1`, id).Scan(&n); err != nil {
+	if err := t.tx.QueryRow(ctx, query.ProjectCountChats, id).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count chats of project %s: %w", id, translate(err))
 	}
 	return n, nil
@@ -83,7 +82,7 @@ func (t *tx) ProjectUpdate(ctx context.Context, id uuid.UUID, p store.ProjectPat
 		return store.Project{}, fmt.Errorf("update project %s: %w", id, err)
 	}
 	pr, err := scanProject(t.tx.QueryRow(ctx,
-		`UPDATE projects SET `+sets+` WHERE id = `+a.add(id)+` RETURNING `+projectColumns, a...))
+		`UPDATE projects SET `+sets+` WHERE id = `+a.add(id)+` RETURNING `+query.ProjectColumns, a...))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("update project %s: %w", id, err)
 	}
@@ -92,7 +91,7 @@ func (t *tx) ProjectUpdate(ctx context.Context, id uuid.UUID, p store.ProjectPat
 
 // ProjectDelete removes a project; its memories cascade.
 func (t *tx) ProjectDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM projects WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.ProjectDelete, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete project %s: %w", id, translate(err))
 	}
@@ -120,8 +119,6 @@ func (t *tx) ProjectLockMemory(ctx context.Context, id uuid.UUID) (store.Project
 	return p, nil
 }
 
-const memoryColumns = `project_id, name, content, chat_id, updated_at`
-
 func scanMemory(row pgx.Row) (store.Memory, error) {
 	var m store.Memory
 	if err := row.Scan(&m.ProjectID, &m.Name, &m.Content, &m.ChatID, &m.UpdatedAt); err != nil {
@@ -134,7 +131,7 @@ func scanMemory(row pgx.Row) (store.Memory, error) {
 // MemoryList lists a project's memories by name.
 func (t *tx) MemoryList(ctx context.Context, projectID uuid.UUID) ([]store.Memory, error) {
 	rows, err := t.tx.Query(ctx,
-		`SELECT `+memoryColumns+` FROM project_memories WHERE project_id = $1 ORDER BY name COLLATE "C"`, projectID)
+		`SELECT `+query.MemoryColumns+` FROM project_memories WHERE project_id = $1 ORDER BY name COLLATE "C"`, projectID)
 	if err != nil {
 		return nil, fmt.Errorf("list memories of project %s: %w", projectID, translate(err))
 	}
@@ -148,7 +145,7 @@ func (t *tx) MemoryList(ctx context.Context, projectID uuid.UUID) ([]store.Memor
 // MemoryGet reads one memory.
 func (t *tx) MemoryGet(ctx context.Context, projectID uuid.UUID, name string) (store.Memory, error) {
 	m, err := scanMemory(t.tx.QueryRow(ctx,
-		`SELECT `+memoryColumns+` FROM project_memories WHERE project_id = $1 AND name = $2`, projectID, name))
+		query.MemoryGet, projectID, name))
 	if err != nil {
 		return store.Memory{}, fmt.Errorf("get memory %q of project %s: %w", name, projectID, err)
 	}
@@ -159,7 +156,7 @@ func (t *tx) MemoryGet(ctx context.Context, projectID uuid.UUID, name string) (s
 func (t *tx) MemoryCount(ctx context.Context, projectID uuid.UUID) (int64, error) {
 	var n int64
 	if err := t.tx.QueryRow(ctx,
-		`SELECT count(*) FROM project_memories WHERE project_id = $1`, projectID).Scan(&n); err != nil {
+		query.MemoryCount, projectID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count memories of project %s: %w", projectID, translate(err))
 	}
 	return n, nil
@@ -169,7 +166,7 @@ func (t *tx) MemoryCount(ctx context.Context, projectID uuid.UUID) (int64, error
 func (t *tx) ProjectCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
 	if err := t.tx.QueryRow(ctx,
-		`SELECT count(*) FROM projects WHERE owner_id = $1`, ownerID).Scan(&n); err != nil {
+		query.ProjectCountByOwner, ownerID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count projects of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -178,9 +175,7 @@ func (t *tx) ProjectCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64,
 // MemoryCountByOwner counts the memories of a user's projects.
 func (t *tx) MemoryCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRow(ctx, `
-		SELECT count(*) FROM project_memories m JOIN projects p ON p.id = m.project_id
-		WHERE p.owner_id = $1`, ownerID).Scan(&n); err != nil {
+	if err := t.tx.QueryRow(ctx, query.MemoryCountByOwner, ownerID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count memories of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -188,11 +183,7 @@ func (t *tx) MemoryCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, 
 
 // MemoryUpsert writes a memory by (project, name).
 func (t *tx) MemoryUpsert(ctx context.Context, m store.Memory) (store.Memory, error) {
-	out, err := scanMemory(t.tx.QueryRow(ctx, `
-		INSERT INTO project_memories (project_id, name, content, chat_id, updated_at) VALUES ($1, $2, $3, $4, $5)
-		ON CONFLICT (project_id, name) DO UPDATE SET
-			content = excluded.content, chat_id = excluded.chat_id, updated_at = excluded.updated_at
-		RETURNING `+memoryColumns,
+	out, err := scanMemory(t.tx.QueryRow(ctx, query.MemoryUpsert,
 		m.ProjectID, m.Name, m.Content, m.ChatID, m.UpdatedAt))
 	if err != nil {
 		return store.Memory{}, fmt.Errorf("save memory %q of project %s: %w", m.Name, m.ProjectID, err)
@@ -202,7 +193,7 @@ func (t *tx) MemoryUpsert(ctx context.Context, m store.Memory) (store.Memory, er
 
 // MemoryDelete removes one memory.
 func (t *tx) MemoryDelete(ctx context.Context, projectID uuid.UUID, name string) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM project_memories WHERE project_id = $1 AND name = $2`, projectID, name)
+	tag, err := t.tx.Exec(ctx, query.MemoryDelete, projectID, name)
 	if err != nil {
 		return 0, fmt.Errorf("delete memory %q of project %s: %w", name, projectID, err)
 	}

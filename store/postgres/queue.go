@@ -9,12 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-// queueColumns lists the chat_queued_messages columns in the order
-// scanQueued reads them.
-const queueColumns = `id, chat_id, position, created_by, content, model_config_id,
-	reasoning_effort, request_id, created_at, hook_context`
 
 func scanQueued(row pgx.Row) (store.QueuedMessage, error) {
 	var (
@@ -46,7 +42,7 @@ func (t *tx) QueueInsert(ctx context.Context, p store.QueueInsertParams) (store.
 			(SELECT COALESCE(MAX(position), 0) + 1 FROM chat_queued_messages WHERE chat_id = $1),
 			$2, $3, $4, $5, $6, $7, $8
 		)
-		RETURNING `+queueColumns,
+		RETURNING `+query.QueueColumns,
 		p.ChatID, p.CreatedBy, p.Content, p.ModelConfigID, p.ReasoningEffort, p.RequestID, p.Now, nullJSONB(p.HookContext)))
 	if err != nil {
 		return store.QueuedMessage{}, fmt.Errorf("queue message in chat %s: %w", p.ChatID, err)
@@ -65,7 +61,7 @@ func nullJSONB(b json.RawMessage) any {
 // QueueList returns the queue head first.
 func (t *tx) QueueList(ctx context.Context, chatID uuid.UUID) ([]store.QueuedMessage, error) {
 	rows, err := t.tx.Query(ctx,
-		`SELECT `+queueColumns+` FROM chat_queued_messages WHERE chat_id = $1 ORDER BY position, id`, chatID)
+		query.QueueList, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("list queue of chat %s: %w", chatID, translate(err))
 	}
@@ -79,7 +75,7 @@ func (t *tx) QueueList(ctx context.Context, chatID uuid.UUID) ([]store.QueuedMes
 // QueueGet reads one queued message of a chat.
 func (t *tx) QueueGet(ctx context.Context, chatID uuid.UUID, id int64) (store.QueuedMessage, error) {
 	q, err := scanQueued(t.tx.QueryRow(ctx,
-		`SELECT `+queueColumns+` FROM chat_queued_messages WHERE chat_id = $1 AND id = $2`, chatID, id))
+		`SELECT `+query.QueueColumns+` FROM chat_queued_messages WHERE chat_id = $1 AND id = $2`, chatID, id))
 	if err != nil {
 		return store.QueuedMessage{}, fmt.Errorf("get queued message %d of chat %s: %w", id, chatID, err)
 	}
@@ -102,7 +98,7 @@ func (t *tx) QueueSetPosition(ctx context.Context, chatID uuid.UUID, id int64, p
 // QueueDelete removes one queued message; 0 rows is not an error, callers
 // that need exactly one check the count.
 func (t *tx) QueueDelete(ctx context.Context, chatID uuid.UUID, id int64) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_queued_messages WHERE chat_id = $1 AND id = $2`, chatID, id)
+	tag, err := t.tx.Exec(ctx, query.QueueDelete, chatID, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete queued message %d of chat %s: %w", id, chatID, translate(err))
 	}
@@ -111,7 +107,7 @@ func (t *tx) QueueDelete(ctx context.Context, chatID uuid.UUID, id int64) (int64
 
 // QueueDeleteAll empties a chat's queue.
 func (t *tx) QueueDeleteAll(ctx context.Context, chatID uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM chat_queued_messages WHERE chat_id = $1`, chatID)
+	tag, err := t.tx.Exec(ctx, query.QueueDeleteAll, chatID)
 	if err != nil {
 		return 0, fmt.Errorf("clear queue of chat %s: %w", chatID, translate(err))
 	}
@@ -126,7 +122,7 @@ func (t *tx) QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error) {
 	}
 	var n int64
 	if err := t.tx.QueryRow(ctx,
-		`SELECT count(*) FROM chat_queued_messages WHERE chat_id = $1`, chatID).Scan(&n); err != nil {
+		query.QueueCount, chatID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count queue of chat %s: %w", chatID, translate(err))
 	}
 	if stable {

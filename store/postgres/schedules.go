@@ -9,10 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const scheduleColumns = `id, chat_id, owner_id, content, kind, spec, timezone, enabled, new_chat, max_runs, run_count,
-	next_run_at, last_run_at, created_at, updated_at`
 
 func scanSchedule(row pgx.Row) (store.Schedule, error) {
 	var s store.Schedule
@@ -28,9 +26,7 @@ func scanSchedule(row pgx.Row) (store.Schedule, error) {
 // ScheduleInsert creates a schedule.
 func (t *tx) ScheduleInsert(ctx context.Context, s store.Schedule) (store.Schedule, error) {
 	out, err := scanSchedule(t.tx.QueryRow(ctx,
-		`INSERT INTO schedules (id, chat_id, owner_id, content, kind, spec, timezone, enabled, new_chat, max_runs, run_count,
-			next_run_at, last_run_at, created_at, updated_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15) RETURNING `+scheduleColumns,
+		query.ScheduleInsert,
 		s.ID, s.ChatID, s.OwnerID, s.Content, s.Kind, s.Spec, s.Timezone, s.Enabled, s.NewChat, s.MaxRuns, s.RunCount,
 		s.NextRunAt, s.LastRunAt, s.CreatedAt, s.UpdatedAt))
 	if err != nil {
@@ -41,7 +37,7 @@ func (t *tx) ScheduleInsert(ctx context.Context, s store.Schedule) (store.Schedu
 
 // ScheduleGet reads a schedule.
 func (t *tx) ScheduleGet(ctx context.Context, id uuid.UUID) (store.Schedule, error) {
-	s, err := scanSchedule(t.tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1`, id))
+	s, err := scanSchedule(t.tx.QueryRow(ctx, query.ScheduleGet, id))
 	if err != nil {
 		return store.Schedule{}, fmt.Errorf("get schedule %s: %w", id, err)
 	}
@@ -50,7 +46,7 @@ func (t *tx) ScheduleGet(ctx context.Context, id uuid.UUID) (store.Schedule, err
 
 // ScheduleLock reads a schedule FOR UPDATE.
 func (t *tx) ScheduleLock(ctx context.Context, id uuid.UUID) (store.Schedule, error) {
-	s, err := scanSchedule(t.tx.QueryRow(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE id = $1 FOR UPDATE`, id))
+	s, err := scanSchedule(t.tx.QueryRow(ctx, `SELECT `+query.ScheduleColumns+` FROM schedules WHERE id = $1 FOR UPDATE`, id))
 	if err != nil {
 		return store.Schedule{}, fmt.Errorf("lock schedule %s: %w", id, err)
 	}
@@ -60,15 +56,15 @@ func (t *tx) ScheduleLock(ctx context.Context, id uuid.UUID) (store.Schedule, er
 // ScheduleList lists schedules oldest first.
 func (t *tx) ScheduleList(ctx context.Context, p store.ScheduleListParams) ([]store.Schedule, error) {
 	var a args
-	query := `SELECT ` + scheduleColumns + ` FROM schedules WHERE true`
+	stmt := `SELECT ` + query.ScheduleColumns + ` FROM schedules WHERE true`
 	if p.ChatID.Valid {
-		query += ` AND chat_id = ` + a.add(p.ChatID.UUID)
+		stmt += ` AND chat_id = ` + a.add(p.ChatID.UUID)
 	}
 	if p.OwnerID.Valid {
-		query += ` AND owner_id = ` + a.add(p.OwnerID.UUID)
+		stmt += ` AND owner_id = ` + a.add(p.OwnerID.UUID)
 	}
-	query += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
-	rows, err := t.tx.Query(ctx, query, a...)
+	stmt += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
+	rows, err := t.tx.Query(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", translate(err))
 	}
@@ -82,7 +78,7 @@ func (t *tx) ScheduleList(ctx context.Context, p store.ScheduleListParams) ([]st
 // ScheduleCountByOwner counts a user's schedules.
 func (t *tx) ScheduleCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRow(ctx, `SELECT count(*) FROM schedules WHERE owner_id = $1`, ownerID).Scan(&n); err != nil {
+	if err := t.tx.QueryRow(ctx, query.ScheduleCountByOwner, ownerID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count schedules of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -132,7 +128,7 @@ func (t *tx) ScheduleUpdate(ctx context.Context, id uuid.UUID, p store.ScheduleP
 		return store.Schedule{}, fmt.Errorf("update schedule %s: %w", id, err)
 	}
 	s, err := scanSchedule(t.tx.QueryRow(ctx,
-		`UPDATE schedules SET `+sets+` WHERE id = `+a.add(id)+` RETURNING `+scheduleColumns, a...))
+		`UPDATE schedules SET `+sets+` WHERE id = `+a.add(id)+` RETURNING `+query.ScheduleColumns, a...))
 	if err != nil {
 		return store.Schedule{}, fmt.Errorf("update schedule %s: %w", id, err)
 	}
@@ -141,7 +137,7 @@ func (t *tx) ScheduleUpdate(ctx context.Context, id uuid.UUID, p store.ScheduleP
 
 // ScheduleDelete removes a schedule; its runs cascade.
 func (t *tx) ScheduleDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM schedules WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.ScheduleDelete, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete schedule %s: %w", id, translate(err))
 	}
@@ -150,8 +146,7 @@ func (t *tx) ScheduleDelete(ctx context.Context, id uuid.UUID) (int64, error) {
 
 // ScheduleRunInsert records one due time.
 func (t *tx) ScheduleRunInsert(ctx context.Context, r store.ScheduleRun) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO schedule_runs (schedule_id, due_at, status, request_id, chat_id, detail, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)`, r.ScheduleID, r.DueAt, r.Status, r.RequestID, r.ChatID, r.Detail, r.CreatedAt)
+	_, err := t.tx.Exec(ctx, query.ScheduleRunInsert, r.ScheduleID, r.DueAt, r.Status, r.RequestID, r.ChatID, r.Detail, r.CreatedAt)
 	if err != nil {
 		return fmt.Errorf("record run of schedule %s due %s: %w", r.ScheduleID, r.DueAt.Format(time.RFC3339), translate(err))
 	}
@@ -169,8 +164,7 @@ func scanScheduleRun(row pgx.Row) (store.ScheduleRun, error) {
 
 // ScheduleRunList lists a schedule's runs, latest due time first.
 func (t *tx) ScheduleRunList(ctx context.Context, scheduleID uuid.UUID, limit int) ([]store.ScheduleRun, error) {
-	rows, err := t.tx.Query(ctx, `SELECT schedule_id, due_at, status, request_id, chat_id, detail, created_at
-		FROM schedule_runs WHERE schedule_id = $1 ORDER BY due_at DESC LIMIT $2`, scheduleID, store.ListLimit(limit))
+	rows, err := t.tx.Query(ctx, query.ScheduleRunList, scheduleID, store.ListLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list runs of schedule %s: %w", scheduleID, translate(err))
 	}

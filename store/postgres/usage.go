@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // UsageRecord appends a ledger row unless its key is recorded.
@@ -18,10 +19,7 @@ func (t *tx) UsageRecord(ctx context.Context, r store.UsageRecord) (bool, error)
 	if r.MessageID != 0 {
 		msg = &r.MessageID
 	}
-	tag, err := t.tx.Exec(ctx, `INSERT INTO usage_records (key, user_id, chat_id, message_id, kind,
-		model_config_id, provider, model, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
-		cost_nanos, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
-		ON CONFLICT (key) DO NOTHING`,
+	tag, err := t.tx.Exec(ctx, query.UsageRecord,
 		r.Key, r.UserID, r.ChatID, msg, r.Kind, r.ModelConfigID, r.Provider, r.Model,
 		r.InputTokens, r.OutputTokens, r.CachedTokens, r.ReasoningTokens, r.CostNanos, r.CreatedAt)
 	if err != nil {
@@ -87,8 +85,7 @@ func (t *tx) UsageSum(ctx context.Context, p store.UsageSumParams) ([]store.Usag
 // UserBudgetGet reads a user's budget override.
 func (t *tx) UserBudgetGet(ctx context.Context, userID uuid.UUID) (store.Budget, error) {
 	var b store.Budget
-	err := t.tx.QueryRow(ctx, `SELECT tokens_per_day, tokens_per_month, cost_per_day, cost_per_month
-		FROM user_budgets WHERE user_id = $1`, userID).Scan(&b.TokensPerDay, &b.TokensPerMonth, &b.CostPerDay, &b.CostPerMonth)
+	err := t.tx.QueryRow(ctx, query.UserBudgetGet, userID).Scan(&b.TokensPerDay, &b.TokensPerMonth, &b.CostPerDay, &b.CostPerMonth)
 	if err != nil {
 		return store.Budget{}, fmt.Errorf("get budget of user %s: %w", userID, translate(err))
 	}
@@ -98,16 +95,12 @@ func (t *tx) UserBudgetGet(ctx context.Context, userID uuid.UUID) (store.Budget,
 // UserBudgetSet writes or removes a user's budget override.
 func (t *tx) UserBudgetSet(ctx context.Context, userID uuid.UUID, b *store.Budget, now time.Time) error {
 	if b == nil {
-		if _, err := t.tx.Exec(ctx, `DELETE FROM user_budgets WHERE user_id = $1`, userID); err != nil {
+		if _, err := t.tx.Exec(ctx, query.UserBudgetSetDelete, userID); err != nil {
 			return fmt.Errorf("remove budget of user %s: %w", userID, translate(err))
 		}
 		return nil
 	}
-	_, err := t.tx.Exec(ctx, `INSERT INTO user_budgets (user_id, tokens_per_day, tokens_per_month,
-		cost_per_day, cost_per_month, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (user_id) DO UPDATE SET tokens_per_day = excluded.tokens_per_day,
-		tokens_per_month = excluded.tokens_per_month, cost_per_day = excluded.cost_per_day,
-		cost_per_month = excluded.cost_per_month, updated_at = excluded.updated_at`,
+	_, err := t.tx.Exec(ctx, query.UserBudgetSetInsert,
 		userID, b.TokensPerDay, b.TokensPerMonth, b.CostPerDay, b.CostPerMonth, now)
 	if err != nil {
 		if errors.Is(translate(err), store.ErrForeignKey) {

@@ -9,9 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const userColumns = `id, name, admin, disabled, created_at`
 
 func scanUser(row pgx.Row) (store.User, error) {
 	var u store.User
@@ -25,7 +24,7 @@ func scanUser(row pgx.Row) (store.User, error) {
 // UserInsert creates a user; a taken name is store.ErrConflict.
 func (t *tx) UserInsert(ctx context.Context, p store.UserInsertParams) (store.User, error) {
 	u, err := scanUser(t.tx.QueryRow(ctx,
-		`INSERT INTO users (id, name, admin, created_at) VALUES ($1, $2, $3, $4) RETURNING `+userColumns,
+		query.UserInsert,
 		p.ID, p.Name, p.Admin, p.Now))
 	if err != nil {
 		return store.User{}, fmt.Errorf("insert user %q: %w", p.Name, err)
@@ -35,7 +34,7 @@ func (t *tx) UserInsert(ctx context.Context, p store.UserInsertParams) (store.Us
 
 // UserGet reads a user by id.
 func (t *tx) UserGet(ctx context.Context, id uuid.UUID) (store.User, error) {
-	u, err := scanUser(t.tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE id = $1`, id))
+	u, err := scanUser(t.tx.QueryRow(ctx, query.UserGet, id))
 	if err != nil {
 		return store.User{}, fmt.Errorf("get user %s: %w", id, err)
 	}
@@ -44,7 +43,7 @@ func (t *tx) UserGet(ctx context.Context, id uuid.UUID) (store.User, error) {
 
 // UserGetByName reads a user by name.
 func (t *tx) UserGetByName(ctx context.Context, name string) (store.User, error) {
-	u, err := scanUser(t.tx.QueryRow(ctx, `SELECT `+userColumns+` FROM users WHERE name = $1`, name))
+	u, err := scanUser(t.tx.QueryRow(ctx, query.UserGetByName, name))
 	if err != nil {
 		return store.User{}, fmt.Errorf("get user %q: %w", name, err)
 	}
@@ -117,12 +116,12 @@ func (t *tx) TokenGet(ctx context.Context, id uuid.UUID) (store.Token, error) {
 
 // TokenList lists tokens oldest first, without their hashes.
 func (t *tx) TokenList(ctx context.Context, p store.TokenListParams) ([]store.Token, error) {
-	query, args := `SELECT `+tokenInfoColumns+` FROM api_tokens`, []any{}
+	stmt, args := `SELECT `+tokenInfoColumns+` FROM api_tokens`, []any{}
 	if p.UserID.Valid {
-		query += ` WHERE user_id = $1`
+		stmt += ` WHERE user_id = $1`
 		args = append(args, p.UserID.UUID)
 	}
-	rows, err := t.tx.Query(ctx, query+` ORDER BY created_at, id`, args...)
+	rows, err := t.tx.Query(ctx, stmt+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", translate(err))
 	}
@@ -135,7 +134,7 @@ func (t *tx) TokenList(ctx context.Context, p store.TokenListParams) ([]store.To
 
 // TokenDelete removes one token by id.
 func (t *tx) TokenDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM api_tokens WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.TokenDelete, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete token %s: %w", id, translate(err))
 	}
@@ -154,12 +153,12 @@ func (t *tx) TokenTouch(ctx context.Context, id uuid.UUID, at time.Time) (bool, 
 
 // TokenDeleteExpired removes expired tokens and idle sessions.
 func (t *tx) TokenDeleteExpired(ctx context.Context, now, sessionIdleBefore time.Time) (int64, error) {
-	query, args := `DELETE FROM api_tokens WHERE (expires_at IS NOT NULL AND expires_at <= $1)`, []any{now}
+	stmt, args := query.TokenDeleteExpired, []any{now}
 	if !sessionIdleBefore.IsZero() {
-		query += ` OR (kind = 'session' AND COALESCE(last_used_at, created_at) <= $2)`
+		stmt += ` OR (kind = 'session' AND COALESCE(last_used_at, created_at) <= $2)`
 		args = append(args, sessionIdleBefore)
 	}
-	tag, err := t.tx.Exec(ctx, query, args...)
+	tag, err := t.tx.Exec(ctx, stmt, args...)
 	if err != nil {
 		return 0, fmt.Errorf("delete expired tokens: %w", translate(err))
 	}
@@ -168,7 +167,7 @@ func (t *tx) TokenDeleteExpired(ctx context.Context, now, sessionIdleBefore time
 
 // TokenDeleteForUser removes all of a user's tokens.
 func (t *tx) TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM api_tokens WHERE user_id = $1`, userID)
+	tag, err := t.tx.Exec(ctx, query.TokenDeleteForUser, userID)
 	if err != nil {
 		return 0, fmt.Errorf("delete tokens of user %s: %w", userID, translate(err))
 	}
@@ -189,7 +188,7 @@ func (t *tx) UserLock(ctx context.Context, id uuid.UUID) error {
 
 // UserSetAdmin grants or revokes admin.
 func (t *tx) UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error {
-	tag, err := t.tx.Exec(ctx, `UPDATE users SET admin = $1 WHERE id = $2`, admin, id)
+	tag, err := t.tx.Exec(ctx, query.UserSetAdmin, admin, id)
 	if err != nil {
 		return fmt.Errorf("set admin of user %s: %w", id, translate(err))
 	}
@@ -202,7 +201,7 @@ func (t *tx) UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error {
 // UserCount counts users.
 func (t *tx) UserCount(ctx context.Context) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRow(ctx, `SELECT COUNT(*) FROM users`).Scan(&n); err != nil {
+	if err := t.tx.QueryRow(ctx, query.UserCount).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count users: %w", translate(err))
 	}
 	return n, nil
@@ -210,7 +209,7 @@ func (t *tx) UserCount(ctx context.Context) (int64, error) {
 
 // TokenDeleteByHash removes one token.
 func (t *tx) TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM api_tokens WHERE hash = $1`, hash)
+	tag, err := t.tx.Exec(ctx, query.TokenDeleteByHash, hash)
 	if err != nil {
 		return 0, fmt.Errorf("delete token: %w", translate(err))
 	}
@@ -232,7 +231,7 @@ func (t *tx) ReplicaUpsert(ctx context.Context, r store.Replica) error {
 // ReplicaGet reads a replica.
 func (t *tx) ReplicaGet(ctx context.Context, workerID uuid.UUID) (store.Replica, error) {
 	var r store.Replica
-	err := t.tx.QueryRow(ctx, `SELECT worker_id, address, token_hash, updated_at FROM chat_replicas WHERE worker_id = $1`,
+	err := t.tx.QueryRow(ctx, query.ReplicaGet,
 		workerID).Scan(&r.WorkerID, &r.Address, &r.TokenHash, &r.UpdatedAt)
 	if err != nil {
 		return store.Replica{}, fmt.Errorf("get replica %s: %w", workerID, translate(err))
@@ -243,7 +242,7 @@ func (t *tx) ReplicaGet(ctx context.Context, workerID uuid.UUID) (store.Replica,
 
 // ReplicaDelete removes a replica's record.
 func (t *tx) ReplicaDelete(ctx context.Context, workerID uuid.UUID) error {
-	if _, err := t.tx.Exec(ctx, `DELETE FROM chat_replicas WHERE worker_id = $1`, workerID); err != nil {
+	if _, err := t.tx.Exec(ctx, query.ReplicaDelete, workerID); err != nil {
 		return fmt.Errorf("delete replica %s: %w", workerID, translate(err))
 	}
 	return nil
@@ -251,7 +250,7 @@ func (t *tx) ReplicaDelete(ctx context.Context, workerID uuid.UUID) error {
 
 // UserList lists every user, oldest first.
 func (t *tx) UserList(ctx context.Context) ([]store.User, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+userColumns+` FROM users ORDER BY created_at, id`)
+	rows, err := t.tx.Query(ctx, query.UserList)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", translate(err))
 	}
@@ -264,7 +263,7 @@ func (t *tx) UserList(ctx context.Context) ([]store.User, error) {
 
 // UserSetDisabled disables or enables a user.
 func (t *tx) UserSetDisabled(ctx context.Context, id uuid.UUID, disabled bool) error {
-	tag, err := t.tx.Exec(ctx, `UPDATE users SET disabled = $1 WHERE id = $2`, disabled, id)
+	tag, err := t.tx.Exec(ctx, query.UserSetDisabled, disabled, id)
 	if err != nil {
 		return fmt.Errorf("set disabled of user %s: %w", id, translate(err))
 	}
@@ -295,7 +294,7 @@ func (t *tx) UserLockEnabledAdmins(ctx context.Context) ([]uuid.UUID, error) {
 
 // LoginCodeInsert stores a login code's hash.
 func (t *tx) LoginCodeInsert(ctx context.Context, p store.LoginCodeInsertParams) error {
-	if _, err := t.tx.Exec(ctx, `INSERT INTO login_codes (hash, user_id, expires_at, created_at) VALUES ($1, $2, $3, $4)`,
+	if _, err := t.tx.Exec(ctx, query.LoginCodeInsert,
 		p.Hash, p.UserID, p.ExpiresAt, p.Now); err != nil {
 		return fmt.Errorf("insert login code for user %s: %w", p.UserID, translate(err))
 	}
@@ -305,7 +304,7 @@ func (t *tx) LoginCodeInsert(ctx context.Context, p store.LoginCodeInsertParams)
 // LoginCodeTake deletes a live login code and returns its user.
 func (t *tx) LoginCodeTake(ctx context.Context, hash []byte, now time.Time) (uuid.UUID, error) {
 	var id uuid.UUID
-	err := t.tx.QueryRow(ctx, `DELETE FROM login_codes WHERE hash = $1 AND expires_at > $2 RETURNING user_id`, hash, now).Scan(&id)
+	err := t.tx.QueryRow(ctx, query.LoginCodeTake, hash, now).Scan(&id)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("take login code: %w", translate(err))
 	}
@@ -314,7 +313,7 @@ func (t *tx) LoginCodeTake(ctx context.Context, hash []byte, now time.Time) (uui
 
 // LoginCodeDeleteExpired removes expired login codes.
 func (t *tx) LoginCodeDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM login_codes WHERE expires_at <= $1`, now)
+	tag, err := t.tx.Exec(ctx, query.LoginCodeDeleteExpired, now)
 	if err != nil {
 		return 0, fmt.Errorf("delete expired login codes: %w", translate(err))
 	}

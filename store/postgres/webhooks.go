@@ -10,9 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const webhookColumns = `id, owner_id, chat_id, url, events, secret, created_by, created_at`
 
 func scanWebhook(row pgx.Row) (store.Webhook, error) {
 	var (
@@ -36,8 +35,7 @@ func (t *tx) WebhookInsert(ctx context.Context, w store.Webhook) (store.Webhook,
 		return store.Webhook{}, fmt.Errorf("encode events: %w", err)
 	}
 	out, err := scanWebhook(t.tx.QueryRow(ctx,
-		`INSERT INTO webhooks (id, owner_id, chat_id, url, events, secret, created_by, created_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING `+webhookColumns,
+		query.WebhookInsert,
 		w.ID, w.OwnerID, w.ChatID, w.URL, events, w.Secret, w.CreatedBy, w.CreatedAt))
 	if err != nil {
 		return store.Webhook{}, fmt.Errorf("insert webhook %s: %w", w.ID, err)
@@ -47,7 +45,7 @@ func (t *tx) WebhookInsert(ctx context.Context, w store.Webhook) (store.Webhook,
 
 // WebhookGet reads a webhook.
 func (t *tx) WebhookGet(ctx context.Context, id uuid.UUID) (store.Webhook, error) {
-	w, err := scanWebhook(t.tx.QueryRow(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = $1`, id))
+	w, err := scanWebhook(t.tx.QueryRow(ctx, query.WebhookGet, id))
 	if err != nil {
 		return store.Webhook{}, fmt.Errorf("get webhook %s: %w", id, err)
 	}
@@ -57,12 +55,12 @@ func (t *tx) WebhookGet(ctx context.Context, id uuid.UUID) (store.Webhook, error
 // WebhookList lists webhooks oldest first.
 func (t *tx) WebhookList(ctx context.Context, p store.WebhookListParams) ([]store.Webhook, error) {
 	var a args
-	query := `SELECT ` + webhookColumns + ` FROM webhooks`
+	stmt := query.WebhookList
 	if p.OwnerID.Valid {
-		query += ` WHERE owner_id = ` + a.add(p.OwnerID.UUID)
+		stmt += ` WHERE owner_id = ` + a.add(p.OwnerID.UUID)
 	}
-	query += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
-	rows, err := t.tx.Query(ctx, query, a...)
+	stmt += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
+	rows, err := t.tx.Query(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", translate(err))
 	}
@@ -76,7 +74,7 @@ func (t *tx) WebhookList(ctx context.Context, p store.WebhookListParams) ([]stor
 // WebhookCountByOwner counts a user's webhooks.
 func (t *tx) WebhookCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRow(ctx, `SELECT count(*) FROM webhooks WHERE owner_id = $1`, ownerID).Scan(&n); err != nil {
+	if err := t.tx.QueryRow(ctx, query.WebhookCountByOwner, ownerID).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count webhooks of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -84,8 +82,7 @@ func (t *tx) WebhookCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64,
 
 // WebhookListForChat lists the webhooks that hear of a chat's events.
 func (t *tx) WebhookListForChat(ctx context.Context, ownerID, chatID uuid.UUID) ([]store.Webhook, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+webhookColumns+` FROM webhooks
-		WHERE (owner_id = $1 OR owner_id IS NULL) AND (chat_id IS NULL OR chat_id = $2) ORDER BY created_at, id`,
+	rows, err := t.tx.Query(ctx, query.WebhookListForChat,
 		ownerID, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks of chat %s: %w", chatID, translate(err))
@@ -99,15 +96,12 @@ func (t *tx) WebhookListForChat(ctx context.Context, ownerID, chatID uuid.UUID) 
 
 // WebhookDelete removes a webhook; its deliveries cascade.
 func (t *tx) WebhookDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM webhooks WHERE id = $1`, id)
+	tag, err := t.tx.Exec(ctx, query.WebhookDelete, id)
 	if err != nil {
 		return 0, fmt.Errorf("delete webhook %s: %w", id, translate(err))
 	}
 	return tag.RowsAffected(), nil
 }
-
-const deliveryColumns = `seq, id, webhook_id, chat_id, event, payload, status, attempts, next_attempt_at, last_status,
-	last_error, created_at, delivered_at`
 
 func scanDelivery(row pgx.Row) (store.WebhookDelivery, error) {
 	var (
@@ -126,8 +120,7 @@ func scanDelivery(row pgx.Row) (store.WebhookDelivery, error) {
 // WebhookDeliveryInsert appends a pending delivery.
 func (t *tx) WebhookDeliveryInsert(ctx context.Context, d store.WebhookDelivery) (store.WebhookDelivery, error) {
 	out, err := scanDelivery(t.tx.QueryRow(ctx,
-		`INSERT INTO webhook_deliveries (id, webhook_id, chat_id, event, payload, status, next_attempt_at, created_at)
-		VALUES ($1, $2, $3, $4, $5, 'pending', $6, $7) RETURNING `+deliveryColumns,
+		query.WebhookDeliveryInsert,
 		d.ID, d.WebhookID, d.ChatID, d.Event, string(d.Payload), d.NextAttemptAt, d.CreatedAt))
 	if err != nil {
 		return store.WebhookDelivery{}, fmt.Errorf("insert delivery %s: %w", d.ID, err)
@@ -137,8 +130,7 @@ func (t *tx) WebhookDeliveryInsert(ctx context.Context, d store.WebhookDelivery)
 
 // WebhookDeliveryList lists a webhook's deliveries, newest first.
 func (t *tx) WebhookDeliveryList(ctx context.Context, webhookID uuid.UUID, limit int) ([]store.WebhookDelivery, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = $1
-		ORDER BY seq DESC LIMIT $2`, webhookID, store.ListLimit(limit))
+	rows, err := t.tx.Query(ctx, query.WebhookDeliveryList, webhookID, store.ListLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries of webhook %s: %w", webhookID, translate(err))
 	}
@@ -151,11 +143,7 @@ func (t *tx) WebhookDeliveryList(ctx context.Context, webhookID uuid.UUID, limit
 
 // WebhookDeliveryListDue lists the due heads of each (webhook, chat).
 func (t *tx) WebhookDeliveryListDue(ctx context.Context, now time.Time, limit int) ([]store.WebhookDelivery, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
-		WHERE d.status = 'pending' AND d.next_attempt_at <= $1
-		AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.status = 'pending' AND e.webhook_id = d.webhook_id
-			AND e.chat_id = d.chat_id AND e.seq < d.seq)
-		ORDER BY d.seq LIMIT $2`, now, store.ListLimit(limit))
+	rows, err := t.tx.Query(ctx, query.WebhookDeliveryListDue, now, store.ListLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list due deliveries: %w", translate(err))
 	}
@@ -169,7 +157,7 @@ func (t *tx) WebhookDeliveryListDue(ctx context.Context, now time.Time, limit in
 // WebhookDeliveryNextDue reads the earliest next attempt.
 func (t *tx) WebhookDeliveryNextDue(ctx context.Context) (time.Time, bool, error) {
 	var next *time.Time
-	if err := t.tx.QueryRow(ctx, `SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&next); err != nil {
+	if err := t.tx.QueryRow(ctx, query.WebhookDeliveryNextDue).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due delivery: %w", translate(err))
 	}
 	if next == nil {
@@ -180,8 +168,7 @@ func (t *tx) WebhookDeliveryNextDue(ctx context.Context) (time.Time, bool, error
 
 // WebhookDeliveryClaim takes a pending delivery for one attempt.
 func (t *tx) WebhookDeliveryClaim(ctx context.Context, seq int64, due, until time.Time) (bool, error) {
-	tag, err := t.tx.Exec(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = $1
-		WHERE seq = $2 AND status = 'pending' AND next_attempt_at = $3`, until, seq, due)
+	tag, err := t.tx.Exec(ctx, query.WebhookDeliveryClaim, until, seq, due)
 	if err != nil {
 		return false, fmt.Errorf("claim delivery %d: %w", seq, translate(err))
 	}
@@ -196,7 +183,7 @@ func (t *tx) WebhookDeliveryUpdate(ctx context.Context, seq int64, p store.Webho
 		return store.WebhookDelivery{}, fmt.Errorf("update delivery %d: nothing to write (%v)", seq, err)
 	}
 	d, err := scanDelivery(t.tx.QueryRow(ctx,
-		`UPDATE webhook_deliveries SET `+sets+` WHERE seq = `+a.add(seq)+` RETURNING `+deliveryColumns, a...))
+		`UPDATE webhook_deliveries SET `+sets+` WHERE seq = `+a.add(seq)+` RETURNING `+query.DeliveryColumns, a...))
 	if err != nil {
 		return store.WebhookDelivery{}, fmt.Errorf("update delivery %d: %w", seq, err)
 	}

@@ -11,15 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-// chatColumns lists the chats columns in the order scanChat reads them.
-const chatColumns = `id, owner_id, parent_chat_id, root_chat_id, title, title_source,
-	title_updated_at, status, archived, worker_id, runner_id, last_error, retry_state,
-	snapshot_version, history_version, queue_version, retry_state_version,
-	generation_attempt, requires_action_deadline_at, compaction_requested_at, labels,
-	pin_order, last_model_config_id, last_reasoning_effort, dynamic_tools,
-	mcp_server_ids, tool_approval, tool_approvals, created_at, updated_at, project_id`
 
 func scanChat(row rowScanner) (store.Chat, error) {
 	var (
@@ -83,7 +76,7 @@ func (t *tx) readChat(ctx context.Context, id uuid.UUID) (store.Chat, error) {
 	if c, ok := t.cachedChat(id); ok {
 		return c, nil
 	}
-	c, err := scanChat(t.tx.QueryRowContext(ctx, `SELECT `+chatColumns+` FROM chats WHERE id = ?`, id.String()))
+	c, err := scanChat(t.tx.QueryRowContext(ctx, `SELECT `+query.ChatColumns+` FROM chats WHERE id = ?`, id.String()))
 	if err != nil {
 		return store.Chat{}, err
 	}
@@ -118,7 +111,7 @@ func (t *tx) ChatInsert(ctx context.Context, p store.ChatInsertParams) (store.Ch
 			status, labels, last_model_config_id, last_reasoning_effort, dynamic_tools,
 			mcp_server_ids, tool_approval, created_at, updated_at, project_id
 		) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		RETURNING `+chatColumns,
+		RETURNING `+query.ChatColumns,
 		p.ID.String(), p.OwnerID.String(), nullUUID(p.ParentChatID), nullUUID(p.RootChatID),
 		p.Title, string(source), now, string(p.Status), labels, nullUUID(p.LastModelConfigID),
 		p.LastReasoningEffort, nullJSON(p.DynamicTools), servers, toolApproval(p.ToolApproval), now, now, nullUUID(p.ProjectID))
@@ -169,7 +162,7 @@ func (t *tx) ChatGetMany(ctx context.Context, ids []uuid.UUID) ([]store.Chat, er
 		return nil, fmt.Errorf("get chats: encode ids: %w", err)
 	}
 	rows, err := t.tx.QueryContext(ctx,
-		`SELECT `+chatColumns+` FROM chats WHERE id IN (SELECT value FROM json_each(?))`, string(list))
+		`SELECT `+query.ChatColumns+` FROM chats WHERE id IN (SELECT value FROM json_each(?))`, string(list))
 	if err != nil {
 		return nil, fmt.Errorf("get chats: %w", translate(err))
 	}
@@ -185,7 +178,7 @@ func (t *tx) ChatBumpSnapshot(ctx context.Context, id uuid.UUID) (int64, error) 
 	kept, ok := t.cachedChat(id)
 	var v int64
 	err := t.tx.QueryRowContext(ctx,
-		`UPDATE chats SET snapshot_version = snapshot_version + 1 WHERE id = ? RETURNING snapshot_version`,
+		query.ChatBumpSnapshot,
 		id.String()).Scan(&v)
 	if err != nil {
 		return 0, fmt.Errorf("bump snapshot of chat %s: %w", id, translate(err))
@@ -228,7 +221,7 @@ func (t *tx) ChatUpdate(ctx context.Context, id uuid.UUID, p store.ChatPatch) (s
 // retry_state is NULL, from a statement that did not write retry_state, is
 // final; any other is read back.
 func (t *tx) updateReturning(ctx context.Context, id uuid.UUID, update string, writesRetryState bool, args ...any) (store.Chat, error) {
-	c, err := scanChat(t.tx.QueryRowContext(ctx, update+` RETURNING `+chatColumns, args...))
+	c, err := scanChat(t.tx.QueryRowContext(ctx, update+` RETURNING `+query.ChatColumns, args...))
 	if err != nil {
 		return store.Chat{}, translate(err)
 	}
@@ -270,7 +263,7 @@ func (t *tx) updateAndRead(ctx context.Context, id uuid.UUID, update string) (st
 // ChatDelete removes a chat; its messages, queue, heartbeats and child chats
 // go with it (ON DELETE CASCADE).
 func (t *tx) ChatDelete(ctx context.Context, id uuid.UUID) error {
-	n, err := t.exec(ctx, `DELETE FROM chats WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.ChatDelete, id.String())
 	if err != nil {
 		return fmt.Errorf("delete chat %s: %w", id, err)
 	}
@@ -283,7 +276,7 @@ func (t *tx) ChatDelete(ctx context.Context, id uuid.UUID) error {
 // ChatDescendants returns every chat of rootID's family except the root.
 func (t *tx) ChatDescendants(ctx context.Context, rootID uuid.UUID) ([]store.Chat, error) {
 	rows, err := t.tx.QueryContext(ctx,
-		`SELECT `+chatColumns+` FROM chats WHERE root_chat_id = ? ORDER BY created_at, id`, rootID.String())
+		query.ChatDescendants, rootID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list descendants of chat %s: %w", rootID, translate(err))
 	}
@@ -377,12 +370,12 @@ func chatListQuery(p store.ChatListParams, plan listPlan) (string, args, error) 
 			"(updated_at, id) < (SELECT c.updated_at, c.id FROM chats c WHERE c.id = "+a.add(p.AfterID.UUID.String())+")")
 	}
 
-	query := `SELECT ` + chatColumns + ` FROM chats`
+	stmt := query.ChatList
 	if len(where) > 0 {
-		query += ` WHERE ` + strings.Join(where, " AND ")
+		stmt += ` WHERE ` + strings.Join(where, " AND ")
 	}
-	query += ` ORDER BY updated_at DESC, id DESC LIMIT ` + a.add(store.ListLimit(p.Limit))
-	return query, a, nil
+	stmt += ` ORDER BY updated_at DESC, id DESC LIMIT ` + a.add(store.ListLimit(p.Limit))
+	return stmt, a, nil
 }
 
 // ChatList lists chats newest first by (updated_at, id), paging by keyset
@@ -403,11 +396,11 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 			return nil, err
 		}
 	}
-	query, a, err := chatListQuery(p, plan)
+	stmt, a, err := chatListQuery(p, plan)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := t.tx.QueryContext(ctx, query, a...)
+	rows, err := t.tx.QueryContext(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list chats: %w", translate(err))
 	}
@@ -422,7 +415,7 @@ func (t *tx) ChatList(ctx context.Context, p store.ChatListParams) ([]store.Chat
 func (t *tx) ChatCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
 	if err := t.tx.QueryRowContext(ctx,
-		`SELECT count(*) FROM chats WHERE owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+		query.ChatCountByOwner, ownerID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count chats of owner %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -441,7 +434,7 @@ func toolApproval(p string) string {
 // chat families (see store.Reader).
 func (t *tx) ChatListArchivable(ctx context.Context, p store.ArchivableParams) ([]store.Chat, error) {
 	var a args
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+qualified("c", chatColumns)+` FROM chats c
+	rows, err := t.tx.QueryContext(ctx, `SELECT `+qualified("c", query.ChatColumns)+` FROM chats c
 		WHERE c.root_chat_id IS NULL AND c.archived = 0 AND c.pin_order = 0
 		AND c.status NOT IN ('running', 'interrupting', 'requires_action')
 		AND c.created_at < `+a.add(ts(p.Cutoff))+`

@@ -8,13 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-// invocationColumns lists the invocations columns in the order
-// scanInvocation reads them.
-const invocationColumns = `request_id, caller_id, content_sha256, kind, chat_id, audit_id, state,
-	message_id, queued_message_id, response, outcome, review, created_at, updated_at, completed_at,
-	request_sha256`
 
 func scanInvocation(row rowScanner) (store.Invocation, error) {
 	var (
@@ -52,8 +47,7 @@ func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
 	if err := checkJSON(inv.Response, inv.Outcome, inv.Review); err != nil {
 		return fmt.Errorf("insert invocation %s: %w", inv.RequestID, err)
 	}
-	_, err := t.exec(ctx, `INSERT INTO invocations (`+invocationColumns+`)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+	_, err := t.exec(ctx, query.InvocationInsert,
 		inv.RequestID.String(), inv.CallerID.String(), inv.ContentSHA256, inv.Kind, inv.ChatID.String(),
 		inv.AuditID.String(), inv.State, nullInt(inv.MessageID), nullInt(inv.QueuedMessageID),
 		nullJSON(inv.Response), nullJSON(inv.Outcome), nullJSON(inv.Review),
@@ -67,7 +61,7 @@ func (t *tx) InvocationInsert(ctx context.Context, inv store.Invocation) error {
 // InvocationGet reads a claim.
 func (t *tx) InvocationGet(ctx context.Context, requestID uuid.UUID) (store.Invocation, error) {
 	inv, err := scanInvocation(t.tx.QueryRowContext(ctx,
-		`SELECT `+invocationColumns+` FROM invocations WHERE request_id = ?`, requestID.String()))
+		query.InvocationGet, requestID.String()))
 	if err != nil {
 		return store.Invocation{}, fmt.Errorf("get invocation %s: %w", requestID, err)
 	}
@@ -82,19 +76,14 @@ func (t *tx) InvocationUpdate(ctx context.Context, requestID uuid.UUID, p store.
 	if err != nil {
 		return store.Invocation{}, fmt.Errorf("update invocation %s: %w", requestID, err)
 	}
-	query := `UPDATE invocations SET ` + sets +
-		` WHERE request_id = ` + a.add(requestID.String()) + ` RETURNING ` + invocationColumns
-	inv, err := scanInvocation(t.tx.QueryRowContext(ctx, query, a...))
+	stmt := `UPDATE invocations SET ` + sets +
+		` WHERE request_id = ` + a.add(requestID.String()) + ` RETURNING ` + query.InvocationColumns
+	inv, err := scanInvocation(t.tx.QueryRowContext(ctx, stmt, a...))
 	if err != nil {
 		return store.Invocation{}, fmt.Errorf("update invocation %s: %w", requestID, err)
 	}
 	return inv, nil
 }
-
-// journalColumns lists the tool_journal columns in the order scanJournal
-// reads them.
-const journalColumns = `chat_id, tool_call_id, request_id, tool_name, effect, args, state, result,
-	is_error, attempts, started_at, completed_at`
 
 func scanJournal(row rowScanner) (store.JournalEntry, error) {
 	var (
@@ -137,7 +126,7 @@ func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
 	if attempts == 0 {
 		attempts = 1
 	}
-	_, err := t.exec(ctx, `INSERT INTO tool_journal (seq, `+journalColumns+`)
+	_, err := t.exec(ctx, `INSERT INTO tool_journal (seq, `+query.JournalColumns+`)
 		VALUES ((SELECT COALESCE(MAX(seq), 0) + 1 FROM tool_journal), ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.ChatID.String(), e.ToolCallID, nullUUID(e.RequestID), e.ToolName, e.Effect, nullJSON(e.Args),
 		state, nullJSON(e.Result), boolInt(e.IsError), attempts, ts(e.StartedAt), tsPtr(e.CompletedAt))
@@ -150,7 +139,7 @@ func (t *tx) JournalStart(ctx context.Context, e store.JournalEntry) error {
 // JournalGet reads a tool call's entry.
 func (t *tx) JournalGet(ctx context.Context, chatID uuid.UUID, toolCallID string) (store.JournalEntry, error) {
 	e, err := scanJournal(t.tx.QueryRowContext(ctx,
-		`SELECT `+journalColumns+` FROM tool_journal WHERE chat_id = ? AND tool_call_id = ?`, chatID.String(), toolCallID))
+		query.JournalGet, chatID.String(), toolCallID))
 	if err != nil {
 		return store.JournalEntry{}, fmt.Errorf("get journal entry %s of chat %s: %w", toolCallID, chatID, err)
 	}
@@ -169,10 +158,10 @@ func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID str
 	if err != nil {
 		return store.JournalEntry{}, fmt.Errorf("update journal entry %s of chat %s: %w", toolCallID, chatID, err)
 	}
-	query := `UPDATE tool_journal SET ` + sets +
+	stmt := `UPDATE tool_journal SET ` + sets +
 		` WHERE chat_id = ` + a.add(chatID.String()) + ` AND tool_call_id = ` + a.add(toolCallID) +
-		` RETURNING ` + journalColumns
-	e, err := scanJournal(t.tx.QueryRowContext(ctx, query, a...))
+		` RETURNING ` + query.JournalColumns
+	e, err := scanJournal(t.tx.QueryRowContext(ctx, stmt, a...))
 	if err != nil {
 		return store.JournalEntry{}, fmt.Errorf("update journal entry %s of chat %s: %w", toolCallID, chatID, err)
 	}
@@ -183,11 +172,11 @@ func (t *tx) JournalUpdate(ctx context.Context, chatID uuid.UUID, toolCallID str
 // request's.
 func (t *tx) JournalList(ctx context.Context, chatID uuid.UUID, requestID uuid.NullUUID) ([]store.JournalEntry, error) {
 	var a args
-	query := `SELECT ` + journalColumns + ` FROM tool_journal WHERE chat_id = ` + a.add(chatID.String())
+	stmt := `SELECT ` + query.JournalColumns + ` FROM tool_journal WHERE chat_id = ` + a.add(chatID.String())
 	if requestID.Valid {
-		query += ` AND request_id = ` + a.add(requestID.UUID.String())
+		stmt += ` AND request_id = ` + a.add(requestID.UUID.String())
 	}
-	rows, err := t.tx.QueryContext(ctx, query+` ORDER BY seq`, a...)
+	rows, err := t.tx.QueryContext(ctx, stmt+` ORDER BY seq`, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list journal of chat %s: %w", chatID, translate(err))
 	}

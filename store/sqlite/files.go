@@ -9,9 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const fileInfoColumns = `id, owner_id, chat_id, name, media_type, size, created_at, linked_at`
 
 func scanFileRow(row rowScanner, withContent bool) (store.File, error) {
 	var (
@@ -51,8 +50,7 @@ func (t *tx) FileInsert(ctx context.Context, p store.FileInsertParams) (store.Fi
 		content = []byte{}
 	}
 	f, err := scanFile(t.tx.QueryRowContext(ctx,
-		`INSERT INTO chat_files (id, owner_id, name, media_type, size, content, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)
-		RETURNING `+fileInfoColumns+`, content`,
+		query.FileInsert,
 		p.ID.String(), p.OwnerID.String(), p.Name, p.MediaType, len(content), content, ts(p.Now)))
 	if err != nil {
 		return store.File{}, fmt.Errorf("insert file for user %s: %w", p.OwnerID, err)
@@ -63,7 +61,7 @@ func (t *tx) FileInsert(ctx context.Context, p store.FileInsertParams) (store.Fi
 // FileGet reads a file with its content.
 func (t *tx) FileGet(ctx context.Context, id uuid.UUID) (store.File, error) {
 	f, err := scanFile(t.tx.QueryRowContext(ctx,
-		`SELECT `+fileInfoColumns+`, content FROM chat_files WHERE id = ?`, id.String()))
+		query.FileGet, id.String()))
 	if err != nil {
 		return store.File{}, fmt.Errorf("get file %s: %w", id, err)
 	}
@@ -73,7 +71,7 @@ func (t *tx) FileGet(ctx context.Context, id uuid.UUID) (store.File, error) {
 // FileListByChat lists a chat's files, earliest uploaded first.
 func (t *tx) FileListByChat(ctx context.Context, chatID uuid.UUID) ([]store.File, error) {
 	rows, err := t.tx.QueryContext(ctx,
-		`SELECT `+fileInfoColumns+` FROM chat_files WHERE chat_id = ? ORDER BY created_at, id`, chatID.String())
+		query.FileListByChat, chatID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list files of chat %s: %w", chatID, translate(err))
 	}
@@ -98,7 +96,7 @@ func (t *tx) FileBytesByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 func (t *tx) FileCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
 	if err := t.tx.QueryRowContext(ctx,
-		`SELECT count(*) FROM chat_files WHERE owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+		query.FileCountByOwner, ownerID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count files of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -106,7 +104,7 @@ func (t *tx) FileCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, er
 
 // FileLink links a file to a chat.
 func (t *tx) FileLink(ctx context.Context, id, chatID uuid.UUID, now time.Time) error {
-	n, err := t.exec(ctx, `UPDATE chat_files SET chat_id = ?, linked_at = COALESCE(linked_at, ?) WHERE id = ?`,
+	n, err := t.exec(ctx, query.FileLink,
 		chatID.String(), ts(now), id.String())
 	if err != nil {
 		return fmt.Errorf("link file %s to chat %s: %w", id, chatID, err)
@@ -119,7 +117,7 @@ func (t *tx) FileLink(ctx context.Context, id, chatID uuid.UUID, now time.Time) 
 
 // FileDelete removes one file.
 func (t *tx) FileDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM chat_files WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.FileDelete, id.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete file %s: %w", id, err)
 	}
@@ -128,7 +126,7 @@ func (t *tx) FileDelete(ctx context.Context, id uuid.UUID) (int64, error) {
 
 // FileDeleteUnlinked removes unlinked files uploaded before cutoff.
 func (t *tx) FileDeleteUnlinked(ctx context.Context, cutoff time.Time) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM chat_files WHERE chat_id IS NULL AND created_at < ?`, ts(cutoff))
+	n, err := t.exec(ctx, query.FileDeleteUnlinked, ts(cutoff))
 	if err != nil {
 		return 0, fmt.Errorf("delete unlinked files: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // SQLite's lease clock is the caller's: one process owns the database
@@ -192,7 +193,7 @@ func (t *tx) ChatListAcquirable(ctx context.Context, p store.AcquirableParams) (
 	alive := ownerAlive(p, &a, "c")
 	rows, err := t.tx.QueryContext(ctx, `WITH held AS (
 			SELECT o.owner_id, COUNT(*) AS n FROM chats o WHERE `+held+` GROUP BY o.owner_id)
-		SELECT `+qualified("c", chatColumns)+` FROM chats c LEFT JOIN held h ON h.owner_id = c.owner_id
+		SELECT `+qualified("c", query.ChatColumns)+` FROM chats c LEFT JOIN held h ON h.owner_id = c.owner_id
 		WHERE c.archived = 0 AND c.status IN ('running', 'interrupting', 'requires_action')
 		AND NOT `+alive+`
 		ORDER BY CASE WHEN c.status = 'requires_action' THEN 0 ELSE 1 END,
@@ -223,8 +224,8 @@ func countOwnedQuery(p store.AcquirableParams) (string, args) {
 // ChatCountOwned counts the chats that hold a slot of the concurrent
 // agent limit.
 func (t *tx) ChatCountOwned(ctx context.Context, p store.AcquirableParams) (roots, subagents int64, err error) {
-	query, a := countOwnedQuery(p)
-	err = t.tx.QueryRowContext(ctx, query, a...).Scan(&roots, &subagents)
+	stmt, a := countOwnedQuery(p)
+	err = t.tx.QueryRowContext(ctx, stmt, a...).Scan(&roots, &subagents)
 	if err != nil {
 		return 0, 0, fmt.Errorf("count owned chats: %w", translate(err))
 	}

@@ -7,9 +7,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const mcpServerColumns = `id, name, source, enabled, transport, spec, secrets, created_at, updated_at`
 
 func scanMCPServer(row rowScanner) (store.MCPServer, error) {
 	var (
@@ -46,7 +45,7 @@ func secretsArg(b []byte) any {
 
 // MCPServerGet reads a stored MCP server.
 func (t *tx) MCPServerGet(ctx context.Context, id uuid.UUID) (store.MCPServer, error) {
-	m, err := scanMCPServer(t.tx.QueryRowContext(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers WHERE id = ?`, id.String()))
+	m, err := scanMCPServer(t.tx.QueryRowContext(ctx, query.MCPServerGet, id.String()))
 	if err != nil {
 		return store.MCPServer{}, fmt.Errorf("get MCP server %s: %w", id, err)
 	}
@@ -55,7 +54,7 @@ func (t *tx) MCPServerGet(ctx context.Context, id uuid.UUID) (store.MCPServer, e
 
 // MCPServerList lists the stored MCP servers by name.
 func (t *tx) MCPServerList(ctx context.Context) ([]store.MCPServer, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+mcpServerColumns+` FROM mcp_servers ORDER BY name`)
+	rows, err := t.tx.QueryContext(ctx, query.MCPServerList)
 	if err != nil {
 		return nil, fmt.Errorf("list MCP servers: %w", translate(err))
 	}
@@ -70,7 +69,7 @@ func (t *tx) MCPServerList(ctx context.Context) ([]store.MCPServer, error) {
 // store.ErrConflict.
 func (t *tx) MCPServerInsert(ctx context.Context, p store.MCPServer) (store.MCPServer, error) {
 	m, err := scanMCPServer(t.tx.QueryRowContext(ctx,
-		`INSERT INTO mcp_servers (`+mcpServerColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+mcpServerColumns,
+		query.MCPServerInsert,
 		p.ID.String(), p.Name, p.Source, boolInt(p.Enabled), p.Transport, string(p.Spec), secretsArg(p.Secrets),
 		ts(p.CreatedAt), ts(p.UpdatedAt)))
 	if err != nil {
@@ -82,7 +81,7 @@ func (t *tx) MCPServerInsert(ctx context.Context, p store.MCPServer) (store.MCPS
 // MCPServerUpdate replaces a stored server's settings.
 func (t *tx) MCPServerUpdate(ctx context.Context, p store.MCPServer) (store.MCPServer, error) {
 	m, err := scanMCPServer(t.tx.QueryRowContext(ctx,
-		`UPDATE mcp_servers SET enabled = ?, transport = ?, spec = ?, secrets = ?, updated_at = ? WHERE id = ? RETURNING `+mcpServerColumns,
+		query.MCPServerUpdate,
 		boolInt(p.Enabled), p.Transport, string(p.Spec), secretsArg(p.Secrets), ts(p.UpdatedAt), p.ID.String()))
 	if err != nil {
 		return store.MCPServer{}, fmt.Errorf("update MCP server %s: %w", p.ID, err)
@@ -92,7 +91,7 @@ func (t *tx) MCPServerUpdate(ctx context.Context, p store.MCPServer) (store.MCPS
 
 // MCPServerDelete removes a stored server.
 func (t *tx) MCPServerDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM mcp_servers WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.MCPServerDelete, id.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete MCP server %s: %w", id, err)
 	}

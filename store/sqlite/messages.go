@@ -155,9 +155,9 @@ func (t *tx) MessageUpdate(ctx context.Context, chatID uuid.UUID, id int64, p st
 	if err != nil {
 		return store.Message{}, fmt.Errorf("update message %d of chat %s: %w", id, chatID, err)
 	}
-	query := `UPDATE chat_messages SET ` + sets +
+	stmt := `UPDATE chat_messages SET ` + sets +
 		` WHERE chat_id = ` + a.add(chatID.String()) + ` AND id = ` + a.add(id)
-	n, err := t.exec(ctx, query, a...)
+	n, err := t.exec(ctx, stmt, a...)
 	if err == nil && n == 0 {
 		err = store.ErrNotFound
 	}
@@ -176,31 +176,31 @@ func (t *tx) MessageUpdate(ctx context.Context, chatID uuid.UUID, id int64, p st
 // p.Descending).
 func (t *tx) MessageList(ctx context.Context, chatID uuid.UUID, p store.MessageListParams) ([]store.Message, error) {
 	var a args
-	query := `SELECT ` + messageColumns + ` FROM chat_messages WHERE chat_id = ` + a.add(chatID.String())
+	stmt := `SELECT ` + messageColumns + ` FROM chat_messages WHERE chat_id = ` + a.add(chatID.String())
 	if !p.IncludeDeleted {
-		query += ` AND deleted = 0`
+		stmt += ` AND deleted = 0`
 	}
 	if p.PeopleOnly {
-		query += ` AND visibility <> 'model'`
+		stmt += ` AND visibility <> 'model'`
 	}
 	if p.RevisionAfter > 0 {
-		query += ` AND revision > ` + a.add(p.RevisionAfter)
+		stmt += ` AND revision > ` + a.add(p.RevisionAfter)
 	}
 	if p.AfterID > 0 {
-		query += ` AND id > ` + a.add(p.AfterID)
+		stmt += ` AND id > ` + a.add(p.AfterID)
 	}
 	if p.BeforeID > 0 {
-		query += ` AND id < ` + a.add(p.BeforeID)
+		stmt += ` AND id < ` + a.add(p.BeforeID)
 	}
 	if p.Descending {
-		query += ` ORDER BY id DESC`
+		stmt += ` ORDER BY id DESC`
 	} else {
-		query += ` ORDER BY id`
+		stmt += ` ORDER BY id`
 	}
 	if p.Limit > 0 {
-		query += ` LIMIT ` + a.add(p.Limit)
+		stmt += ` LIMIT ` + a.add(p.Limit)
 	}
-	rows, err := t.tx.QueryContext(ctx, query, a...)
+	rows, err := t.tx.QueryContext(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list messages of chat %s: %w", chatID, translate(err))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 const (
@@ -120,7 +121,7 @@ func (t *tx) AIProviderUpdate(ctx context.Context, p store.AIProvider) (store.AI
 
 // AIProviderDelete removes a provider and its model configs.
 func (t *tx) AIProviderDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM ai_providers WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.AIProviderDelete, id.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete provider %s: %w", id, err)
 	}
@@ -184,7 +185,7 @@ func (t *tx) ModelConfigUpdate(ctx context.Context, m store.ModelConfig) (store.
 
 // ModelConfigDelete removes a model config.
 func (t *tx) ModelConfigDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM model_configs WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.ModelConfigDelete, id.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete model config %s: %w", id, err)
 	}

@@ -8,9 +8,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const projectColumns = `id, owner_id, name, instructions, created_at, updated_at`
 
 func scanProject(row rowScanner) (store.Project, error) {
 	var (
@@ -36,7 +35,7 @@ func (t *tx) ProjectInsert(ctx context.Context, p store.ProjectInsertParams) (st
 	now := ts(p.Now)
 	pr, err := scanProject(t.tx.QueryRowContext(ctx,
 		`INSERT INTO projects (id, owner_id, name, instructions, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+projectColumns,
+		VALUES (?, ?, ?, ?, ?, ?) RETURNING `+query.ProjectColumns,
 		p.ID.String(), p.OwnerID.String(), p.Name, p.Instructions, now, now))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("insert project %s: %w", p.ID, err)
@@ -46,7 +45,7 @@ func (t *tx) ProjectInsert(ctx context.Context, p store.ProjectInsertParams) (st
 
 // ProjectGet reads a project.
 func (t *tx) ProjectGet(ctx context.Context, id uuid.UUID) (store.Project, error) {
-	p, err := scanProject(t.tx.QueryRowContext(ctx, `SELECT `+projectColumns+` FROM projects WHERE id = ?`, id.String()))
+	p, err := scanProject(t.tx.QueryRowContext(ctx, query.ProjectGet, id.String()))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("get project %s: %w", id, err)
 	}
@@ -56,12 +55,12 @@ func (t *tx) ProjectGet(ctx context.Context, id uuid.UUID) (store.Project, error
 // ProjectList lists projects oldest first.
 func (t *tx) ProjectList(ctx context.Context, p store.ProjectListParams) ([]store.Project, error) {
 	var a args
-	query := `SELECT ` + projectColumns + ` FROM projects`
+	stmt := query.ProjectList
 	if p.OwnerID.Valid {
-		query += ` WHERE owner_id = ` + a.add(p.OwnerID.UUID.String())
+		stmt += ` WHERE owner_id = ` + a.add(p.OwnerID.UUID.String())
 	}
-	query += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
-	rows, err := t.tx.QueryContext(ctx, query, a...)
+	stmt += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
+	rows, err := t.tx.QueryContext(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list projects: %w", translate(err))
 	}
@@ -75,7 +74,7 @@ func (t *tx) ProjectList(ctx context.Context, p store.ProjectListParams) ([]stor
 // ProjectCountChats counts the chats in a project.
 func (t *tx) ProjectCountChats(ctx context.Context, id uuid.UUID) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM chats WHERE project_id = ?`, id.String()).Scan(&n); err != nil {
+	if err := t.tx.QueryRowContext(ctx, query.ProjectCountChats, id.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count chats of project %s: %w", id, translate(err))
 	}
 	return n, nil
@@ -93,7 +92,7 @@ func (t *tx) ProjectUpdate(ctx context.Context, id uuid.UUID, p store.ProjectPat
 		return store.Project{}, fmt.Errorf("update project %s: %w", id, err)
 	}
 	pr, err := scanProject(t.tx.QueryRowContext(ctx,
-		`UPDATE projects SET `+sets+` WHERE id = `+a.add(id.String())+` RETURNING `+projectColumns, a...))
+		`UPDATE projects SET `+sets+` WHERE id = `+a.add(id.String())+` RETURNING `+query.ProjectColumns, a...))
 	if err != nil {
 		return store.Project{}, fmt.Errorf("update project %s: %w", id, err)
 	}
@@ -102,7 +101,7 @@ func (t *tx) ProjectUpdate(ctx context.Context, id uuid.UUID, p store.ProjectPat
 
 // ProjectDelete removes a project; its memories cascade.
 func (t *tx) ProjectDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM projects WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.ProjectDelete, id.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete project %s: %w", id, err)
 	}
@@ -118,8 +117,6 @@ func (t *tx) ProjectLockMemory(ctx context.Context, id uuid.UUID) (store.Project
 	}
 	return p, nil
 }
-
-const memoryColumns = `project_id, name, content, chat_id, updated_at`
 
 func scanMemory(row rowScanner) (store.Memory, error) {
 	var (
@@ -143,7 +140,7 @@ func scanMemory(row rowScanner) (store.Memory, error) {
 // MemoryList lists a project's memories by name.
 func (t *tx) MemoryList(ctx context.Context, projectID uuid.UUID) ([]store.Memory, error) {
 	rows, err := t.tx.QueryContext(ctx,
-		`SELECT `+memoryColumns+` FROM project_memories WHERE project_id = ? ORDER BY name`, projectID.String())
+		`SELECT `+query.MemoryColumns+` FROM project_memories WHERE project_id = ? ORDER BY name`, projectID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list memories of project %s: %w", projectID, translate(err))
 	}
@@ -157,7 +154,7 @@ func (t *tx) MemoryList(ctx context.Context, projectID uuid.UUID) ([]store.Memor
 // MemoryGet reads one memory.
 func (t *tx) MemoryGet(ctx context.Context, projectID uuid.UUID, name string) (store.Memory, error) {
 	m, err := scanMemory(t.tx.QueryRowContext(ctx,
-		`SELECT `+memoryColumns+` FROM project_memories WHERE project_id = ? AND name = ?`, projectID.String(), name))
+		query.MemoryGet, projectID.String(), name))
 	if err != nil {
 		return store.Memory{}, fmt.Errorf("get memory %q of project %s: %w", name, projectID, err)
 	}
@@ -168,7 +165,7 @@ func (t *tx) MemoryGet(ctx context.Context, projectID uuid.UUID, name string) (s
 func (t *tx) MemoryCount(ctx context.Context, projectID uuid.UUID) (int64, error) {
 	var n int64
 	if err := t.tx.QueryRowContext(ctx,
-		`SELECT count(*) FROM project_memories WHERE project_id = ?`, projectID.String()).Scan(&n); err != nil {
+		query.MemoryCount, projectID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count memories of project %s: %w", projectID, translate(err))
 	}
 	return n, nil
@@ -178,7 +175,7 @@ func (t *tx) MemoryCount(ctx context.Context, projectID uuid.UUID) (int64, error
 func (t *tx) ProjectCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
 	if err := t.tx.QueryRowContext(ctx,
-		`SELECT count(*) FROM projects WHERE owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+		query.ProjectCountByOwner, ownerID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count projects of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -187,9 +184,7 @@ func (t *tx) ProjectCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64,
 // MemoryCountByOwner counts the memories of a user's projects.
 func (t *tx) MemoryCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRowContext(ctx, `
-		SELECT count(*) FROM project_memories m JOIN projects p ON p.id = m.project_id
-		WHERE p.owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+	if err := t.tx.QueryRowContext(ctx, query.MemoryCountByOwner, ownerID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count memories of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -197,11 +192,7 @@ func (t *tx) MemoryCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, 
 
 // MemoryUpsert writes a memory by (project, name).
 func (t *tx) MemoryUpsert(ctx context.Context, m store.Memory) (store.Memory, error) {
-	out, err := scanMemory(t.tx.QueryRowContext(ctx, `
-		INSERT INTO project_memories (project_id, name, content, chat_id, updated_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (project_id, name) DO UPDATE SET
-			content = excluded.content, chat_id = excluded.chat_id, updated_at = excluded.updated_at
-		RETURNING `+memoryColumns,
+	out, err := scanMemory(t.tx.QueryRowContext(ctx, query.MemoryUpsert,
 		m.ProjectID.String(), m.Name, m.Content, nullUUID(m.ChatID), ts(m.UpdatedAt)))
 	if err != nil {
 		return store.Memory{}, fmt.Errorf("save memory %q of project %s: %w", m.Name, m.ProjectID, err)
@@ -211,7 +202,7 @@ func (t *tx) MemoryUpsert(ctx context.Context, m store.Memory) (store.Memory, er
 
 // MemoryDelete removes one memory.
 func (t *tx) MemoryDelete(ctx context.Context, projectID uuid.UUID, name string) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM project_memories WHERE project_id = ? AND name = ?`, projectID.String(), name)
+	n, err := t.exec(ctx, query.MemoryDelete, projectID.String(), name)
 	if err != nil {
 		return 0, fmt.Errorf("delete memory %q of project %s: %w", name, projectID, err)
 	}

@@ -9,12 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-// queueColumns lists the chat_queued_messages columns in the order
-// scanQueued reads them.
-const queueColumns = `id, chat_id, position, created_by, content, model_config_id,
-	reasoning_effort, request_id, created_at, hook_context`
 
 func scanQueued(row rowScanner) (store.QueuedMessage, error) {
 	var (
@@ -46,7 +42,7 @@ func scanQueued(row rowScanner) (store.QueuedMessage, error) {
 // operation.
 func (t *tx) readQueued(ctx context.Context, chatID uuid.UUID, id int64) (store.QueuedMessage, error) {
 	return scanQueued(t.tx.QueryRowContext(ctx,
-		`SELECT `+queueColumns+` FROM chat_queued_messages WHERE chat_id = ? AND id = ?`, chatID.String(), id))
+		`SELECT `+query.QueueColumns+` FROM chat_queued_messages WHERE chat_id = ? AND id = ?`, chatID.String(), id))
 }
 
 // QueueInsert appends a queued message after the current tail. The single
@@ -82,7 +78,7 @@ func (t *tx) QueueInsert(ctx context.Context, p store.QueueInsertParams) (store.
 // QueueList returns the queue head first.
 func (t *tx) QueueList(ctx context.Context, chatID uuid.UUID) ([]store.QueuedMessage, error) {
 	rows, err := t.tx.QueryContext(ctx,
-		`SELECT `+queueColumns+` FROM chat_queued_messages WHERE chat_id = ? ORDER BY position, id`, chatID.String())
+		query.QueueList, chatID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list queue of chat %s: %w", chatID, translate(err))
 	}
@@ -118,7 +114,7 @@ func (t *tx) QueueSetPosition(ctx context.Context, chatID uuid.UUID, id int64, p
 // QueueDelete removes one queued message; 0 rows is not an error, callers
 // that need exactly one check the count.
 func (t *tx) QueueDelete(ctx context.Context, chatID uuid.UUID, id int64) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM chat_queued_messages WHERE chat_id = ? AND id = ?`, chatID.String(), id)
+	n, err := t.exec(ctx, query.QueueDelete, chatID.String(), id)
 	if err != nil {
 		return 0, fmt.Errorf("delete queued message %d of chat %s: %w", id, chatID, err)
 	}
@@ -127,7 +123,7 @@ func (t *tx) QueueDelete(ctx context.Context, chatID uuid.UUID, id int64) (int64
 
 // QueueDeleteAll empties a chat's queue.
 func (t *tx) QueueDeleteAll(ctx context.Context, chatID uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM chat_queued_messages WHERE chat_id = ?`, chatID.String())
+	n, err := t.exec(ctx, query.QueueDeleteAll, chatID.String())
 	if err != nil {
 		return 0, fmt.Errorf("clear queue of chat %s: %w", chatID, err)
 	}
@@ -141,7 +137,7 @@ func (t *tx) QueueCount(ctx context.Context, chatID uuid.UUID) (int64, error) {
 	}
 	var n int64
 	if err := t.tx.QueryRowContext(ctx,
-		`SELECT count(*) FROM chat_queued_messages WHERE chat_id = ?`, chatID.String()).Scan(&n); err != nil {
+		query.QueueCount, chatID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count queue of chat %s: %w", chatID, translate(err))
 	}
 	t.keepQueueCount(chatID, n)

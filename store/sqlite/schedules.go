@@ -9,10 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const scheduleColumns = `id, chat_id, owner_id, content, kind, spec, timezone, enabled, new_chat, max_runs, run_count,
-	next_run_at, last_run_at, created_at, updated_at`
 
 func scanSchedule(row rowScanner) (store.Schedule, error) {
 	var (
@@ -47,9 +45,7 @@ func (t *tx) ScheduleInsert(ctx context.Context, s store.Schedule) (store.Schedu
 		return store.Schedule{}, fmt.Errorf("insert schedule %s: %w", s.ID, err)
 	}
 	out, err := scanSchedule(t.tx.QueryRowContext(ctx,
-		`INSERT INTO schedules (id, chat_id, owner_id, content, kind, spec, timezone, enabled, new_chat, max_runs, run_count,
-			next_run_at, last_run_at, created_at, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+scheduleColumns,
+		query.ScheduleInsert,
 		s.ID.String(), s.ChatID.String(), s.OwnerID.String(), string(s.Content), s.Kind, s.Spec, s.Timezone,
 		boolInt(s.Enabled), boolInt(s.NewChat), s.MaxRuns, s.RunCount, tsPtr(s.NextRunAt), tsPtr(s.LastRunAt),
 		ts(s.CreatedAt), ts(s.UpdatedAt)))
@@ -61,7 +57,7 @@ func (t *tx) ScheduleInsert(ctx context.Context, s store.Schedule) (store.Schedu
 
 // ScheduleGet reads a schedule.
 func (t *tx) ScheduleGet(ctx context.Context, id uuid.UUID) (store.Schedule, error) {
-	s, err := scanSchedule(t.tx.QueryRowContext(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE id = ?`, id.String()))
+	s, err := scanSchedule(t.tx.QueryRowContext(ctx, query.ScheduleGet, id.String()))
 	if err != nil {
 		return store.Schedule{}, fmt.Errorf("get schedule %s: %w", id, err)
 	}
@@ -77,15 +73,15 @@ func (t *tx) ScheduleLock(ctx context.Context, id uuid.UUID) (store.Schedule, er
 // ScheduleList lists schedules oldest first.
 func (t *tx) ScheduleList(ctx context.Context, p store.ScheduleListParams) ([]store.Schedule, error) {
 	var a args
-	query := `SELECT ` + scheduleColumns + ` FROM schedules WHERE 1 = 1`
+	stmt := `SELECT ` + query.ScheduleColumns + ` FROM schedules WHERE 1 = 1`
 	if p.ChatID.Valid {
-		query += ` AND chat_id = ` + a.add(p.ChatID.UUID.String())
+		stmt += ` AND chat_id = ` + a.add(p.ChatID.UUID.String())
 	}
 	if p.OwnerID.Valid {
-		query += ` AND owner_id = ` + a.add(p.OwnerID.UUID.String())
+		stmt += ` AND owner_id = ` + a.add(p.OwnerID.UUID.String())
 	}
-	query += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
-	rows, err := t.tx.QueryContext(ctx, query, a...)
+	stmt += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
+	rows, err := t.tx.QueryContext(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list schedules: %w", translate(err))
 	}
@@ -99,7 +95,7 @@ func (t *tx) ScheduleList(ctx context.Context, p store.ScheduleListParams) ([]st
 // ScheduleCountByOwner counts a user's schedules.
 func (t *tx) ScheduleCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM schedules WHERE owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+	if err := t.tx.QueryRowContext(ctx, query.ScheduleCountByOwner, ownerID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count schedules of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -150,7 +146,7 @@ func (t *tx) ScheduleUpdate(ctx context.Context, id uuid.UUID, p store.ScheduleP
 		return store.Schedule{}, fmt.Errorf("update schedule %s: %w", id, err)
 	}
 	s, err := scanSchedule(t.tx.QueryRowContext(ctx,
-		`UPDATE schedules SET `+sets+` WHERE id = `+a.add(id.String())+` RETURNING `+scheduleColumns, a...))
+		`UPDATE schedules SET `+sets+` WHERE id = `+a.add(id.String())+` RETURNING `+query.ScheduleColumns, a...))
 	if err != nil {
 		return store.Schedule{}, fmt.Errorf("update schedule %s: %w", id, err)
 	}
@@ -159,7 +155,7 @@ func (t *tx) ScheduleUpdate(ctx context.Context, id uuid.UUID, p store.ScheduleP
 
 // ScheduleDelete removes a schedule; its runs cascade.
 func (t *tx) ScheduleDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM schedules WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.ScheduleDelete, id.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete schedule %s: %w", id, err)
 	}
@@ -168,8 +164,7 @@ func (t *tx) ScheduleDelete(ctx context.Context, id uuid.UUID) (int64, error) {
 
 // ScheduleRunInsert records one due time.
 func (t *tx) ScheduleRunInsert(ctx context.Context, r store.ScheduleRun) error {
-	_, err := t.exec(ctx, `INSERT INTO schedule_runs (schedule_id, due_at, status, request_id, chat_id, detail, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?)`, r.ScheduleID.String(), ts(r.DueAt), r.Status, nullUUID(r.RequestID), nullUUID(r.ChatID),
+	_, err := t.exec(ctx, query.ScheduleRunInsert, r.ScheduleID.String(), ts(r.DueAt), r.Status, nullUUID(r.RequestID), nullUUID(r.ChatID),
 		r.Detail, ts(r.CreatedAt))
 	if err != nil {
 		return fmt.Errorf("record run of schedule %s due %s: %w", r.ScheduleID, r.DueAt.Format(time.RFC3339), err)
@@ -197,8 +192,7 @@ func scanScheduleRun(row rowScanner) (store.ScheduleRun, error) {
 
 // ScheduleRunList lists a schedule's runs, latest due time first.
 func (t *tx) ScheduleRunList(ctx context.Context, scheduleID uuid.UUID, limit int) ([]store.ScheduleRun, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT schedule_id, due_at, status, request_id, chat_id, detail, created_at
-		FROM schedule_runs WHERE schedule_id = ? ORDER BY due_at DESC LIMIT ?`, scheduleID.String(), store.ListLimit(limit))
+	rows, err := t.tx.QueryContext(ctx, query.ScheduleRunList, scheduleID.String(), store.ListLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list runs of schedule %s: %w", scheduleID, translate(err))
 	}

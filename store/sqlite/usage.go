@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // UsageRecord appends a ledger row unless its key is recorded.
@@ -19,10 +20,7 @@ func (t *tx) UsageRecord(ctx context.Context, r store.UsageRecord) (bool, error)
 	if r.MessageID != 0 {
 		msg = r.MessageID
 	}
-	res, err := t.tx.ExecContext(ctx, `INSERT INTO usage_records (key, user_id, chat_id, message_id, kind,
-		model_config_id, provider, model, input_tokens, output_tokens, cached_tokens, reasoning_tokens,
-		cost_nanos, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		ON CONFLICT (key) DO NOTHING`,
+	res, err := t.tx.ExecContext(ctx, query.UsageRecord,
 		r.Key, r.UserID.String(), r.ChatID.String(), msg, r.Kind, nullUUID(r.ModelConfigID), r.Provider, r.Model,
 		r.InputTokens, r.OutputTokens, r.CachedTokens, r.ReasoningTokens, r.CostNanos, ts(r.CreatedAt))
 	if err != nil {
@@ -97,8 +95,7 @@ func (t *tx) UserBudgetGet(ctx context.Context, userID uuid.UUID) (store.Budget,
 		tokDay, tokMon sql.NullInt64
 		cosDay, cosMon sql.NullFloat64
 	)
-	err := t.tx.QueryRowContext(ctx, `SELECT tokens_per_day, tokens_per_month, cost_per_day, cost_per_month
-		FROM user_budgets WHERE user_id = ?`, userID.String()).Scan(&tokDay, &tokMon, &cosDay, &cosMon)
+	err := t.tx.QueryRowContext(ctx, query.UserBudgetGet, userID.String()).Scan(&tokDay, &tokMon, &cosDay, &cosMon)
 	if err != nil {
 		return store.Budget{}, fmt.Errorf("get budget of user %s: %w", userID, translate(err))
 	}
@@ -120,16 +117,12 @@ func (t *tx) UserBudgetGet(ctx context.Context, userID uuid.UUID) (store.Budget,
 // UserBudgetSet writes or removes a user's budget override.
 func (t *tx) UserBudgetSet(ctx context.Context, userID uuid.UUID, b *store.Budget, now time.Time) error {
 	if b == nil {
-		if _, err := t.tx.ExecContext(ctx, `DELETE FROM user_budgets WHERE user_id = ?`, userID.String()); err != nil {
+		if _, err := t.tx.ExecContext(ctx, query.UserBudgetSetDelete, userID.String()); err != nil {
 			return fmt.Errorf("remove budget of user %s: %w", userID, translate(err))
 		}
 		return nil
 	}
-	_, err := t.tx.ExecContext(ctx, `INSERT INTO user_budgets (user_id, tokens_per_day, tokens_per_month,
-		cost_per_day, cost_per_month, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (user_id) DO UPDATE SET tokens_per_day = excluded.tokens_per_day,
-		tokens_per_month = excluded.tokens_per_month, cost_per_day = excluded.cost_per_day,
-		cost_per_month = excluded.cost_per_month, updated_at = excluded.updated_at`,
+	_, err := t.tx.ExecContext(ctx, query.UserBudgetSetInsert,
 		userID.String(), nullInt(b.TokensPerDay), nullInt(b.TokensPerMonth), nullFloat(b.CostPerDay), nullFloat(b.CostPerMonth), ts(now))
 	if err != nil {
 		if errors.Is(translate(err), store.ErrForeignKey) {

@@ -9,9 +9,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const userColumns = `id, name, admin, disabled, created_at`
 
 func scanUser(row rowScanner) (store.User, error) {
 	var (
@@ -36,7 +35,7 @@ func scanUser(row rowScanner) (store.User, error) {
 // UserInsert creates a user; a taken name is store.ErrConflict.
 func (t *tx) UserInsert(ctx context.Context, p store.UserInsertParams) (store.User, error) {
 	u, err := scanUser(t.tx.QueryRowContext(ctx,
-		`INSERT INTO users (id, name, admin, created_at) VALUES (?, ?, ?, ?) RETURNING `+userColumns,
+		query.UserInsert,
 		p.ID.String(), p.Name, boolInt(p.Admin), ts(p.Now)))
 	if err != nil {
 		return store.User{}, fmt.Errorf("insert user %q: %w", p.Name, err)
@@ -46,7 +45,7 @@ func (t *tx) UserInsert(ctx context.Context, p store.UserInsertParams) (store.Us
 
 // UserGet reads a user by id.
 func (t *tx) UserGet(ctx context.Context, id uuid.UUID) (store.User, error) {
-	u, err := scanUser(t.tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE id = ?`, id.String()))
+	u, err := scanUser(t.tx.QueryRowContext(ctx, query.UserGet, id.String()))
 	if err != nil {
 		return store.User{}, fmt.Errorf("get user %s: %w", id, err)
 	}
@@ -55,7 +54,7 @@ func (t *tx) UserGet(ctx context.Context, id uuid.UUID) (store.User, error) {
 
 // UserGetByName reads a user by name.
 func (t *tx) UserGetByName(ctx context.Context, name string) (store.User, error) {
-	u, err := scanUser(t.tx.QueryRowContext(ctx, `SELECT `+userColumns+` FROM users WHERE name = ?`, name))
+	u, err := scanUser(t.tx.QueryRowContext(ctx, query.UserGetByName, name))
 	if err != nil {
 		return store.User{}, fmt.Errorf("get user %q: %w", name, err)
 	}
@@ -136,12 +135,12 @@ func (t *tx) TokenGet(ctx context.Context, id uuid.UUID) (store.Token, error) {
 
 // TokenList lists tokens oldest first, without their hashes.
 func (t *tx) TokenList(ctx context.Context, p store.TokenListParams) ([]store.Token, error) {
-	query, args := `SELECT `+tokenInfoColumns+` FROM api_tokens`, []any{}
+	stmt, args := `SELECT `+tokenInfoColumns+` FROM api_tokens`, []any{}
 	if p.UserID.Valid {
-		query += ` WHERE user_id = ?`
+		stmt += ` WHERE user_id = ?`
 		args = append(args, p.UserID.UUID.String())
 	}
-	rows, err := t.tx.QueryContext(ctx, query+` ORDER BY created_at, id`, args...)
+	rows, err := t.tx.QueryContext(ctx, stmt+` ORDER BY created_at, id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", translate(err))
 	}
@@ -154,7 +153,7 @@ func (t *tx) TokenList(ctx context.Context, p store.TokenListParams) ([]store.To
 
 // TokenDelete removes one token by id.
 func (t *tx) TokenDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM api_tokens WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.TokenDelete, id.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete token %s: %w", id, err)
 	}
@@ -173,12 +172,12 @@ func (t *tx) TokenTouch(ctx context.Context, id uuid.UUID, at time.Time) (bool, 
 
 // TokenDeleteExpired removes expired tokens and idle sessions.
 func (t *tx) TokenDeleteExpired(ctx context.Context, now, sessionIdleBefore time.Time) (int64, error) {
-	query, args := `DELETE FROM api_tokens WHERE (expires_at IS NOT NULL AND expires_at <= ?)`, []any{ts(now)}
+	stmt, args := query.TokenDeleteExpired, []any{ts(now)}
 	if !sessionIdleBefore.IsZero() {
-		query += ` OR (kind = 'session' AND COALESCE(last_used_at, created_at) <= ?)`
+		stmt += ` OR (kind = 'session' AND COALESCE(last_used_at, created_at) <= ?)`
 		args = append(args, ts(sessionIdleBefore))
 	}
-	n, err := t.exec(ctx, query, args...)
+	n, err := t.exec(ctx, stmt, args...)
 	if err != nil {
 		return 0, fmt.Errorf("delete expired tokens: %w", err)
 	}
@@ -187,7 +186,7 @@ func (t *tx) TokenDeleteExpired(ctx context.Context, now, sessionIdleBefore time
 
 // TokenDeleteForUser removes all of a user's tokens.
 func (t *tx) TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM api_tokens WHERE user_id = ?`, userID.String())
+	n, err := t.exec(ctx, query.TokenDeleteForUser, userID.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete tokens of user %s: %w", userID, err)
 	}
@@ -196,7 +195,7 @@ func (t *tx) TokenDeleteForUser(ctx context.Context, userID uuid.UUID) (int64, e
 
 // UserSetAdmin grants or revokes admin.
 func (t *tx) UserSetAdmin(ctx context.Context, id uuid.UUID, admin bool) error {
-	n, err := t.exec(ctx, `UPDATE users SET admin = ? WHERE id = ?`, boolInt(admin), id.String())
+	n, err := t.exec(ctx, query.UserSetAdmin, boolInt(admin), id.String())
 	if err != nil {
 		return fmt.Errorf("set admin of user %s: %w", id, err)
 	}
@@ -219,7 +218,7 @@ func (t *tx) UserLock(ctx context.Context, id uuid.UUID) error {
 // UserCount counts users.
 func (t *tx) UserCount(ctx context.Context) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM users`).Scan(&n); err != nil {
+	if err := t.tx.QueryRowContext(ctx, query.UserCount).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count users: %w", translate(err))
 	}
 	return n, nil
@@ -227,7 +226,7 @@ func (t *tx) UserCount(ctx context.Context) (int64, error) {
 
 // TokenDeleteByHash removes one token.
 func (t *tx) TokenDeleteByHash(ctx context.Context, hash []byte) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM api_tokens WHERE hash = ?`, hash)
+	n, err := t.exec(ctx, query.TokenDeleteByHash, hash)
 	if err != nil {
 		return 0, fmt.Errorf("delete token: %w", err)
 	}
@@ -251,7 +250,7 @@ func (t *tx) ReplicaGet(ctx context.Context, workerID uuid.UUID) (store.Replica,
 		r           store.Replica
 		id, updated string
 	)
-	err := t.tx.QueryRowContext(ctx, `SELECT worker_id, address, token_hash, updated_at FROM chat_replicas WHERE worker_id = ?`,
+	err := t.tx.QueryRowContext(ctx, query.ReplicaGet,
 		workerID.String()).Scan(&id, &r.Address, &r.TokenHash, &updated)
 	if err != nil {
 		return store.Replica{}, fmt.Errorf("get replica %s: %w", workerID, translate(err))
@@ -267,7 +266,7 @@ func (t *tx) ReplicaGet(ctx context.Context, workerID uuid.UUID) (store.Replica,
 
 // ReplicaDelete removes a replica's record.
 func (t *tx) ReplicaDelete(ctx context.Context, workerID uuid.UUID) error {
-	if _, err := t.exec(ctx, `DELETE FROM chat_replicas WHERE worker_id = ?`, workerID.String()); err != nil {
+	if _, err := t.exec(ctx, query.ReplicaDelete, workerID.String()); err != nil {
 		return fmt.Errorf("delete replica %s: %w", workerID, err)
 	}
 	return nil
@@ -275,7 +274,7 @@ func (t *tx) ReplicaDelete(ctx context.Context, workerID uuid.UUID) error {
 
 // UserList lists every user, oldest first.
 func (t *tx) UserList(ctx context.Context) ([]store.User, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+userColumns+` FROM users ORDER BY created_at, id`)
+	rows, err := t.tx.QueryContext(ctx, query.UserList)
 	if err != nil {
 		return nil, fmt.Errorf("list users: %w", translate(err))
 	}
@@ -288,7 +287,7 @@ func (t *tx) UserList(ctx context.Context) ([]store.User, error) {
 
 // UserSetDisabled disables or enables a user.
 func (t *tx) UserSetDisabled(ctx context.Context, id uuid.UUID, disabled bool) error {
-	n, err := t.exec(ctx, `UPDATE users SET disabled = ? WHERE id = ?`, boolInt(disabled), id.String())
+	n, err := t.exec(ctx, query.UserSetDisabled, boolInt(disabled), id.String())
 	if err != nil {
 		return fmt.Errorf("set disabled of user %s: %w", id, err)
 	}
@@ -325,7 +324,7 @@ func (t *tx) UserLockEnabledAdmins(ctx context.Context) ([]uuid.UUID, error) {
 
 // LoginCodeInsert stores a login code's hash.
 func (t *tx) LoginCodeInsert(ctx context.Context, p store.LoginCodeInsertParams) error {
-	if _, err := t.exec(ctx, `INSERT INTO login_codes (hash, user_id, expires_at, created_at) VALUES (?, ?, ?, ?)`,
+	if _, err := t.exec(ctx, query.LoginCodeInsert,
 		p.Hash, p.UserID.String(), ts(p.ExpiresAt), ts(p.Now)); err != nil {
 		return fmt.Errorf("insert login code for user %s: %w", p.UserID, err)
 	}
@@ -335,7 +334,7 @@ func (t *tx) LoginCodeInsert(ctx context.Context, p store.LoginCodeInsertParams)
 // LoginCodeTake deletes a live login code and returns its user.
 func (t *tx) LoginCodeTake(ctx context.Context, hash []byte, now time.Time) (uuid.UUID, error) {
 	var raw string
-	err := t.tx.QueryRowContext(ctx, `DELETE FROM login_codes WHERE hash = ? AND expires_at > ? RETURNING user_id`, hash, ts(now)).Scan(&raw)
+	err := t.tx.QueryRowContext(ctx, query.LoginCodeTake, hash, ts(now)).Scan(&raw)
 	if err != nil {
 		return uuid.Nil, fmt.Errorf("take login code: %w", translate(err))
 	}
@@ -352,7 +351,7 @@ func (t *tx) LoginCodeTake(ctx context.Context, hash []byte, now time.Time) (uui
 
 // LoginCodeDeleteExpired removes expired login codes.
 func (t *tx) LoginCodeDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM login_codes WHERE expires_at <= ?`, ts(now))
+	n, err := t.exec(ctx, query.LoginCodeDeleteExpired, ts(now))
 	if err != nil {
 		return 0, fmt.Errorf("delete expired login codes: %w", err)
 	}

@@ -10,9 +10,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const webhookColumns = `id, owner_id, chat_id, url, events, secret, created_by, created_at`
 
 func scanWebhook(row rowScanner) (store.Webhook, error) {
 	var (
@@ -45,8 +44,7 @@ func (t *tx) WebhookInsert(ctx context.Context, w store.Webhook) (store.Webhook,
 		return store.Webhook{}, fmt.Errorf("encode events: %w", err)
 	}
 	out, err := scanWebhook(t.tx.QueryRowContext(ctx,
-		`INSERT INTO webhooks (id, owner_id, chat_id, url, events, secret, created_by, created_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+webhookColumns,
+		query.WebhookInsert,
 		w.ID.String(), nullUUID(w.OwnerID), nullUUID(w.ChatID), w.URL, string(events), w.Secret, w.CreatedBy.String(), ts(w.CreatedAt)))
 	if err != nil {
 		return store.Webhook{}, fmt.Errorf("insert webhook %s: %w", w.ID, err)
@@ -56,7 +54,7 @@ func (t *tx) WebhookInsert(ctx context.Context, w store.Webhook) (store.Webhook,
 
 // WebhookGet reads a webhook.
 func (t *tx) WebhookGet(ctx context.Context, id uuid.UUID) (store.Webhook, error) {
-	w, err := scanWebhook(t.tx.QueryRowContext(ctx, `SELECT `+webhookColumns+` FROM webhooks WHERE id = ?`, id.String()))
+	w, err := scanWebhook(t.tx.QueryRowContext(ctx, query.WebhookGet, id.String()))
 	if err != nil {
 		return store.Webhook{}, fmt.Errorf("get webhook %s: %w", id, err)
 	}
@@ -66,12 +64,12 @@ func (t *tx) WebhookGet(ctx context.Context, id uuid.UUID) (store.Webhook, error
 // WebhookList lists webhooks oldest first.
 func (t *tx) WebhookList(ctx context.Context, p store.WebhookListParams) ([]store.Webhook, error) {
 	var a args
-	query := `SELECT ` + webhookColumns + ` FROM webhooks`
+	stmt := query.WebhookList
 	if p.OwnerID.Valid {
-		query += ` WHERE owner_id = ` + a.add(p.OwnerID.UUID.String())
+		stmt += ` WHERE owner_id = ` + a.add(p.OwnerID.UUID.String())
 	}
-	query += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
-	rows, err := t.tx.QueryContext(ctx, query, a...)
+	stmt += ` ORDER BY created_at, id LIMIT ` + a.add(store.ListLimit(p.Limit))
+	rows, err := t.tx.QueryContext(ctx, stmt, a...)
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks: %w", translate(err))
 	}
@@ -85,7 +83,7 @@ func (t *tx) WebhookList(ctx context.Context, p store.WebhookListParams) ([]stor
 // WebhookCountByOwner counts a user's webhooks.
 func (t *tx) WebhookCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64, error) {
 	var n int64
-	if err := t.tx.QueryRowContext(ctx, `SELECT count(*) FROM webhooks WHERE owner_id = ?`, ownerID.String()).Scan(&n); err != nil {
+	if err := t.tx.QueryRowContext(ctx, query.WebhookCountByOwner, ownerID.String()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count webhooks of user %s: %w", ownerID, translate(err))
 	}
 	return n, nil
@@ -93,8 +91,7 @@ func (t *tx) WebhookCountByOwner(ctx context.Context, ownerID uuid.UUID) (int64,
 
 // WebhookListForChat lists the webhooks that hear of a chat's events.
 func (t *tx) WebhookListForChat(ctx context.Context, ownerID, chatID uuid.UUID) ([]store.Webhook, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+webhookColumns+` FROM webhooks
-		WHERE (owner_id = ? OR owner_id IS NULL) AND (chat_id IS NULL OR chat_id = ?) ORDER BY created_at, id`,
+	rows, err := t.tx.QueryContext(ctx, query.WebhookListForChat,
 		ownerID.String(), chatID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list webhooks of chat %s: %w", chatID, translate(err))
@@ -108,15 +105,12 @@ func (t *tx) WebhookListForChat(ctx context.Context, ownerID, chatID uuid.UUID) 
 
 // WebhookDelete removes a webhook; its deliveries cascade.
 func (t *tx) WebhookDelete(ctx context.Context, id uuid.UUID) (int64, error) {
-	n, err := t.exec(ctx, `DELETE FROM webhooks WHERE id = ?`, id.String())
+	n, err := t.exec(ctx, query.WebhookDelete, id.String())
 	if err != nil {
 		return 0, fmt.Errorf("delete webhook %s: %w", id, err)
 	}
 	return n, nil
 }
-
-const deliveryColumns = `seq, id, webhook_id, chat_id, event, payload, status, attempts, next_attempt_at, last_status,
-	last_error, created_at, delivered_at`
 
 func scanDelivery(row rowScanner) (store.WebhookDelivery, error) {
 	var (
@@ -142,8 +136,7 @@ func scanDelivery(row rowScanner) (store.WebhookDelivery, error) {
 // WebhookDeliveryInsert appends a pending delivery.
 func (t *tx) WebhookDeliveryInsert(ctx context.Context, d store.WebhookDelivery) (store.WebhookDelivery, error) {
 	out, err := scanDelivery(t.tx.QueryRowContext(ctx,
-		`INSERT INTO webhook_deliveries (id, webhook_id, chat_id, event, payload, status, next_attempt_at, created_at)
-		VALUES (?, ?, ?, ?, ?, 'pending', ?, ?) RETURNING `+deliveryColumns,
+		query.WebhookDeliveryInsert,
 		d.ID.String(), d.WebhookID.String(), d.ChatID.String(), d.Event, string(d.Payload), ts(d.NextAttemptAt), ts(d.CreatedAt)))
 	if err != nil {
 		return store.WebhookDelivery{}, fmt.Errorf("insert delivery %s: %w", d.ID, err)
@@ -153,8 +146,7 @@ func (t *tx) WebhookDeliveryInsert(ctx context.Context, d store.WebhookDelivery)
 
 // WebhookDeliveryList lists a webhook's deliveries, newest first.
 func (t *tx) WebhookDeliveryList(ctx context.Context, webhookID uuid.UUID, limit int) ([]store.WebhookDelivery, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries WHERE webhook_id = ?
-		ORDER BY seq DESC LIMIT ?`, webhookID.String(), store.ListLimit(limit))
+	rows, err := t.tx.QueryContext(ctx, query.WebhookDeliveryList, webhookID.String(), store.ListLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list deliveries of webhook %s: %w", webhookID, translate(err))
 	}
@@ -167,11 +159,7 @@ func (t *tx) WebhookDeliveryList(ctx context.Context, webhookID uuid.UUID, limit
 
 // WebhookDeliveryListDue lists the due heads of each (webhook, chat).
 func (t *tx) WebhookDeliveryListDue(ctx context.Context, now time.Time, limit int) ([]store.WebhookDelivery, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+deliveryColumns+` FROM webhook_deliveries d
-		WHERE d.status = 'pending' AND d.next_attempt_at <= ?
-		AND NOT EXISTS (SELECT 1 FROM webhook_deliveries e WHERE e.status = 'pending' AND e.webhook_id = d.webhook_id
-			AND e.chat_id = d.chat_id AND e.seq < d.seq)
-		ORDER BY d.seq LIMIT ?`, ts(now), store.ListLimit(limit))
+	rows, err := t.tx.QueryContext(ctx, query.WebhookDeliveryListDue, ts(now), store.ListLimit(limit))
 	if err != nil {
 		return nil, fmt.Errorf("list due deliveries: %w", translate(err))
 	}
@@ -185,7 +173,7 @@ func (t *tx) WebhookDeliveryListDue(ctx context.Context, now time.Time, limit in
 // WebhookDeliveryNextDue reads the earliest next attempt.
 func (t *tx) WebhookDeliveryNextDue(ctx context.Context) (time.Time, bool, error) {
 	var next sql.NullString
-	if err := t.tx.QueryRowContext(ctx, `SELECT min(next_attempt_at) FROM webhook_deliveries WHERE status = 'pending'`).Scan(&next); err != nil {
+	if err := t.tx.QueryRowContext(ctx, query.WebhookDeliveryNextDue).Scan(&next); err != nil {
 		return time.Time{}, false, fmt.Errorf("next due delivery: %w", translate(err))
 	}
 	if !next.Valid {
@@ -197,8 +185,7 @@ func (t *tx) WebhookDeliveryNextDue(ctx context.Context) (time.Time, bool, error
 
 // WebhookDeliveryClaim takes a pending delivery for one attempt.
 func (t *tx) WebhookDeliveryClaim(ctx context.Context, seq int64, due, until time.Time) (bool, error) {
-	n, err := t.exec(ctx, `UPDATE webhook_deliveries SET attempts = attempts + 1, next_attempt_at = ?
-		WHERE seq = ? AND status = 'pending' AND next_attempt_at = ?`, ts(until), seq, ts(due))
+	n, err := t.exec(ctx, query.WebhookDeliveryClaim, ts(until), seq, ts(due))
 	if err != nil {
 		return false, fmt.Errorf("claim delivery %d: %w", seq, err)
 	}
@@ -213,7 +200,7 @@ func (t *tx) WebhookDeliveryUpdate(ctx context.Context, seq int64, p store.Webho
 		return store.WebhookDelivery{}, fmt.Errorf("update delivery %d: nothing to write (%v)", seq, err)
 	}
 	d, err := scanDelivery(t.tx.QueryRowContext(ctx,
-		`UPDATE webhook_deliveries SET `+sets+` WHERE seq = `+a.add(seq)+` RETURNING `+deliveryColumns, a...))
+		`UPDATE webhook_deliveries SET `+sets+` WHERE seq = `+a.add(seq)+` RETURNING `+query.DeliveryColumns, a...))
 	if err != nil {
 		return store.WebhookDelivery{}, fmt.Errorf("update delivery %d: %w", seq, err)
 	}

@@ -99,6 +99,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"OwnerCounts", testOwnerCounts},
 		{"MessageTree", testMessageTree}, {"MessageTreePruned", testMessageTreePruned},
 		{"UsageLedger", testUsageLedger}, {"UserBudgets", testUserBudgets},
+		{"SystemPrompts", testSystemPrompts}, {"ChatImports", testChatImports},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,8 +12,18 @@ test('images of the four types and declared text pass with their type', async ()
   assert.deepEqual(await inspect(file('{}', 'a.json', 'application/json')), { type: 'application/json' });
 });
 
-test('a PDF, another image type and binary bytes are refused with the reason', async () => {
-  assert.match((await inspect(file(pdf, 'paper.pdf', 'application/pdf'))).error, /^A PDF cannot be given to a model/);
+test('a PDF passes only for a model that reads PDFs, else is refused naming the model', async () => {
+  const claude = { id: 'c', provider: 'anthropic', model: 'claude-sonnet-4-5', display_name: 'Claude', pdf_input: true };
+  const demo = { id: 'd', provider: 'demo', model: 'demo', display_name: 'Demo (offline)', pdf_input: false };
+  assert.deepEqual(await inspect(file(pdf, 'paper.pdf', 'application/pdf'), claude), { type: 'application/pdf' });
+  assert.deepEqual(await inspect(file(pdf, 'paper.pdf', ''), claude), { type: 'application/pdf' }, 'an untyped .pdf');
+  assert.match((await inspect(file(pdf, 'paper.pdf', 'application/pdf'), demo)).error, /^Demo \(offline\) cannot read PDFs; choose a model that can/);
+  assert.match((await inspect(file(pdf, 'paper.pdf', 'application/octet-stream'), demo)).error, /cannot read PDFs/);
+  assert.match((await inspect(file(pdf, 'paper.pdf', 'application/pdf'))).error, /^The chosen model cannot read PDFs/);
+  assert.match((await inspect(file(pdf, 'paper.pdf', 'application/pdf'), { provider: 'openai', model: 'gpt-3.5-turbo' })).error, /^openai\/gpt-3.5-turbo cannot/);
+});
+
+test('another image type and binary bytes are refused with the reason', async () => {
   assert.match((await inspect(file('x', 'photo.heic', 'image/heic'))).error, /HEIC images cannot be given/);
   assert.match((await inspect(file(new Uint8Array([0x7f, 0x45, 0x4c, 0x46, 0, 1]), 'a.out', ''))).error, /binary file/);
   assert.match((await inspect(file(new Uint8Array([0xff, 0xfe, 0x41]), 'latin.txt', 'application/octet-stream'))).error, /not UTF-8/);

@@ -326,19 +326,46 @@ func userBlocks(parts []sdk.ChatMessagePart) []sdkanthropic.ContentBlockParamUni
 		case sdk.PartFile:
 			if mediaType, data, ok := llm.ImageData(part); ok {
 				texts = append(texts, sdkanthropic.NewImageBlockBase64(mediaType, data))
+			} else if _, data, ok := llm.FileData(part); ok && llm.IsPDFPart(part) {
+				texts = append(texts, documentBlock(part.Name, data))
 			}
 		case sdk.PartToolResult:
-			r := sdkanthropic.ToolResultBlockParam{ToolUseID: part.ToolCallID}
-			if text := resultText(part.Result); text != "" {
-				r.Content = []sdkanthropic.ToolResultBlockParamContentUnion{{OfText: &sdkanthropic.TextBlockParam{Text: text}}}
-			}
-			if part.IsError {
-				r.IsError = sdkanthropic.Bool(true)
-			}
-			results = append(results, sdkanthropic.ContentBlockParamUnion{OfToolResult: &r})
+			results = append(results, toolResultBlock(part))
 		}
 	}
 	return append(results, texts...)
+}
+
+// documentBlock is a PDF as a document block with a base64 source, titled
+// with the file's name.
+func documentBlock(name, data string) sdkanthropic.ContentBlockParamUnion {
+	block := sdkanthropic.NewDocumentBlock(sdkanthropic.Base64PDFSourceParam{Data: data})
+	if name != "" {
+		block.OfDocument.Title = sdkanthropic.String(name)
+	}
+	return block
+}
+
+// toolResultBlock is a tool result: its text, then the images it returned
+// as image blocks inside the tool_result's content. Audio is not taken by
+// the API; its block stays in the text as a description.
+func toolResultBlock(part sdk.ChatMessagePart) sdkanthropic.ContentBlockParamUnion {
+	result, media := llm.SplitToolResult(part.Result)
+	r := sdkanthropic.ToolResultBlockParam{ToolUseID: part.ToolCallID}
+	if text := resultText(result); text != "" {
+		r.Content = []sdkanthropic.ToolResultBlockParamContentUnion{{OfText: &sdkanthropic.TextBlockParam{Text: text}}}
+	}
+	for _, m := range media {
+		if !m.IsImage() {
+			continue
+		}
+		img := sdkanthropic.NewImageBlockBase64(m.MediaType, m.Data)
+		r.Content = append(r.Content, sdkanthropic.ToolResultBlockParamContentUnion{OfImage: img.OfImage})
+	}
+	if part.IsError {
+		r.IsError = sdkanthropic.Bool(true)
+	}
+	return sdkanthropic.ContentBlockParamUnion{OfToolResult: &r}
 }
 
 // assistantBlocks maps assistant text and tool calls. Reasoning is left

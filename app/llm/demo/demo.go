@@ -416,7 +416,11 @@ func toolResultsAnswer(results []sdk.ChatMessagePart) string {
 		} else {
 			fmt.Fprintf(&b, "The tool `%s` returned:\n\n", name)
 		}
-		fmt.Fprintf(&b, "```json\n%s\n```\n\n", prettyJSON(r.Result))
+		result, media := llm.SplitToolResult(r.Result) // base64 data is no answer
+		fmt.Fprintf(&b, "```json\n%s\n```\n\n", prettyJSON(result))
+		for _, m := range media {
+			fmt.Fprintf(&b, "It also returned an %s block (%s, %d bytes of base64).\n\n", m.Type, m.MediaType, len(m.Data))
+		}
 	}
 	if len(results) == 1 {
 		b.WriteString("That is the result; a real model would now use it to answer you.")

@@ -261,3 +261,19 @@ func TestCancelWhileStreaming(t *testing.T) {
 	require.Equal(t, 1, n)
 	require.Len(t, resp.Parts, 1, "what streamed before the cancel is kept")
 }
+
+// TestToolImageResult: the demo answer shows a tool's image block without
+// its base64 data, and says it was given one.
+func TestToolImageResult(t *testing.T) {
+	t.Parallel()
+	resp, _ := stream(t, newDemo(), llm.Request{Messages: []llm.Message{
+		user("/tool snap {}"),
+		{Role: llm.RoleAssistant, Parts: []sdk.ChatMessagePart{{Type: sdk.PartToolCall, ToolCallID: "c1", ToolName: "snap"}}},
+		{Role: llm.RoleTool, Parts: []sdk.ChatMessagePart{{Type: sdk.PartToolResult, ToolCallID: "c1", ToolName: "snap",
+			Result: json.RawMessage(`{"content":[{"type":"text","text":"a pixel"},{"type":"image","mimeType":"image/png","bytes":3,"data":"UE5HZGF0YQ=="}]}`)}}},
+	}})
+	out := text(resp)
+	require.Contains(t, out, "a pixel")
+	require.NotContains(t, out, "UE5HZGF0YQ==")
+	require.Contains(t, out, "an image block (image/png, 12 bytes of base64)")
+}

@@ -52,6 +52,8 @@ type Info struct {
 	ReasoningEfforts []string
 	// Vision: the model takes image input.
 	Vision bool
+	// Audio: the model takes audio input (Chat Completions input_audio).
+	Audio bool
 }
 
 // Lookup returns what the table knows of model at provider. Provider
@@ -199,7 +201,8 @@ var openAI = table{
 	{"gpt-5-*", Info{ContextLimit: 400_000, ReasoningEfforts: effortsGPT5, Vision: true}},
 
 	{"gpt-4.1*", Info{ContextLimit: 1_047_576, Vision: true}},
-	{"gpt-4o*audio*", Info{ContextLimit: 128_000}},
+	{"gpt-4o*audio*", Info{ContextLimit: 128_000, Audio: true}},
+	{"gpt-audio*", Info{ContextLimit: 128_000, Audio: true}},
 	{"gpt-4o*", Info{ContextLimit: 128_000, Vision: true}},
 	{"chatgpt-4o*", Info{ContextLimit: 128_000, Vision: true}},
 	{"gpt-4-vision*", Info{ContextLimit: 128_000, Vision: true}},

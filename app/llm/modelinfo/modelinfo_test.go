@@ -1,6 +1,7 @@
 package modelinfo_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -31,6 +32,8 @@ func TestLookup(t *testing.T) {
 		{"openai", "gpt-4o", true, 128_000, nil, true},
 		{"openai", "gpt-4o-mini-2024-07-18", true, 128_000, nil, true},
 		{"openai", "gpt-4o-audio-preview", true, 128_000, nil, false},
+		{"openai", "gpt-4o-mini-audio-preview", true, 128_000, nil, false},
+		{"openai", "gpt-audio-2025-08-28", true, 128_000, nil, false},
 		{"openai", "gpt-4-turbo-2024-04-09", true, 128_000, nil, true},
 		{"openai", "gpt-4-0125-preview", true, 128_000, nil, false},
 		{"openai", "gpt-4-turbo-preview", true, 128_000, nil, false},
@@ -93,7 +96,8 @@ func TestLookup(t *testing.T) {
 		name := tc.provider + "/" + tc.model
 		info, ok := modelinfo.Lookup(tc.provider, tc.model)
 		require.Equal(t, tc.ok, ok, name)
-		require.Equal(t, modelinfo.Info{ContextLimit: tc.context, ReasoningEfforts: tc.efforts, Vision: tc.vision}, info, name)
+		audio := strings.Contains(tc.model, "audio") // the audio models take input_audio
+		require.Equal(t, modelinfo.Info{ContextLimit: tc.context, ReasoningEfforts: tc.efforts, Vision: tc.vision, Audio: audio}, info, name)
 
 		limit, ok := modelinfo.ContextLimit(tc.provider, tc.model)
 		require.Equal(t, tc.context, limit, name)

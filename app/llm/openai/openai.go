@@ -117,7 +117,7 @@ func (p *Provider) Stream(ctx context.Context, req llm.Request, onPart func(sdk.
 
 // streamChat streams one request over Chat Completions.
 func (p *Provider) streamChat(ctx context.Context, req llm.Request, onPart func(sdk.ChatMessagePart)) (llm.Response, error) {
-	params, err := buildParams(req)
+	params, err := buildParams(req, takesAudio(p.name, req.Model))
 	if err != nil {
 		return llm.Response{}, &llm.Error{Kind: sdk.ChatErrorConfig, Provider: p.name, Message: err.Error(), Err: err}
 	}
@@ -275,19 +275,21 @@ func streamError(provider string, se *ssestream.StreamError) *llm.Error {
 	return le
 }
 
-// buildParams maps a chatd request to Chat Completions parameters.
-func buildParams(req llm.Request) (sdkopenai.ChatCompletionNewParams, error) {
+// buildParams maps a chatd request to Chat Completions parameters; audio:
+// the model takes input_audio (media.go).
+func buildParams(req llm.Request, audio bool) (sdkopenai.ChatCompletionNewParams, error) {
 	params := sdkopenai.ChatCompletionNewParams{
 		Model:         shared.ChatModel(req.Model),
 		StreamOptions: sdkopenai.ChatCompletionStreamOptionsParam{IncludeUsage: sdkopenai.Bool(true)},
 	}
 	for _, m := range req.Messages {
-		msgs, err := messages(m)
+		msgs, err := messages(m, audio)
 		if err != nil {
 			return params, err
 		}
 		params.Messages = append(params.Messages, msgs...)
 	}
+	params.Messages = mediaAfterToolRun(params.Messages)
 	for _, t := range req.Tools {
 		schema, err := toolSchema(t.InputSchema)
 		if err != nil {
@@ -309,16 +311,16 @@ func buildParams(req llm.Request) (sdkopenai.ChatCompletionNewParams, error) {
 }
 
 // messages maps one prompt message; a tool message becomes one tool message
-// per result.
-func messages(m llm.Message) ([]sdkopenai.ChatCompletionMessageParamUnion, error) {
+// per result (and a user message with the media they returned).
+func messages(m llm.Message, audio bool) ([]sdkopenai.ChatCompletionMessageParamUnion, error) {
 	text := joinText(m.Parts)
 	switch m.Role {
 	case llm.RoleSystem:
 		return []sdkopenai.ChatCompletionMessageParamUnion{sdkopenai.SystemMessage(text)}, nil
 	case llm.RoleUser:
-		out := toolResults(m.Parts)
-		if images := llm.Images(m.Parts); len(images) > 0 {
-			// Text and images in their order, images as data URLs.
+		out := toolResults(m.Parts, audio)
+		if llm.HasFiles(m.Parts) {
+			// Text, images and PDFs in their order, as data URLs.
 			var content []sdkopenai.ChatCompletionContentPartUnionParam
 			for _, p := range m.Parts {
 				switch {
@@ -326,6 +328,8 @@ func messages(m llm.Message) ([]sdkopenai.ChatCompletionMessageParamUnion, error
 					content = append(content, sdkopenai.TextContentPart(p.Text))
 				case llm.IsImagePart(p):
 					content = append(content, sdkopenai.ImageContentPart(sdkopenai.ChatCompletionContentPartImageImageURLParam{URL: p.URL}))
+				case llm.IsPDFPart(p):
+					content = append(content, pdfPart(p))
 				}
 			}
 			return append(out, sdkopenai.UserMessage(content)), nil
@@ -359,19 +363,9 @@ func messages(m llm.Message) ([]sdkopenai.ChatCompletionMessageParamUnion, error
 		}
 		return []sdkopenai.ChatCompletionMessageParamUnion{{OfAssistant: &a}}, nil
 	case llm.RoleTool:
-		return toolResults(m.Parts), nil
+		return toolResults(m.Parts, audio), nil
 	}
 	return nil, fmt.Errorf("message role %q is not supported", m.Role)
-}
-
-func toolResults(parts []sdk.ChatMessagePart) []sdkopenai.ChatCompletionMessageParamUnion {
-	var out []sdkopenai.ChatCompletionMessageParamUnion
-	for _, p := range parts {
-		if p.Type == sdk.PartToolResult {
-			out = append(out, sdkopenai.ToolMessage(resultText(p), p.ToolCallID))
-		}
-	}
-	return out
 }
 
 // resultText is the text a model sees for a tool result: a JSON string

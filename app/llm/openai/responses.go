@@ -237,9 +237,9 @@ func responsesInput(m llm.Message) (responses.ResponseInputParam, error) {
 		return responses.ResponseInputParam{responses.ResponseInputItemParamOfMessage(text, responses.EasyInputMessageRoleSystem)}, nil
 	case llm.RoleUser:
 		out := functionOutputs(m.Parts)
-		if images := llm.Images(m.Parts); len(images) > 0 {
-			// input_text and input_image items in their order; images as
-			// data URLs (the Responses API takes images and PDFs as input).
+		if llm.HasFiles(m.Parts) {
+			// input_text, input_image and input_file items in their order,
+			// as data URLs (the Responses API takes images and PDFs).
 			var content responses.ResponseInputMessageContentListParam
 			for _, p := range m.Parts {
 				switch {
@@ -249,6 +249,8 @@ func responsesInput(m llm.Message) (responses.ResponseInputParam, error) {
 					content = append(content, responses.ResponseInputContentUnionParam{OfInputImage: &responses.ResponseInputImageParam{
 						ImageURL: sdkopenai.String(p.URL), Detail: responses.ResponseInputImageDetailAuto,
 					}})
+				case llm.IsPDFPart(p):
+					content = append(content, responsesPDF(p))
 				}
 			}
 			return append(out, responses.ResponseInputItemParamOfMessage(content, responses.EasyInputMessageRoleUser)), nil
@@ -277,16 +279,4 @@ func responsesInput(m llm.Message) (responses.ResponseInputParam, error) {
 		return functionOutputs(m.Parts), nil
 	}
 	return nil, fmt.Errorf("message role %q is not supported", m.Role)
-}
-
-func functionOutputs(parts []sdk.ChatMessagePart) responses.ResponseInputParam {
-	var out responses.ResponseInputParam
-	for _, p := range parts {
-		if p.Type == sdk.PartToolResult {
-			item := responses.ResponseInputItemParamOfFunctionCallOutput(resultText(p))
-			item.OfFunctionCallOutput.CallID = sdkopenai.String(p.ToolCallID)
-			out = append(out, item)
-		}
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import { SettingsView } from './settings.js';
 import { UsageView } from './usage.js';
 import { openMenu, toast } from './widgets.js';
 import { scheduleDialog } from './schedule.js';
+import { chatSettingsDialog, exportChat } from './chatio.js';
 
 const NARROW = window.matchMedia('(max-width: 800px)');
 
@@ -198,7 +199,10 @@ class App {
     const items = this.sidebar.menuItems(chat).map((it) => it.label === 'Rename'
       ? { ...it, onSelect: () => this.sidebar.renameDialog(chat) } : it);
     const at = items.findIndex((it) => it.danger);
-    items.splice(at < 0 ? items.length : at, 0, { label: 'Schedule', icon: 'clock', onSelect: () => scheduleDialog(chat) });
+    items.splice(at < 0 ? items.length : at, 0, { label: 'Schedule', icon: 'clock', onSelect: () => scheduleDialog(chat) },
+      { label: 'Chat settings', icon: 'gear', onSelect: () => chatSettingsDialog(chat) },
+      { label: 'Export as Markdown', icon: 'down', onSelect: () => exportChat(chat, 'markdown') },
+      { label: 'Export as JSON', icon: 'down', onSelect: () => exportChat(chat, 'json') });
     openMenu(anchor, items);
   }
 

@@ -6,9 +6,11 @@
 
 import { API, api } from './api.js';
 import { h, icon } from './dom.js';
+import { isTextType, textPreview } from './preview.js';
 
 const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
-const ACCEPT = IMAGE_TYPES.join(',') + ',text/*,.md,.txt,.csv,.json,.yaml,.yml,.toml,.xml,.log,.go,.js,.ts,.py,.rs,.java,.c,.h,.sh,.sql';
+const PDF = 'application/pdf';
+const ACCEPT = IMAGE_TYPES.join(',') + ',' + PDF + ',text/*,.md,.txt,.csv,.json,.yaml,.yml,.toml,.xml,.log,.go,.js,.ts,.py,.rs,.java,.c,.h,.sh,.sql';
 
 // TEXT_EXTENSIONS are names a browser may give no text type (or
 // application/octet-stream) although the server stores them as text.
@@ -18,22 +20,25 @@ const TEXT_TYPES = new Set(['application/json', 'application/xml', 'application/
   'application/javascript', 'application/x-sh', 'application/sql']);
 
 // inspect decides what the server will make of a file, before anything is
-// uploaded: {error} when no model could be given it (the reason, shown in
-// the composer), else {type}, the Content-Type to upload it with. Images of
-// the four types and text pass (the server's rule: a declared text type,
-// or bytes that are UTF-8 without NUL); the bytes of a file the browser
-// typed as something else are read in part to tell text from binary, and
-// text found that way is uploaded untyped, so the server sniffs it as
-// text/plain (a browser calls a .ts file video/mp2t).
-export async function inspect(file) {
-  return verdictByType(file) || verdictByBytes(file);
+// uploaded: {error} when the chosen model could not be given it (the
+// reason, shown in the composer), else {type}, the Content-Type to upload
+// it with. Images of the four types and text pass (the server's rule: a
+// declared text type, or bytes that are UTF-8 without NUL); a PDF passes
+// only when model (a ChatModel of GET /chats/models) says pdf_input, as
+// the server refuses it for the others at send; the bytes of a file the
+// browser typed as something else are read in part to tell text from
+// binary, and text found that way is uploaded untyped, so the server
+// sniffs it as text/plain (a browser calls a .ts file video/mp2t).
+export async function inspect(file, model) {
+  return verdictByType(file, model) || verdictByBytes(file);
 }
 
 // verdictByType is inspect's answer from the name and type alone, or null
 // when the bytes must be read.
-function verdictByType(file) {
+function verdictByType(file, model) {
   const type = (file.type || '').toLowerCase();
   if (IMAGE_TYPES.includes(type)) return { type };
+  if (type === PDF || ((!type || type === 'application/octet-stream') && /\.pdf$/i.test(file.name || ''))) return pdfVerdict(model);
   if (type.startsWith('image/')) return { error: `${type.slice(6).toUpperCase()} images cannot be given to a model; use PNG, JPEG, GIF or WebP` };
   if (type.startsWith('text/') || TEXT_TYPES.has(type) || type.endsWith('+json') || type.endsWith('+xml')) return { type };
   const ext = (file.name || '').toLowerCase().split('.').pop();
@@ -55,8 +60,14 @@ async function verdictByBytes(file) {
   return { type: 'application/octet-stream' };
 }
 
+// pdfVerdict: a PDF goes only to a model that reads PDFs (pdf_input).
+function pdfVerdict(model) {
+  if (model && model.pdf_input) return { type: PDF };
+  const name = model ? (model.display_name || `${model.provider}/${model.model}`) : 'The chosen model';
+  return { error: `${name} cannot read PDFs; choose a model that can (OpenAI and Anthropic vision models) or attach images or text files` };
+}
+
 function kindName(type, ext) {
-  if (type === 'application/pdf') return 'A PDF';
   if (ext && ext !== type) return `A .${ext} file (${type})`;
   return `A file of type ${type}`;
 }
@@ -83,7 +94,8 @@ export function fileLimits() {
 export function fileURL(id) { return `${API}/files/${encodeURIComponent(id)}`; }
 
 // fileChips renders a message's file parts: image thumbnails (a link to the
-// file) and named chips; a file that is gone shows as expired.
+// file, opening the lightbox: preview.js), text files' first lines, and
+// named chips; a file that is gone shows as expired.
 export function fileChips(parts) {
   const files = (parts || []).filter((p) => p.type === 'file');
   if (!files.length) return null;
@@ -91,17 +103,29 @@ export function fileChips(parts) {
     const name = p.name || p.media_type || 'file';
     if (p.file_id && IMAGE_TYPES.includes(p.media_type)) {
       const img = h('img', { class: 'thumb', src: fileURL(p.file_id), alt: name, loading: 'lazy', decoding: 'async' });
-      const link = h('a', { class: 'chip file image', href: fileURL(p.file_id), target: '_blank', rel: 'noopener', title: name }, img);
-      img.addEventListener('error', () => link.replaceWith(h('span', { class: 'chip file expired', title: 'This attachment has expired', text: `${name} (expired)` })), { once: true });
+      const link = h('a', { class: 'chip file image', href: fileURL(p.file_id), target: '_blank', rel: 'noopener', title: name, 'data-lightbox': '' }, img);
+      img.addEventListener('error', () => link.replaceWith(expiredChip(name)), { once: true });
       return link;
     }
+    if (p.file_id && isTextType(p.media_type)) return textPreview(name, fileURL(p.file_id), () => expiredChip(name));
     return h('span', { class: 'chip file', title: p.media_type || '', text: name });
   }));
 }
 
+// kind is the badge of a file without a thumbnail: its extension.
+function kind(name) {
+  return (name.split('.').pop() || 'file').slice(0, 4).toUpperCase();
+}
+
+function expiredChip(name) {
+  return h('span', { class: 'chip file expired', title: 'This attachment has expired', text: `${name} (expired)` });
+}
+
 // Attachments holds the files of the message being written.
 export class Attachments {
-  // opts: {onChange()} — called whenever the set or an upload's state changes.
+  // opts: {onChange()} — called whenever the set or an upload's state
+  // changes; {model()} — the chosen model (a PDF is refused for one
+  // without pdf_input).
   constructor(opts = {}) {
     this.opts = opts;
     this.items = [];
@@ -109,14 +133,14 @@ export class Attachments {
     this.input = h('input', { type: 'file', multiple: true, accept: ACCEPT, hidden: true, class: 'attach-input', 'aria-hidden': 'true', tabindex: '-1' });
     this.input.addEventListener('change', () => { this.add([...this.input.files]); this.input.value = ''; });
     this.button = h('button', {
-      type: 'button', class: 'attach-btn', 'aria-label': 'Attach files', title: 'Attach images or text files',
+      type: 'button', class: 'attach-btn', 'aria-label': 'Attach files', title: 'Attach images, PDFs or text files',
       onclick: () => this.input.click(),
     }, icon('clip'));
     this.tray = h('div', { class: 'attach-tray', role: 'list', 'aria-label': 'Attachments', hidden: true });
     fileLimits().then((l) => {
       if (!l) return;
       this.limits = l;
-      this.button.title = `Attach images or text files (up to ${formatBytes(l.max_file_bytes)} each; ` +
+      this.button.title = `Attach images, PDFs or text files (up to ${formatBytes(l.max_file_bytes)} each; ` +
         `${formatBytes(Math.max(0, l.quota_bytes - l.used_bytes))} of ${formatBytes(l.quota_bytes)} left)`;
     });
   }
@@ -152,7 +176,7 @@ export class Attachments {
     // Most files are judged by their type at once; the rest once their
     // bytes are read (the item says "checking…" meanwhile).
     for (const item of added) {
-      item.verdict = verdictByType(item.file);
+      item.verdict = verdictByType(item.file, this.opts.model && this.opts.model());
       if (item.verdict) this.check(item);
     }
     this.render();
@@ -174,6 +198,23 @@ export class Attachments {
       || (file.size > left ? `not enough space left (${formatBytes(Math.max(0, left))})` : '');
     item.state = item.error ? 'error' : 'uploading';
     if (!item.error) this.upload(item);
+  }
+
+  // recheck applies the PDF rule again once the chosen model changes: an
+  // uploaded PDF the model cannot read shows the reason and is left out of
+  // the message (parts) until a model that reads it is chosen again or it
+  // is removed.
+  recheck() {
+    const model = this.opts.model && this.opts.model();
+    let changed = false;
+    for (const item of this.items) {
+      if (item.mediaType !== PDF || !(item.state === 'done' || item.modelRefused)) continue;
+      const v = pdfVerdict(model);
+      const state = v.error ? 'error' : 'done';
+      changed = changed || state !== item.state;
+      Object.assign(item, { state, error: v.error || '', modelRefused: !!v.error });
+    }
+    if (changed) this.render();
   }
 
   upload(item) {
@@ -252,8 +293,11 @@ export class Attachments {
     this.tray.replaceChildren(...this.items.map((item) => {
       const isImage = item.state === 'done' && IMAGE_TYPES.includes(item.mediaType);
       const preview = isImage
-        ? h('img', { class: 'thumb', src: fileURL(item.id), alt: item.name })
-        : h('span', { class: 'attach-kind', 'aria-hidden': 'true', text: (item.name.split('.').pop() || 'file').slice(0, 4).toUpperCase() });
+        ? h('button', { type: 'button', class: 'thumb-btn', 'data-lightbox': fileURL(item.id), 'aria-label': `Preview ${item.name}` },
+          h('img', { class: 'thumb', src: fileURL(item.id), alt: item.name }))
+        : item.state === 'done' && isTextType(item.mediaType)
+          ? h('button', { type: 'button', class: 'attach-kind', 'data-text-preview': fileURL(item.id), 'data-name': item.name, 'aria-label': `Preview ${item.name}`, text: kind(item.name) })
+          : h('span', { class: 'attach-kind', 'aria-hidden': 'true', text: kind(item.name) });
       item.el = h('div', { class: `attach-item ${item.state}`, role: 'listitem', title: item.error || `${item.name} · ${formatBytes(item.size)}` },
         preview,
         h('span', { class: 'attach-meta' },

@@ -44,7 +44,10 @@ export class Composer {
       EFFORTS.map(([v, l]) => h('option', { value: v, text: l })));
     this.effort.value = local.get('chatd.effort', '') || '';
     this.effort.addEventListener('change', () => local.set('chatd.effort', this.effort.value));
-    this.model.addEventListener('change', () => local.set('chatd.model', this.model.value));
+    this.model.addEventListener('change', () => {
+      local.set('chatd.model', this.model.value);
+      if (this.attachments) this.attachments.recheck();
+    });
     this.setModels(opts.models || []);
 
     const behavior = local.get('chatd.busyBehavior', 'queue');
@@ -57,7 +60,7 @@ export class Composer {
     this.sendBtn = h('button', { type: 'submit', class: 'send-btn', 'aria-label': 'Send message', title: 'Send (Enter)' }, icon('send'));
     this.stopBtn = h('button', { type: 'button', class: 'stop-btn', 'aria-label': 'Stop', title: 'Stop (Esc)', hidden: true, onclick: () => opts.onStop && opts.onStop() }, icon('stop'));
 
-    this.attachments = opts.attach ? new Attachments({ onChange: () => this.updateButtons() }) : null;
+    this.attachments = opts.attach ? new Attachments({ onChange: () => this.updateButtons(), model: () => this.chosenModel() }) : null;
     const att = this.attachments;
     this.form = h('form', { class: 'composer', onsubmit: (e) => { e.preventDefault(); this.submit(); } },
       this.popup,
@@ -91,12 +94,17 @@ export class Composer {
     this.updateButtons();
   }
 
+  // chosenModel is the picker's model (a ChatModel), if any.
+  chosenModel() { return (this.models || []).find((m) => m.id === this.model.value) || null; }
+
   setModels(models, chosen) {
+    this.models = models;
     const saved = chosen || local.get('chatd.model', '');
     this.model.replaceChildren(...models.map((m) => h('option', { value: m.id, text: m.display_name || `${m.provider}/${m.model}` })));
     const def = models.find((m) => m.id === saved) || models.find((m) => m.default || m.is_default) || models[0];
     if (def) this.model.value = def.id;
     this.model.hidden = models.length === 0;
+    if (this.attachments) this.attachments.recheck();
   }
 
   setBehavior(b) {

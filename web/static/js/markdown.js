@@ -3,13 +3,20 @@
 // Safety comes from construction: the input is never parsed as HTML. Every
 // character of the source reaches the output through escapeHTML, and the
 // only tags are the ones this file writes (p, h1-h6, ul/ol/li, blockquote,
-// table, pre/code, a, em, strong, del, br, hr). Links keep only http(s) and
-// mailto URLs; anything else (javascript:, data:, relative) renders as text.
+// table, pre/code, a, em, strong, del, br, hr, and the placeholders below).
+// Links keep only http(s) and mailto URLs; anything else (javascript:, data:,
+// relative) renders as text.
+//
+// Math and diagrams are left for rich.js, as escaped source in placeholders:
+// math spans (mathspan.js says which) as <span|div class="math …">TeX</…>,
+// a closed ```mermaid fence as <div class="mermaid-block"> around its code
+// block (an unclosed one, still streaming, is an ordinary code block).
 //
 // It renders partial input too (a reply still streaming): an unclosed code
 // fence runs to the end, an unclosed emphasis stays literal.
 
 import { escapeHTML as esc, highlight } from './highlight.js';
+import { inlineMath, displayBlock, opensDisplayBlock } from './mathspan.js';
 
 const LIST_RE = /^( *)([-*+]|\d{1,9}[.)])( +|$)(.*)$/;
 const FENCE_RE = /^ {0,3}(`{3,}|~{3,})[ \t]*([^\s`{]*)[^`]*$/;
@@ -65,7 +72,7 @@ function isTableStart(lines, i) {
 function startsBlock(lines, i) {
   const l = lines[i];
   return FENCE_RE.test(l) || HEADING_RE.test(l) || HR_RE.test(l) || QUOTE_RE.test(l) ||
-    isTableStart(lines, i) || (LIST_RE.test(l) && !blank(LIST_RE.exec(l)[4]));
+    isTableStart(lines, i) || opensDisplayBlock(lines, i) || (LIST_RE.test(l) && !blank(LIST_RE.exec(l)[4]));
 }
 
 // flat renders lines as one escaped paragraph, past MAX_DEPTH.
@@ -90,14 +97,22 @@ function blocks(lines, tight, depth = 0) {
       const close = new RegExp(`^ {0,3}${fence[0] === '`' ? '`' : '~'}{${fence.length},}[ \\t]*$`);
       const indent = /^ */.exec(line)[0].length;
       const body = [];
+      let closed = false;
       for (i++; i < lines.length; i++) {
         if (close.test(lines[i])) {
           i++;
+          closed = true;
           break;
         }
         body.push(lines[i].replace(new RegExp(`^ {0,${indent}}`), ''));
       }
-      out += codeBlock(body.join('\n'), m[2]);
+      const code = codeBlock(body.join('\n'), m[2]);
+      out += closed && m[2].toLowerCase() === 'mermaid' && body.some((l) => !blank(l)) ? `<div class="mermaid-block">${code}</div>` : code;
+      continue;
+    }
+    if ((m = displayBlock(lines, i))) {
+      out += m.pending ? `<p class="math-pending">${lines.slice(i).map((l) => esc(l.trim())).join('<br>')}</p>` : `<div class="math math-display">${esc(m.tex)}</div>`;
+      i = m.end;
       continue;
     }
     if ((m = HEADING_RE.exec(line))) {
@@ -326,7 +341,12 @@ export function inline(src, depth = 0) {
   while (i < src.length) {
     const c = src[i];
     let m;
-    if (c === '\\' && /[\\`*_{}[\]()#+\-.!|~<>]/.test(src[i + 1] || '')) {
+    if ((c === '$' || (c === '\\' && (src[i + 1] === '(' || src[i + 1] === '['))) && (m = inlineMath(src, i))) {
+      out += m.display ? `<span class="math math-display">${esc(m.tex)}</span>` : `<span class="math math-inline">${esc(m.tex)}</span>`;
+      i = m.end;
+      continue;
+    }
+    if (c === '\\' && /[\\`*_{}[\]()#+\-.!|~<>$]/.test(src[i + 1] || '')) {
       out += esc(src[i + 1]);
       i += 2;
       continue;
@@ -415,7 +435,7 @@ export function inline(src, depth = 0) {
       continue;
     }
     // Plain text up to the next character that may start something.
-    m = /^[^\\`![<hH*_~\n]+/.exec(src.slice(i, i + 4096));
+    m = /^[^\\`![<hH*_~\n$]+/.exec(src.slice(i, i + 4096));
     const text = m ? m[0] : c;
     out += esc(text);
     i += text.length;

@@ -6,6 +6,7 @@
 import { h, icon, setHTML, prettyJSON, formatSeconds, formatTime } from './dom.js';
 import { fileChips } from './attach.js';
 import { renderMarkdown, renderPlain } from './markdown.js';
+import { enhance } from './rich.js';
 import { messageText } from './api.js';
 import { mcpTool, effectBadge } from './mcp.js';
 
@@ -114,6 +115,7 @@ function thinkingBlock(text, seconds, live) {
   const label = live ? 'Thinking…' : seconds != null ? `Thought for ${formatSeconds(seconds)}` : 'Thoughts';
   const body = h('div', { class: 'md thinking-body' });
   setHTML(body, renderMarkdown(text));
+  enhance(body);
   return h('details', { class: 'thinking' + (live ? ' live' : '') },
     h('summary', {}, icon('spark'), h('span', { text: label })), body);
 }
@@ -121,6 +123,7 @@ function thinkingBlock(text, seconds, live) {
 function markdownNode(text, cls = '') {
   const el = h('div', { class: 'md ' + cls });
   setHTML(el, renderMarkdown(text));
+  enhance(el);
   return el;
 }
 

@@ -6,6 +6,7 @@ import { h, icon, isToday, debounce, THEMES, theme, setTheme } from './dom.js';
 import { api } from './api.js';
 import { openMenu, dialog, toast } from './widgets.js';
 import { ChatWatch } from './watch.js';
+import { importButton } from './chatio.js';
 
 // PAGE chats come at a time; scrolling to the end of the list loads the
 // next page (GET /chats?after_id=…). A refresh asks again for as many as
@@ -103,6 +104,7 @@ export class Sidebar {
         h('a', { class: 'side-btn projects-link', href: '/projects', 'data-link': true }, icon('chat'), h('span', { text: 'Projects' })),
         h('a', { class: 'side-btn usage-link', href: '/usage', 'data-link': true }, icon('gear'), h('span', { text: 'Usage' })),
         this.archivedBtn,
+        importButton(app),
         h('div', { class: 'user' },
           h('span', { class: 'avatar', 'aria-hidden': 'true', text: (app.me && app.me.username || '?').slice(0, 1).toUpperCase() }),
           this.userName,

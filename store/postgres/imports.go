@@ -1,0 +1,32 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/chatd/chatd/store"
+)
+
+// ChatImportGet returns the chat a user's import of an export created.
+func (t *tx) ChatImportGet(ctx context.Context, ownerID uuid.UUID, exportID string) (uuid.UUID, error) {
+	var id uuid.UUID
+	if err := t.tx.QueryRow(ctx, `SELECT chat_id FROM chat_imports WHERE owner_id = $1 AND export_id = $2`,
+		ownerID, exportID).Scan(&id); err != nil {
+		return uuid.Nil, fmt.Errorf("read import %q of user %s: %w", exportID, ownerID, translate(err))
+	}
+	return id, nil
+}
+
+// ChatImportInsert records a user's import of an export.
+func (t *tx) ChatImportInsert(ctx context.Context, ownerID uuid.UUID, exportID string, chatID uuid.UUID, now time.Time) error {
+	if _, err := t.tx.Exec(ctx, `INSERT INTO chat_imports (owner_id, export_id, chat_id, created_at) VALUES ($1, $2, $3, $4)`,
+		ownerID, exportID, chatID, now); err != nil {
+		return fmt.Errorf("record import %q of user %s: %w", exportID, ownerID, translate(err))
+	}
+	return nil
+}
+
+var _ store.ImportTx = (*tx)(nil)
