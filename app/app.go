@@ -289,6 +289,8 @@ func (a *App) init(ctx context.Context) error {
 	// A bundle that leaves a chat runnable acquires it for this worker in
 	// the same transaction once the worker runs (worker/admit.go).
 	a.machine.SetAdmitter(a.worker)
+	// A question's chat waits without a slot; the worker admits it back.
+	a.elicit.UseSlots(a.worker)
 	a.firstToken, err = auth.Bootstrap(ctx, a.store, a.cfg.BootstrapToken, a.clock.Now())
 	if errors.Is(err, store.ErrConflict) {
 		// Another replica starting on the same fresh database created the

@@ -301,6 +301,9 @@ func (a *App) openMCP(ctx context.Context) error {
 			}
 			return strings.TrimRight(a.cfg.AdvertiseURL, "/") + api.MCPOAuthCallbackPath
 		},
+		// OAuth tokens are sealed like the servers' other secrets, so a
+		// restart keeps a connected server connected.
+		Tokens: mcp.StoreTokens{Store: a.store, Sealer: mcp.CipherSealer{Cipher: a.cipher}, Clock: a.clock},
 	})
 	a.mcpServers = mcp.NewServers(a.mcp, mcp.ServersOptions{
 		Store: a.store, Pubsub: a.pubsub, Clock: a.clock, Log: a.log, File: file,

@@ -76,6 +76,8 @@ type approvalRig struct {
 	llm    *llmtest.Server
 	config string
 	token  string
+	// rootLimit caps concurrently owned root chats (0: the default).
+	rootLimit int
 }
 
 // start runs an app and returns clients for the chats' owner, another
@@ -84,7 +86,7 @@ func (r *approvalRig) start() (alice, bob, admin *sdk.Client, stop func()) {
 	t := r.t
 	a, err := app.NewWithStore(r.ctx, app.Config{
 		BootstrapToken: r.token, OpenAIBaseURL: r.llm.URL, DefaultModel: "openai/test-model", MCPConfig: r.config,
-		Worker: worker.Config{SyncInterval: 50 * time.Millisecond},
+		Worker: worker.Config{SyncInterval: 50 * time.Millisecond, RootLimit: r.rootLimit},
 	}, keptStore{r.store}, io.Discard)
 	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler())

@@ -30,14 +30,21 @@ type ElicitationTx interface {
 	// as it is and returned with answered false.
 	ElicitationAnswer(ctx context.Context, id uuid.UUID, p ElicitationAnswerParams) (e Elicitation, answered bool, err error)
 
-	// ElicitationRenew extends the hold of pending questions: the process
-	// holding the servers' requests is still waiting for them.
+	// ElicitationRenew extends the hold of questions still pending or
+	// still keeping their chat's slot released: the process holding the
+	// servers' requests is still waiting for them.
 	ElicitationRenew(ctx context.Context, ids []uuid.UUID, heldUntil time.Time) error
 
 	// ElicitationExpire answers "cancel" to every pending question whose
 	// hold ended before now (its server request is gone with the process
-	// that held it) and returns them.
+	// that held it) and returns them. Every question whose hold ended
+	// stops keeping its chat's slot released.
 	ElicitationExpire(ctx context.Context, now time.Time) ([]Elicitation, error)
+
+	// ElicitationResumeSlot ends the slot release of a question
+	// (SlotRunnerID becomes null): its chat counts against the concurrent
+	// agent limit again.
+	ElicitationResumeSlot(ctx context.Context, id uuid.UUID) error
 }
 
 // Elicitation states: pending, then the person's action.
@@ -74,6 +81,10 @@ type Elicitation struct {
 	CreatedAt  time.Time
 	HeldUntil  time.Time
 	AnsweredAt *time.Time
+	// SlotRunnerID is the runner whose slot of the concurrent agent limit
+	// the question released while it waits (null: none released, or the
+	// chat counts again). A chat owned by that runner holds no slot.
+	SlotRunnerID uuid.NullUUID
 }
 
 // ElicitationAnswerParams answer a question.

@@ -71,6 +71,7 @@ type Reader interface {
 	ScheduleReader
 	WebhookReader
 	ElicitationReader
+	MCPTokenReader
 	SystemPromptReader
 	ImportReader
 
@@ -98,6 +99,7 @@ type Tx interface {
 	ScheduleTx
 	WebhookTx
 	ElicitationTx
+	MCPTokenTx
 	SystemPromptTx
 	ImportTx
 	// Providers and model configs: only app/modelconfig writes them.

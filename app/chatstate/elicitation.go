@@ -31,11 +31,17 @@ func (e *ElicitationError) Unwrap() error { return ErrElicitationAnswered }
 
 // AskElicitation records a question an MCP server asks during one of the
 // chat's tool calls. It is not a transition: the call is still running
-// and the chat keeps its state; the question is answered through
-// AnswerElicitation, or cancelled by ExpireElicitations once the process
-// holding the server's request stops renewing it.
+// and the chat keeps its state and its owner; the question is answered
+// through AnswerElicitation, or cancelled by ExpireElicitations once the
+// process holding the server's request stops renewing it.
+//
+// While it waits the chat holds no slot of the concurrent agent limit, as
+// in requires_action: a running, owned chat's question names its runner
+// (SlotRunnerID), which takes the chat out of the store's slot count, and
+// the bundle announces the free slot on chat:ownership. The holder takes a
+// slot back with ResumeElicitation once answered (the worker admits it).
 func (t *Tx) AskElicitation(e store.Elicitation) (store.Elicitation, error) {
-	_, st, err := t.Peek(e.ChatID)
+	c, st, err := t.Peek(e.ChatID)
 	if err != nil {
 		return store.Elicitation{}, err
 	}
@@ -44,7 +50,23 @@ func (t *Tx) AskElicitation(e store.Elicitation) (store.Elicitation, error) {
 	}
 	e.State, e.Content, e.AnsweredAt = store.ElicitationPending, nil, nil
 	e.CreatedAt = t.now
-	return t.tx.ElicitationInsert(t.ctx, e)
+	e.SlotRunnerID = uuid.NullUUID{}
+	if HoldsSlot(c.Status, c.WorkerID) && c.RunnerID.Valid {
+		e.SlotRunnerID = c.RunnerID
+	}
+	out, err := t.tx.ElicitationInsert(t.ctx, e)
+	if err == nil && out.SlotRunnerID.Valid {
+		t.slotReleased = append(t.slotReleased, c)
+	}
+	return out, err
+}
+
+// ResumeElicitation ends the slot release of a question: its chat counts
+// against the concurrent agent limit again. The caller decides that there
+// is room (worker.Worker.ResumeSlot, under the admission lock), or that
+// the question's tool call ended.
+func (t *Tx) ResumeElicitation(id uuid.UUID) error {
+	return t.tx.ElicitationResumeSlot(t.ctx, id)
 }
 
 // AnswerElicitation records a person's answer to a pending question of

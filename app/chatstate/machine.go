@@ -136,6 +136,9 @@ type Tx struct {
 	// queuedAt is the queue row's created_at of each message the bundle
 	// promoted from the queue, by message id (the worker's queue_wait).
 	queuedAt map[int64]time.Time
+	// slotReleased lists the chats whose slot a question released
+	// (AskElicitation): announced on chat:ownership after commit.
+	slotReleased []store.Chat
 }
 
 // Do runs fn as one transaction and, once it has committed, publishes
@@ -173,6 +176,9 @@ func (m *Machine) Do(ctx context.Context, fn func(t *Tx) error) error {
 		}
 		outbox = t.outbox
 		final = final[:0]
+		for _, c := range t.slotReleased {
+			final = append(final, notice{chat: c, slotFreed: true, ownershipOnly: true})
+		}
 		for _, id := range t.touched {
 			if last, ok := t.deleted[id]; ok {
 				final = append(final, notice{chat: last, deleted: true, slotFreed: t.heldSlot[id]})
@@ -248,6 +254,9 @@ type notice struct {
 	slotFreed  bool
 	deleted    bool
 	watchOnly  bool // a title write: only the owner's watch channel
+	// ownershipOnly: only chat:ownership (a question released the slot
+	// of a chat the bundle did not touch).
+	ownershipOnly bool
 }
 
 // needsOwner: the chat is runnable and no live worker owns it (spec:
@@ -314,6 +323,10 @@ func (m *Machine) publish(ctx context.Context, n notice) {
 	// returned, because the transaction has already committed.
 	ctx = context.WithoutCancel(ctx)
 	c := n.chat
+	if n.ownershipOnly {
+		m.publishOwnership(ctx, c, n.slotFreed)
+		return
+	}
 	up := NewUpdatePayload(c)
 	up.Deleted = n.deleted
 	payload, _ := json.Marshal(up)

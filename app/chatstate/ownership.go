@@ -106,7 +106,8 @@ func RunnableWithoutOwner(status store.ChatStatus, archived bool, workerID, runn
 // limiter as far as its row tells: it is owned and not waiting on a person
 // or an operator (requires_action takes no slot; docs/ARCHITECTURE.md,
 // "Concurrent agent limiter"). The store's count (ChatCountOwned) also asks
-// for a live owner. A bundle after which a chat no longer holds one
+// for a live owner and leaves out a chat whose tool call waits on a
+// person's answer to an MCP server's question (AskElicitation). A bundle after which a chat no longer holds one
 // announces the free slot on chat:ownership (Machine.Do).
 func HoldsSlot(status store.ChatStatus, workerID uuid.NullUUID) bool {
 	return workerID.Valid && status != store.ChatStatusRequiresAction

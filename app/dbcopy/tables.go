@@ -29,6 +29,7 @@ var Tables = []Table{
 	{Name: "ai_providers"},
 	{Name: "model_configs"},
 	{Name: "mcp_servers"},
+	{Name: "mcp_oauth_tokens"},
 	{Name: "projects"},
 	{Name: "chats"}, // parents before children, see sortChats
 	{Name: "chat_files"},

@@ -53,7 +53,21 @@ type Service struct {
 	clock   clock.Clock
 	log     *slog.Logger
 	cfg     Config
+	slots   Slots
 }
+
+// Slots admits a chat back into the concurrent agent limit after its
+// question was answered (worker.Worker): while a question waits its chat
+// holds no slot (chatstate.AskElicitation), like a chat in
+// requires_action. ResumeSlot reports false when the chat's pool is full.
+type Slots interface {
+	ResumeSlot(ctx context.Context, chatID, elicitationID uuid.UUID) (bool, error)
+}
+
+// UseSlots sets the admission of answered questions' chats; before it
+// (and without it) they take their slot back unchecked. Call it before
+// the first Ask.
+func (s *Service) UseSlots(sl Slots) { s.slots = sl }
 
 // New returns a service; zero Config fields take the defaults.
 func New(m *chatstate.Machine, s store.Store, pub pubsub.Pubsub, clk clock.Clock, log *slog.Logger, cfg Config) *Service {
@@ -92,9 +106,11 @@ type Answer struct {
 	Content map[string]any
 }
 
-// Ask records q and waits for its answer. A timeout answers "cancel"; a
-// cancelled ctx (the tool call ended) records "cancel" and returns the
-// context's error.
+// Ask records q and waits for its answer, the chat holding no slot of the
+// concurrent agent limit meanwhile; once answered it waits for a slot
+// (Slots) before it returns. A timeout answers "cancel"; a cancelled ctx
+// (the tool call ended) records "cancel", gives the slot back unchecked
+// and returns the context's error.
 func (s *Service) Ask(ctx context.Context, q Question) (Answer, error) {
 	now := s.clock.Now()
 	row := store.Elicitation{
@@ -128,16 +144,12 @@ func (s *Service) Ask(ctx context.Context, q Question) (Answer, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			s.cancel(row.ID)
+			s.cancel(row.ID, true)
 			return Answer{}, ctx.Err()
 		case <-timeout.C():
-			s.cancel(row.ID)
+			s.cancel(row.ID, false)
 		case <-tick.C():
-			if err := s.machine.Do(ctx, func(t *chatstate.Tx) error {
-				return t.RenewElicitations([]uuid.UUID{row.ID}, s.clock.Now().Add(s.cfg.Hold))
-			}); err != nil && ctx.Err() == nil {
-				s.log.Warn("renew elicitation", "elicitation_id", row.ID, "err", err)
-			}
+			s.renew(ctx, row.ID)
 		case <-wake:
 		}
 		var e store.Elicitation
@@ -163,28 +175,115 @@ func (s *Service) Ask(ctx context.Context, q Question) (Answer, error) {
 				return Answer{}, fmt.Errorf("elicitation %s: content: %w", e.ID, err)
 			}
 		}
+		if err := s.resume(ctx, e, tick); err != nil {
+			return Answer{}, err
+		}
 		return a, nil
 	}
 }
 
-// cancel answers a question "cancel" unless it was answered meanwhile.
-func (s *Service) cancel(id uuid.UUID) {
+// renew extends the hold of the question this process waits on.
+func (s *Service) renew(ctx context.Context, id uuid.UUID) {
+	if err := s.machine.Do(ctx, func(t *chatstate.Tx) error {
+		return t.RenewElicitations([]uuid.UUID{id}, s.clock.Now().Add(s.cfg.Hold))
+	}); err != nil && ctx.Err() == nil {
+		s.log.Warn("renew elicitation", "elicitation_id", id, "err", err)
+	}
+}
+
+// resume takes back the slot an answered question's chat released: the
+// worker admits it when its pool has room, and otherwise it waits for a
+// slot to free (a chat:ownership hint, or the renewal tick: hints may be
+// lost), renewing the question's hold so no sweep ends the release. A
+// cancelled ctx gives the slot back unchecked (the tool call ended).
+func (s *Service) resume(ctx context.Context, e store.Elicitation, tick clock.Ticker) error {
+	if !e.SlotRunnerID.Valid {
+		return nil
+	}
+	if s.slots == nil {
+		s.release(e.ID)
+		return nil
+	}
+	freed := make(chan struct{}, 1)
+	unsubscribe, err := s.pub.Subscribe(ctx, pubsub.ChannelOwnership, func([]byte) {
+		select {
+		case freed <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		s.log.Warn("subscribe to chat ownership; polling only", "err", err)
+		unsubscribe = func() {}
+	}
+	defer unsubscribe()
+	for {
+		ok, err := s.slots.ResumeSlot(ctx, e.ChatID, e.ID)
+		switch {
+		case ok:
+			return nil
+		case err != nil && ctx.Err() == nil:
+			s.log.Warn("resume the slot of an answered elicitation", "elicitation_id", e.ID, "err", err)
+		case err == nil:
+			s.log.Debug("answered elicitation waits for a slot", "chat_id", e.ChatID, "elicitation_id", e.ID)
+		}
+		select {
+		case <-ctx.Done():
+			s.release(e.ID)
+			return ctx.Err()
+		case <-tick.C():
+			s.renew(ctx, e.ID)
+		case <-freed:
+		}
+	}
+}
+
+// release ends a question's slot release without an admission check.
+func (s *Service) release(id uuid.UUID) {
 	ctx, done := context.WithTimeout(context.Background(), 10*time.Second)
 	defer done()
-	var chat uuid.UUID
+	if err := s.machine.Do(ctx, func(t *chatstate.Tx) error { return t.ResumeElicitation(id) }); err != nil {
+		s.log.Warn("end the slot release of an elicitation", "elicitation_id", id, "err", err)
+	}
+}
+
+// cancel answers a question "cancel" unless it was answered meanwhile;
+// release also ends its slot release (the tool call ended: the chat counts
+// again whatever the limit says, as an interrupted turn briefly does).
+func (s *Service) cancel(id uuid.UUID, release bool) {
+	ctx, done := context.WithTimeout(context.Background(), 10*time.Second)
+	defer done()
+	var (
+		chat      uuid.UUID
+		cancelled bool
+	)
 	err := s.machine.Do(ctx, func(t *chatstate.Tx) error {
 		e, err := t.Reader().ElicitationGet(ctx, id)
 		if err != nil {
 			return err
 		}
 		chat = e.ChatID
+		if release {
+			if err := t.ResumeElicitation(id); err != nil {
+				return err
+			}
+		}
+		if e.State != store.ElicitationPending {
+			return nil
+		}
 		_, err = t.AnswerElicitation(e.ChatID, sdk.ElicitationResponse{ElicitationID: id, Action: sdk.ElicitationCancel})
+		cancelled = err == nil
 		return err
 	})
 	switch {
 	case err == nil:
-		s.notifyChat(ctx, store.Elicitation{ID: id, ChatID: chat})
-	case errors.Is(err, chatstate.ErrElicitationAnswered), errors.Is(err, store.ErrNotFound):
+		if cancelled {
+			s.notifyChat(ctx, store.Elicitation{ID: id, ChatID: chat})
+		}
+	case errors.Is(err, chatstate.ErrElicitationAnswered):
+		if release { // answered meanwhile, and the rollback kept the release
+			s.release(id)
+		}
+	case errors.Is(err, store.ErrNotFound):
 	default:
 		s.log.Warn("cancel elicitation", "elicitation_id", id, "err", err)
 	}
@@ -200,8 +299,8 @@ func (s *Service) Answered(ctx context.Context, e store.Elicitation) {
 }
 
 // ChannelChat carries a hint that a chat's questions changed (asked or
-// answered); its payload is the question's id.
-func ChannelChat(chatID uuid.UUID) string { return "mcp:elicitations:" + chatID.String() }
+// answered); its payload is the question's id. The chat's streams listen.
+func ChannelChat(chatID uuid.UUID) string { return pubsub.ChannelElicitations(chatID.String()) }
 
 func (s *Service) notifyChat(ctx context.Context, e store.Elicitation) {
 	if err := s.pub.Publish(ctx, ChannelChat(e.ChatID), []byte(e.ID.String())); err != nil {

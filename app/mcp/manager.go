@@ -67,6 +67,9 @@ type Options struct {
 	OAuthRedirectURL func() string
 	// AuthorizationTimeout: DefaultAuthorizationTimeout when zero.
 	AuthorizationTimeout time.Duration
+	// Tokens, when set, keeps the servers' OAuth tokens across restarts
+	// (tokens.go); without it a restart asks for a new authorization.
+	Tokens TokenStore
 }
 
 // Manager holds the connections to the configured MCP servers, shared by
@@ -81,6 +84,7 @@ type Manager struct {
 	oauthRedirect                          func() string
 	authTimeout                            time.Duration
 	flows                                  oauthFlows
+	tokens                                 TokenStore
 
 	cfgMu   sync.RWMutex // guards servers and byID, which Apply replaces
 	servers []*server    // sorted by name
@@ -107,7 +111,7 @@ var (
 func NewManager(cfg Config, opts Options) *Manager {
 	m := &Manager{
 		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{}, secrets: opts.Secrets, elicitor: opts.Elicitor,
-		oauthRedirect: opts.OAuthRedirectURL, authTimeout: opts.AuthorizationTimeout,
+		oauthRedirect: opts.OAuthRedirectURL, authTimeout: opts.AuthorizationTimeout, tokens: opts.Tokens,
 		connectTimeout: opts.ConnectTimeout, minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 	}
 	if m.log == nil {

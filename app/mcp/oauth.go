@@ -171,6 +171,17 @@ func (m *Manager) authOf(s *server) (*serverAuth, error) {
 			}
 		}
 	}
+	if m.tokens != nil {
+		// Every token the handler gets (the exchange's, and each refresh)
+		// is stored; a stored one lets a restart go on without consent.
+		cfg.NewTokenSource = func(_ context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+			return m.savingSource(s, oc, tok, false), nil
+		}
+		if st := m.loadToken(s); st != nil {
+			cfg.InitialTokenSource = m.savingSource(s, st.config(), st.Token, true)
+			a.set(sdk.MCPAuthStatus{Status: sdk.MCPAuthAuthorized})
+		}
+	}
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: %w", err)
@@ -214,8 +225,24 @@ func (m *Manager) fetcher(s *server, a *serverAuth) auth.AuthorizationCodeFetche
 	}
 }
 
-// Reconnect forgets the server's authorization (its tokens) and ends its
-// connection; the connection loop connects again at once, and a server
+// loadToken reads s's stored token, nil when it has none that applies (its
+// URL changed since) or it cannot be read.
+func (m *Manager) loadToken(s *server) *StoredToken {
+	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+	defer cancel()
+	st, err := m.tokens.LoadToken(ctx, s.cfg.ID)
+	switch {
+	case err != nil:
+		m.log.Warn("read an MCP server's OAuth token; it asks for authorization again", "mcp_server", s.cfg.Name, "err", err)
+		return nil
+	case st == nil || st.Token == nil || st.URL != s.cfg.URL:
+		return nil
+	}
+	return st
+}
+
+// Reconnect forgets the server's authorization (its tokens, stored ones
+// too) and ends its connection; the connection loop connects again at once, and a server
 // that wants authorization asks for it anew. False when no server has id.
 func (m *Manager) Reconnect(id uuid.UUID) bool {
 	m.cfgMu.RLock()
@@ -227,6 +254,13 @@ func (m *Manager) Reconnect(id uuid.UUID) bool {
 	s.authMu.Lock()
 	s.auth = nil
 	s.authMu.Unlock()
+	if m.tokens != nil {
+		ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
+		if err := m.tokens.ForgetToken(ctx, id); err != nil {
+			m.log.Warn("forget an MCP server's OAuth token", "mcp_server", s.cfg.Name, "err", err)
+		}
+		cancel()
+	}
 	s.mu.Lock()
 	c := s.session
 	s.mu.Unlock()

@@ -3,6 +3,7 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -31,6 +32,23 @@ type protected struct {
 	challenges []string // code_challenge of each authorization
 	verifiers  []string // code_verifier of each token request
 	clientIDs  []string // client_id of each token request
+	issued     int      // tokens issued: the nth is tok-n, with refresh token ref-n
+	refreshes  int      // refresh_token grants
+	current    string   // the one access token the server accepts
+	expiresIn  int      // of the tokens it issues (3600 when 0)
+}
+
+// issue makes the next token pair and makes it the current one (p.mu held).
+func (p *protected) issue(w http.ResponseWriter) {
+	p.issued++
+	p.current = fmt.Sprintf("tok-%d", p.issued)
+	expires := p.expiresIn
+	if expires == 0 {
+		expires = 3600
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"access_token": p.current, "token_type": "Bearer", "expires_in": expires,
+		"refresh_token": fmt.Sprintf("ref-%d", p.issued)})
 }
 
 func startProtected(t *testing.T) *protected {
@@ -46,7 +64,10 @@ func startProtected(t *testing.T) *protected {
 	t.Cleanup(hs.Close)
 	base := hs.URL
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		if token != "tok-1" {
+		p.mu.Lock()
+		ok := token != "" && token == p.current
+		p.mu.Unlock()
+		if !ok {
 			return nil, auth.ErrInvalidToken
 		}
 		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
@@ -93,15 +114,26 @@ func startProtected(t *testing.T) *protected {
 	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		p.mu.Lock()
+		defer p.mu.Unlock()
+		if r.PostForm.Get("grant_type") == "refresh_token" {
+			// Only the newest refresh token works, once (rotation).
+			if r.PostForm.Get("refresh_token") != fmt.Sprintf("ref-%d", p.issued) {
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusBadRequest)
+				_, _ = w.Write([]byte(`{"error":"invalid_grant"}`))
+				return
+			}
+			p.refreshes++
+			p.issue(w)
+			return
+		}
 		p.verifiers = append(p.verifiers, r.PostForm.Get("code_verifier"))
 		p.clientIDs = append(p.clientIDs, r.PostForm.Get("client_id"))
-		p.mu.Unlock()
 		if r.PostForm.Get("code") != "code-1" {
 			http.Error(w, `{"error":"invalid_grant"}`, http.StatusBadRequest)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "tok-1", "token_type": "Bearer", "expires_in": 3600, "refresh_token": "ref-1"})
+		p.issue(w)
 	})
 	p.url = base + "/mcp"
 	return p

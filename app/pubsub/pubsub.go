@@ -33,6 +33,12 @@ func ChannelUpdate(chatID string) string { return "chat:update:" + chatID }
 // touched, for the owner's chat-list watch (GET /chats/watch).
 func ChannelWatch(ownerID string) string { return "chat:watch:" + ownerID }
 
+// ChannelElicitations is the per-chat channel "mcp:elicitations:{chat_id}":
+// a hint that the chat's MCP questions changed (one was asked, answered,
+// cancelled or timed out); its payload is the question's id. The chat's
+// streams read the pending questions again on it.
+func ChannelElicitations(chatID string) string { return "mcp:elicitations:" + chatID }
+
 // Memory is the single-node implementation: in-process fan-out.
 type Memory struct {
 	mu   sync.RWMutex

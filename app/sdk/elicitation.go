@@ -21,6 +21,12 @@ const (
 	ElicitationModeURL  = "url"
 )
 
+// StreamElicitationUpdate is the chat stream's event that carries the
+// chat's pending questions (ChatStreamEvent.Elicitations): at bootstrap
+// when there are any, and whenever that set changes (an empty list once
+// the last is answered, cancelled or timed out).
+const StreamElicitationUpdate = "elicitation_update"
+
 // CodeElicitationAnswered: an elicitation response names a question that
 // was already answered (or cancelled).
 const CodeElicitationAnswered = "ELICITATION_ANSWERED"

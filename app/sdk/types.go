@@ -499,6 +499,8 @@ type ChatStreamEvent struct {
 	ActionRequired *ChatStreamActionRequired `json:"action_required,omitempty"`
 	// ApprovalRequired is set on approval_required only.
 	ApprovalRequired *ChatStreamApprovalRequired `json:"approval_required,omitempty"`
+	// Elicitations is set (possibly empty) on elicitation_update only.
+	Elicitations []Elicitation `json:"elicitations,omitzero"`
 }
 
 // ChatStreamApprovalRequired lists the tool calls still awaiting approval.

@@ -335,6 +335,8 @@ func (s *Server) run(ctx context.Context, chatID uuid.UUID, opts Options, w sink
 	defer rel.stop()
 	loop := NewLoop(chatID, rel.configure)
 	src := StoreSource{Store: s.store, HistoryLimit: opts.HistoryLimit}
+	asks, unwatch := s.watchQuestions(ctx, chatID, loop, w)
+	defer unwatch()
 
 	// Keepalive runs in this loop: a goroutine exists only while a ping
 	// is out.
@@ -362,6 +364,9 @@ func (s *Server) run(ctx context.Context, chatID uuid.UUID, opts Options, w sink
 	if err := syncOnce(Hints{}); err != nil {
 		return err
 	}
+	if err := asks.sync(ctx); err != nil {
+		return err
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -385,6 +390,13 @@ func (s *Server) run(ctx context.Context, chatID uuid.UUID, opts Options, w sink
 				if err := syncOnce(*h); err != nil {
 					return err
 				}
+				if err := asks.afterSync(ctx); err != nil {
+					return err
+				}
+			}
+		case <-asks.hint:
+			if err := asks.sync(ctx); err != nil {
+				return err
 			}
 		case <-rel.localWake():
 			// The local episode's parts, as many as are there: a burst

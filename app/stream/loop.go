@@ -109,6 +109,9 @@ type Loop struct {
 	// and the calls it listed, so each change of the pending set is sent
 	// once.
 	approvals string
+	// questions is the last elicitation_update sent: the pending
+	// questions' ids (elicitations.go).
+	questions string
 	worker    uuid.NullUUID
 	attempt   int64
 	lastSeq   int64

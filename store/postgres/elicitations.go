@@ -14,7 +14,7 @@ import (
 )
 
 const elicitationColumns = `id, chat_id, tool_call_id, server, mode, message, schema, url, state, content,
-	created_at, held_until, answered_at`
+	created_at, held_until, answered_at, slot_runner_id`
 
 func scanElicitation(row pgx.Row) (store.Elicitation, error) {
 	var (
@@ -22,7 +22,7 @@ func scanElicitation(row pgx.Row) (store.Elicitation, error) {
 		schema, content []byte
 	)
 	if err := row.Scan(&e.ID, &e.ChatID, &e.ToolCallID, &e.Server, &e.Mode, &e.Message, &schema, &e.URL, &e.State,
-		&content, &e.CreatedAt, &e.HeldUntil, &e.AnsweredAt); err != nil {
+		&content, &e.CreatedAt, &e.HeldUntil, &e.AnsweredAt, &e.SlotRunnerID); err != nil {
 		return store.Elicitation{}, translate(err)
 	}
 	if schema != nil {
@@ -38,9 +38,11 @@ func scanElicitation(row pgx.Row) (store.Elicitation, error) {
 // ElicitationInsert stores a new pending question.
 func (t *tx) ElicitationInsert(ctx context.Context, e store.Elicitation) (store.Elicitation, error) {
 	out, err := scanElicitation(t.tx.QueryRow(ctx,
-		`INSERT INTO chat_elicitations (id, chat_id, tool_call_id, server, mode, message, schema, url, created_at, held_until)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING `+elicitationColumns,
-		e.ID, e.ChatID, e.ToolCallID, e.Server, e.Mode, e.Message, nullJSONB(e.Schema), e.URL, e.CreatedAt, e.HeldUntil))
+		`INSERT INTO chat_elicitations (id, chat_id, tool_call_id, server, mode, message, schema, url, created_at, held_until,
+			slot_runner_id)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING `+elicitationColumns,
+		e.ID, e.ChatID, e.ToolCallID, e.Server, e.Mode, e.Message, nullJSONB(e.Schema), e.URL, e.CreatedAt, e.HeldUntil,
+		e.SlotRunnerID))
 	if err != nil {
 		return store.Elicitation{}, fmt.Errorf("insert elicitation %s: %w", e.ID, err)
 	}
@@ -92,7 +94,7 @@ func (t *tx) ElicitationRenew(ctx context.Context, ids []uuid.UUID, heldUntil ti
 		return nil
 	}
 	_, err := t.tx.Exec(ctx, `UPDATE chat_elicitations SET held_until = $1
-		WHERE state = 'pending' AND id = ANY($2)`, heldUntil, ids)
+		WHERE (state = 'pending' OR slot_runner_id IS NOT NULL) AND id = ANY($2)`, heldUntil, ids)
 	if err != nil {
 		return fmt.Errorf("renew elicitations: %w", translate(err))
 	}
@@ -101,7 +103,11 @@ func (t *tx) ElicitationRenew(ctx context.Context, ids []uuid.UUID, heldUntil ti
 
 // ElicitationExpire cancels the pending questions whose hold ended.
 func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elicitation, error) {
-	rows, err := t.tx.Query(ctx, `UPDATE chat_elicitations SET state = 'cancel', answered_at = $1
+	if _, err := t.tx.Exec(ctx, `UPDATE chat_elicitations SET slot_runner_id = NULL
+		WHERE slot_runner_id IS NOT NULL AND state <> 'pending' AND held_until < $1`, now); err != nil {
+		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
+	}
+	rows, err := t.tx.Query(ctx, `UPDATE chat_elicitations SET state = 'cancel', answered_at = $1, slot_runner_id = NULL
 		WHERE state = 'pending' AND held_until < $1 RETURNING `+elicitationColumns, now)
 	if err != nil {
 		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
@@ -111,4 +117,12 @@ func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elic
 		return nil, fmt.Errorf("expire elicitations: %w", err)
 	}
 	return out, nil
+}
+
+// ElicitationResumeSlot ends a question's slot release.
+func (t *tx) ElicitationResumeSlot(ctx context.Context, id uuid.UUID) error {
+	if _, err := t.tx.Exec(ctx, `UPDATE chat_elicitations SET slot_runner_id = NULL WHERE id = $1`, id); err != nil {
+		return fmt.Errorf("resume slot of elicitation %s: %w", id, translate(err))
+	}
+	return nil
 }

@@ -14,16 +14,17 @@ import (
 )
 
 const elicitationColumns = `id, chat_id, tool_call_id, server, mode, message, schema, url, state, content,
-	created_at, held_until, answered_at`
+	created_at, held_until, answered_at, slot_runner_id`
 
 func scanElicitation(row rowScanner) (store.Elicitation, error) {
 	var (
 		e                         store.Elicitation
 		id, chat, created, held   string
 		schema, content, answered sql.NullString
+		slotRunner                sql.NullString
 	)
 	if err := row.Scan(&id, &chat, &e.ToolCallID, &e.Server, &e.Mode, &e.Message, &schema, &e.URL, &e.State,
-		&content, &created, &held, &answered); err != nil {
+		&content, &created, &held, &answered, &slotRunner); err != nil {
 		return store.Elicitation{}, translate(err)
 	}
 	var s scanner
@@ -32,6 +33,7 @@ func scanElicitation(row rowScanner) (store.Elicitation, error) {
 	s.time(&e.CreatedAt, created)
 	s.time(&e.HeldUntil, held)
 	s.timePtr(&e.AnsweredAt, answered)
+	s.nullUUID(&e.SlotRunnerID, slotRunner)
 	e.Schema, e.Content = rawJSON(schema), rawJSON(content)
 	return e, s.err
 }
@@ -46,10 +48,11 @@ func nullText(b json.RawMessage) any {
 // ElicitationInsert stores a new pending question.
 func (t *tx) ElicitationInsert(ctx context.Context, e store.Elicitation) (store.Elicitation, error) {
 	out, err := scanElicitation(t.tx.QueryRowContext(ctx,
-		`INSERT INTO chat_elicitations (id, chat_id, tool_call_id, server, mode, message, schema, url, created_at, held_until)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+elicitationColumns,
+		`INSERT INTO chat_elicitations (id, chat_id, tool_call_id, server, mode, message, schema, url, created_at, held_until,
+			slot_runner_id)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+elicitationColumns,
 		e.ID.String(), e.ChatID.String(), e.ToolCallID, e.Server, e.Mode, e.Message, nullText(e.Schema), e.URL,
-		ts(e.CreatedAt), ts(e.HeldUntil)))
+		ts(e.CreatedAt), ts(e.HeldUntil), nullUUID(e.SlotRunnerID)))
 	if err != nil {
 		return store.Elicitation{}, fmt.Errorf("insert elicitation %s: %w", e.ID, err)
 	}
@@ -106,7 +109,7 @@ func (t *tx) ElicitationRenew(ctx context.Context, ids []uuid.UUID, heldUntil ti
 		return fmt.Errorf("renew elicitations: encode ids: %w", err)
 	}
 	_, err = t.tx.ExecContext(ctx, `UPDATE chat_elicitations SET held_until = ?
-		WHERE state = 'pending' AND id IN (SELECT value FROM json_each(?))`, ts(heldUntil), string(list))
+		WHERE (state = 'pending' OR slot_runner_id IS NOT NULL) AND id IN (SELECT value FROM json_each(?))`, ts(heldUntil), string(list))
 	if err != nil {
 		return fmt.Errorf("renew elicitations: %w", translate(err))
 	}
@@ -115,7 +118,11 @@ func (t *tx) ElicitationRenew(ctx context.Context, ids []uuid.UUID, heldUntil ti
 
 // ElicitationExpire cancels the pending questions whose hold ended.
 func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elicitation, error) {
-	rows, err := t.tx.QueryContext(ctx, `UPDATE chat_elicitations SET state = 'cancel', answered_at = ?
+	if _, err := t.tx.ExecContext(ctx, `UPDATE chat_elicitations SET slot_runner_id = NULL
+		WHERE slot_runner_id IS NOT NULL AND state <> 'pending' AND held_until < ?`, ts(now)); err != nil {
+		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
+	}
+	rows, err := t.tx.QueryContext(ctx, `UPDATE chat_elicitations SET state = 'cancel', answered_at = ?, slot_runner_id = NULL
 		WHERE state = 'pending' AND held_until < ? RETURNING `+elicitationColumns, ts(now), ts(now))
 	if err != nil {
 		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
@@ -125,4 +132,12 @@ func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elic
 		return nil, fmt.Errorf("expire elicitations: %w", err)
 	}
 	return out, nil
+}
+
+// ElicitationResumeSlot ends a question's slot release.
+func (t *tx) ElicitationResumeSlot(ctx context.Context, id uuid.UUID) error {
+	if _, err := t.tx.ExecContext(ctx, `UPDATE chat_elicitations SET slot_runner_id = NULL WHERE id = ?`, id.String()); err != nil {
+		return fmt.Errorf("resume slot of elicitation %s: %w", id, translate(err))
+	}
+	return nil
 }

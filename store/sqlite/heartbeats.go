@@ -172,9 +172,13 @@ func ownerAlive(p store.AcquirableParams, a *args, c string) string {
 
 // holdsSlot is the SQL condition "the chat aliased c counts against the
 // concurrent agent limit": a live owner holds it and it is not waiting on
-// a person or an operator (requires_action keeps its owner, not a slot).
+// a person or an operator (requires_action keeps its owner, not a slot;
+// so does a running tool call whose MCP server's question awaits its
+// answer, while the question names the chat's runner).
 func holdsSlot(p store.AcquirableParams, a *args, c string) string {
-	return `(` + ownerAlive(p, a, c) + ` AND ` + c + `.status <> 'requires_action')`
+	return `(` + ownerAlive(p, a, c) + ` AND ` + c + `.status <> 'requires_action'
+		AND NOT EXISTS (SELECT 1 FROM chat_elicitations q
+			WHERE q.chat_id = ` + c + `.id AND q.slot_runner_id = ` + c + `.runner_id))`
 }
 
 // ChatListAcquirable lists runnable chats without a live owner, in

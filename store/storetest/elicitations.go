@@ -110,3 +110,86 @@ func elicitationIDs(es []store.Elicitation) []uuid.UUID {
 	}
 	return out
 }
+
+// testElicitationReleasesSlot: a question naming its chat's runner takes
+// the chat out of the slot count (it stays owned, not acquirable) until
+// its slot is resumed; a question naming another runner (the chat was
+// taken over) releases nothing; an ended hold ends the release, also of an
+// answered question, while a renewed one keeps it.
+func testElicitationReleasesSlot(t *testing.T, b *bundle) {
+	self, runner := uuid.New(), uuid.New()
+	b.own(t, b.chat.ID, self, runner, b.now)
+	p := store.AcquirableParams{Self: self}
+	count := func() int64 {
+		t.Helper()
+		var roots int64
+		require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+			var err error
+			roots, _, err = tx.ChatCountOwned(b.ctx, p)
+			if err != nil {
+				return err
+			}
+			byOwner, err := tx.ChatCountOwnedByOwner(b.ctx, p)
+			require.Equal(t, roots, byOwner[b.user.ID])
+			return err
+		}))
+		return roots
+	}
+	require.Equal(t, int64(1), count())
+	ask := func(slotRunner uuid.UUID) store.Elicitation {
+		t.Helper()
+		e := store.Elicitation{
+			ID: uuid.New(), ChatID: b.chat.ID, ToolCallID: "call-1", Server: "srv", Mode: store.ElicitationModeForm,
+			Message: "?", CreatedAt: b.now, HeldUntil: b.now.Add(time.Minute),
+			SlotRunnerID: uuid.NullUUID{UUID: slotRunner, Valid: true},
+		}
+		require.NoError(t, b.s.InTx(b.ctx, func(tx store.Tx) error {
+			got, err := tx.ElicitationInsert(b.ctx, e)
+			require.Equal(t, e.SlotRunnerID, got.SlotRunnerID)
+			return err
+		}))
+		return e
+	}
+	inTx := func(fn func(tx store.Tx) error) { t.Helper(); require.NoError(t, b.s.InTx(b.ctx, fn)) }
+
+	ask(uuid.New())
+	require.Equal(t, int64(1), count(), "another runner's question releases nothing")
+	e := ask(runner)
+	require.Equal(t, int64(0), count(), "the runner's question releases its slot")
+	require.NoError(t, b.s.ReadTx(b.ctx, func(tx store.Reader) error {
+		list, err := tx.ChatListAcquirable(b.ctx, p)
+		require.Empty(t, list, "the chat keeps its owner")
+		return err
+	}))
+	inTx(func(tx store.Tx) error {
+		_, _, err := tx.ElicitationAnswer(b.ctx, e.ID, store.ElicitationAnswerParams{State: store.ElicitationDecline, Now: b.now})
+		return err
+	})
+	require.Equal(t, int64(0), count(), "an answer alone does not take the slot back")
+	inTx(func(tx store.Tx) error { return tx.ElicitationResumeSlot(b.ctx, e.ID) })
+	require.Equal(t, int64(1), count())
+
+	answered := ask(runner)
+	ask(runner)
+	inTx(func(tx store.Tx) error {
+		_, _, err := tx.ElicitationAnswer(b.ctx, answered.ID, store.ElicitationAnswerParams{State: store.ElicitationCancel, Now: b.now})
+		if err != nil {
+			return err
+		}
+		return tx.ElicitationRenew(b.ctx, []uuid.UUID{answered.ID}, b.now.Add(time.Hour))
+	})
+	inTx(func(tx store.Tx) error {
+		expired, err := tx.ElicitationExpire(b.ctx, b.now.Add(30*time.Minute))
+		require.Len(t, expired, 2, "the pending ones, not the answered")
+		for _, x := range expired {
+			require.False(t, x.SlotRunnerID.Valid)
+		}
+		return err
+	})
+	require.Equal(t, int64(0), count(), "the renewed answered question still releases the slot")
+	inTx(func(tx store.Tx) error {
+		_, err := tx.ElicitationExpire(b.ctx, b.now.Add(2*time.Hour))
+		return err
+	})
+	require.Equal(t, int64(1), count(), "an ended hold ends the release")
+}

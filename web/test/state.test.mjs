@@ -100,3 +100,12 @@ test('the queue is replaced by each update', () => {
 test('busy is running, interrupting or waiting on an action', () => {
   assert.deepEqual(['running', 'interrupting', 'requires_action', 'waiting', 'error', null].map(isBusy), [true, true, true, false, false, false]);
 });
+
+test('elicitation_update replaces the pending questions, none once the last is answered', () => {
+  const s = fold(newChatState(), [status('running')]);
+  assert.deepEqual(s.elicitations, []);
+  fold(s, [{ type: 'elicitation_update', elicitations: [{ id: 'q1' }, { id: 'q2' }] }]);
+  assert.deepEqual(s.elicitations.map((e) => e.id), ['q1', 'q2']);
+  fold(s, [{ type: 'elicitation_update', elicitations: [] }]);
+  assert.deepEqual(s.elicitations, []);
+});

@@ -338,7 +338,7 @@ export class ChatView {
     this.review.show(review);
     const approvals = s.status === 'requires_action' && !review ? s.approvals : null;
     this.approval.show(approvals);
-    this.elicitation.watch(s.status === 'running');
+    this.elicitation.show(s.elicitations);
     this.action.show(s.status === 'requires_action' && !review ? withoutApprovals(s.action, approvals) : null);
     this.thread.follow(stick);
   }

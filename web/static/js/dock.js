@@ -48,6 +48,7 @@ export function statusText(s) {
   }
   switch (s.status) {
     case 'running': {
+      if (s.elicitations && s.elicitations.length) return { cls: 'action', text: 'Waiting for your answer' };
       const parts = s.preview ? s.preview.parts : [];
       const last = parts[parts.length - 1];
       if (last && last.type === 'text') return { cls: 'streaming', text: 'Streaming…' };

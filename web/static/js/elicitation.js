@@ -4,7 +4,8 @@
 // integers, booleans, enums, multi-select enums); a URL question offers a
 // link to open. Submit accepts (fields left empty are left out, so the
 // schema's defaults fill them on the server), Decline and Cancel refuse.
-// While the chat runs the card polls GET /chats/{chat}/elicitations.
+// The chat's stream carries the pending questions (elicitation_update,
+// folded into the chat state): no polling.
 
 import { h } from './dom.js';
 import { api } from './api.js';
@@ -61,40 +62,16 @@ export function collect(fields, raw) {
   return { content };
 }
 
-// ElicitationCard shows the chat's pending questions.
+// ElicitationCard shows the chat's pending questions, as the stream last
+// listed them (show).
 export class ElicitationCard {
   constructor(chatId) {
     this.chatId = chatId;
     this.el = h('div', { class: 'elicitation-slot' });
     this.sig = '';
-    this.timer = null;
   }
 
-  // watch polls while the chat runs (a question can only come then) and
-  // once more after, so the card empties.
-  watch(running) {
-    if (running && !this.timer) {
-      this.refresh();
-      this.timer = setInterval(() => this.refresh(), 1500);
-    } else if (!running && this.timer) {
-      clearInterval(this.timer);
-      this.timer = null;
-      this.refresh();
-    }
-  }
-
-  destroy() {
-    clearInterval(this.timer);
-    this.timer = null;
-  }
-
-  async refresh() {
-    try {
-      this.show(await api('GET', `/chats/${this.chatId}/elicitations`));
-    } catch {
-      // The next poll tries again.
-    }
-  }
+  destroy() {}
 
   show(list) {
     const sig = JSON.stringify((list || []).map((e) => e.id));
@@ -110,8 +87,8 @@ export class ElicitationCard {
       for (const b of buttons) b.disabled = true;
       err.textContent = '';
       try {
+        // Sent: the stream's next elicitation_update takes the card away.
         await api('POST', `/chats/${this.chatId}/elicitation-responses`, { elicitation_id: e.id, action, content });
-        this.refresh();
       } catch (x) {
         for (const b of buttons) b.disabled = false;
         err.textContent = `Could not send the answer: ${x.message}`;

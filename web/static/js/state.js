@@ -11,6 +11,7 @@ export function newChatState() {
     error: null, // ChatError while status is error
     action: null, // {tool_calls: [{tool_call_id, tool_name, args}]} while requires_action
     approvals: null, // [{tool_call_id, tool_name, server, args, effect}] awaiting approval while requires_action
+    elicitations: [], // MCP servers' pending questions (elicitation_update)
     retry: null, // {attempt, delay_ms, error, kind, retrying_at} while backing off
     preview: null, // the streaming reply, see addPart
     booted: false, // the bootstrap (ending with its status event) is in
@@ -47,6 +48,9 @@ export function applyEvent(s, e, now) {
       break;
     case 'approval_required':
       s.approvals = (e.approval_required && e.approval_required.tool_calls) || [];
+      break;
+    case 'elicitation_update':
+      s.elicitations = e.elicitations || [];
       break;
     case 'retry':
       s.retry = e.retry;
