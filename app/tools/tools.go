@@ -131,6 +131,21 @@ func (f *Func) Run(ctx context.Context, args json.RawMessage) (json.RawMessage, 
 	return f.Fn(ctx, args)
 }
 
+// DecodeArgs reads a built-in tool call's arguments into v: an empty input
+// is {}, and an unknown field is refused, so a model's misspelt argument is
+// an error it can fix rather than ignored.
+func DecodeArgs(raw json.RawMessage, v any) error {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
+}
+
 // Clock is the built-in pure tool "current_time".
 func Clock(now func() time.Time) Tool {
 	return &Func{

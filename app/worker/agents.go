@@ -214,21 +214,6 @@ func (a agents) caller(ctx context.Context) (tools.Call, store.Chat, error) {
 	return call, c, nil
 }
 
-// decodeArgs reads a built-in tool call's arguments (the agent and memory
-// tools): an empty input is {}, and an unknown field is refused, so a
-// model's misspelt argument is an error it can fix rather than ignored.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		raw = json.RawMessage(`{}`)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	return nil
-}
-
 // child reads a direct child of the calling chat by its id argument.
 func (a agents) child(ctx context.Context, parent uuid.UUID, raw string) (store.Chat, error) {
 	id, err := uuid.Parse(strings.TrimSpace(raw))
@@ -258,7 +243,7 @@ type spawnArgs struct {
 // call created) and returns {chat_id, status}.
 func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	var args spawnArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tools.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	call, parent, err := a.caller(ctx)
@@ -365,7 +350,7 @@ func stopped(s store.ChatStatus) bool {
 // hints, re-reading every sync interval.
 func (a agents) wait(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	var args waitArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tools.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	call, _, err := a.caller(ctx)
@@ -509,7 +494,7 @@ type messageArgs struct {
 // first). A re-run of the same call finds its message and sends nothing.
 func (a agents) message(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	var args messageArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tools.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	call, parent, err := a.caller(ctx)
@@ -578,7 +563,7 @@ func (a agents) interrupt(ctx context.Context, raw json.RawMessage) (json.RawMes
 	var args struct {
 		ChatID string `json:"chat_id"`
 	}
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tools.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	call, _, err := a.caller(ctx)
@@ -616,7 +601,7 @@ func (a agents) interrupt(ctx context.Context, raw json.RawMessage) (json.RawMes
 // list lists the calling chat's family (every chat under its root but
 // itself) with status.
 func (a agents) list(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	if err := decodeArgs(raw, &struct{}{}); err != nil {
+	if err := tools.DecodeArgs(raw, &struct{}{}); err != nil {
 		return nil, err
 	}
 	_, c, err := a.caller(ctx)
@@ -650,7 +635,7 @@ func (a agents) list(ctx context.Context, raw json.RawMessage) (json.RawMessage,
 
 // models lists the models spawn_agent accepts and the reasoning efforts.
 func (a agents) models(_ context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	if err := decodeArgs(raw, &struct{}{}); err != nil {
+	if err := tools.DecodeArgs(raw, &struct{}{}); err != nil {
 		return nil, err
 	}
 	type model struct {
