@@ -223,6 +223,13 @@ func (v view) llmTools(server toolset) []llm.Tool {
 	return out
 }
 
+// offered: the model is told about the tool (a deprecated one still runs,
+// so old history resolves, but is not offered).
+func offered(t tools.Tool) bool {
+	d, ok := t.(interface{ Deprecated() bool })
+	return !ok || !d.Deprecated()
+}
+
 // toolset is the server-side tools of one generation step, by name.
 type toolset map[string]tools.Tool
 
@@ -253,10 +260,11 @@ func (r *runner) serverTools(ctx context.Context, v view) toolset {
 	}
 	// The agent tools, for a chat that may have children (a failed read
 	// leaves them out of this step).
-	if ok, err := r.w.mayUseAgents(ctx, v.chat); err != nil {
+	agents := r.w.subagents()
+	if ok, err := agents.Offered(ctx, v.chat); err != nil {
 		r.log.Warn("agent tools left out of this step", "err", err)
 	} else if ok {
-		for _, t := range r.w.agentTools() {
+		for _, t := range agents.Tools() {
 			ts[t.Name()] = t
 		}
 	}
