@@ -100,6 +100,14 @@ func (r *Registry) List() []Tool {
 	return out
 }
 
+// Offered reports whether the model is told about the tool: a tool with a
+// Deprecated method that says true still runs (so old history resolves)
+// but is not offered.
+func Offered(t Tool) bool {
+	d, ok := t.(interface{ Deprecated() bool })
+	return !ok || !d.Deprecated()
+}
+
 // Func adapts a function to a Tool.
 type Func struct {
 	ToolName, Desc, EffectClass string

@@ -209,7 +209,7 @@ func (v view) llmTools(server toolset) []llm.Tool {
 	out := make([]llm.Tool, 0, len(server)+len(v.tools))
 	dynamic := v.dynamicNames()
 	for _, t := range server.sorted() {
-		if !dynamic[t.Name()] && offered(t) {
+		if !dynamic[t.Name()] && tools.Offered(t) {
 			out = append(out, llm.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.Schema()})
 		}
 	}
@@ -221,13 +221,6 @@ func (v view) llmTools(server toolset) []llm.Tool {
 		out = append(out, llm.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
 	}
 	return out
-}
-
-// offered: the model is told about the tool (a deprecated one still runs,
-// so old history resolves, but is not offered).
-func offered(t tools.Tool) bool {
-	d, ok := t.(interface{ Deprecated() bool })
-	return !ok || !d.Deprecated()
 }
 
 // toolset is the server-side tools of one generation step, by name.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/app/tools/agents"
 	"github.com/chatd/chatd/store"
 )
@@ -26,7 +27,7 @@ func TestTools(t *testing.T) {
 	for _, tl := range agents.New(agents.Deps{}, agents.Config{}).Tools() {
 		got[tl.Name()] = tl.Effect()
 		require.True(t, json.Valid(tl.Schema()), tl.Name())
-		if d, ok := tl.(interface{ Deprecated() bool }); ok && d.Deprecated() {
+		if !tools.Offered(tl) {
 			deprecated[tl.Name()] = true
 		}
 	}
