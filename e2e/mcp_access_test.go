@@ -19,6 +19,7 @@ import (
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/mcp/mcptest"
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools/agents"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -84,11 +85,11 @@ func TestMCPServerAccess(t *testing.T) {
 		run := func(c *sdk.Client, who string) (parent, child string, result sdk.ChatMessagePart) {
 			before := len(llm.Requests())
 			llm.Enqueue(llmtest.ToolCall("call_env", "vault__get-env", `{}`))
-			llm.Enqueue(llmtest.ToolCall("call_spawn", worker.ToolSpawnAgent, `{"prompt":"child of `+who+`","title":"child"}`))
+			llm.Enqueue(llmtest.ToolCall("call_spawn", agents.ToolSpawnAgent, `{"prompt":"child of `+who+`","title":"child"}`))
 			llm.Enqueue(llmtest.TextChunks("done"), llmtest.TextChunks("done")) // the parent's last step and the child's, in either order
 			chat, err := c.CreateChat(t.Context(), sdk.CreateChatRequest{Content: sdk.Text("read the env"), Title: who})
 			require.NoError(t, err)
-			childID := worker.SubagentID(chat.ID, "call_spawn")
+			childID := agents.SubagentID(chat.ID, "call_spawn")
 			assert.Eventually(t, func() bool {
 				p, err := c.Chat(t.Context(), chat.ID)
 				if err != nil || p.Status != sdk.ChatStatusWaiting {

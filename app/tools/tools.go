@@ -100,6 +100,14 @@ func (r *Registry) List() []Tool {
 	return out
 }
 
+// Offered reports whether the model is told about the tool: a tool with a
+// Deprecated method that says true still runs (so old history resolves)
+// but is not offered.
+func Offered(t Tool) bool {
+	d, ok := t.(interface{ Deprecated() bool })
+	return !ok || !d.Deprecated()
+}
+
 // Func adapts a function to a Tool.
 type Func struct {
 	ToolName, Desc, EffectClass string
@@ -129,6 +137,21 @@ func (f *Func) Schema() json.RawMessage {
 // Run calls Fn.
 func (f *Func) Run(ctx context.Context, args json.RawMessage) (json.RawMessage, error) {
 	return f.Fn(ctx, args)
+}
+
+// DecodeArgs reads a built-in tool call's arguments into v: an empty input
+// is {}, and an unknown field is refused, so a model's misspelt argument is
+// an error it can fix rather than ignored.
+func DecodeArgs(raw json.RawMessage, v any) error {
+	if len(strings.TrimSpace(string(raw))) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
 }
 
 // Clock is the built-in pure tool "current_time".

@@ -20,7 +20,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
-	"github.com/chatd/chatd/app/worker"
+	"github.com/chatd/chatd/app/tools/agents"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -114,7 +114,7 @@ func TestSubagentFamilyOverHTTP(t *testing.T) {
 				e.c = &sdk.Client{BaseURL: e.srv.URL, Token: token, HTTP: e.srv.Client()}
 
 				parent := e.create(sdk.CreateChatRequest{Content: sdk.Text(parentMarker + " what 2+2 is.")})
-				childID := worker.SubagentID(parent.ID, "call_spawn")
+				childID := agents.SubagentID(parent.ID, "call_spawn")
 				parentSrv.Enqueue(
 					llmtest.ToolCall("call_wait", "wait_agent", `{"chat_ids":["`+childID.String()+`"],"timeout_seconds":60}`),
 					llmtest.TextChunks("The subagent says 4."),
@@ -194,7 +194,7 @@ func TestSubagentWaitSurvivesKill(t *testing.T) {
 	first, c1 := startChatd(t, bin, db, token, router.URL+"/v1", env...)
 	parent, err := c1.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text(parentMarker + " what 2+2 is."), Title: "kill"})
 	require.NoError(t, err)
-	childID := worker.SubagentID(parent.ID, "call_spawn")
+	childID := agents.SubagentID(parent.ID, "call_spawn")
 	parentSrv.Enqueue(
 		llmtest.ToolCall("call_wait", "wait_agent", `{"chat_ids":["`+childID.String()+`"],"timeout_seconds":600}`),
 		llmtest.TextChunks("The subagent says 4."),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/hooks/hookstest"
+	"github.com/chatd/chatd/app/tools/agents"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -42,7 +43,7 @@ func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 			}
 			return http.StatusOK, ""
 		})
-		out, err := g.run(parent, "c1", ToolSpawnAgent, `{"prompt":"do it"}`)
+		out, err := g.run(parent, "c1", agents.ToolSpawnAgent, `{"prompt":"do it"}`)
 		require.NoError(t, err)
 		child := uuid.MustParse(out["chat_id"].(string))
 		got := c.Events()
@@ -62,7 +63,7 @@ func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 		require.Equal(t, "do it, politely", first[0]["text"], "the child got the replaced prompt")
 
 		// The same call again (a re-run after a crash): the same event ids.
-		_, err = g.run(parent, "c1", ToolSpawnAgent, `{"prompt":"do it"}`)
+		_, err = g.run(parent, "c1", agents.ToolSpawnAgent, `{"prompt":"do it"}`)
 		require.NoError(t, err)
 		again := c.Events()[2:]
 		require.Len(t, again, 2)
@@ -70,7 +71,7 @@ func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 		require.Equal(t, got[1].ID, again[1].ID)
 
 		// message_agent: user_prompt_submit only.
-		_, err = g.run(parent, "c2", ToolMessageAgent, `{"chat_id":"`+child.String()+`","message":"and then?"}`)
+		_, err = g.run(parent, "c2", agents.ToolMessageAgent, `{"chat_id":"`+child.String()+`","message":"and then?"}`)
 		require.NoError(t, err)
 		msg := c.Events()[4:]
 		require.Len(t, msg, 1)
@@ -84,7 +85,7 @@ func TestSubagentPromptsGoThroughTheHooks(t *testing.T) {
 			}
 			return http.StatusOK, ""
 		})
-		_, err = g.run(parent, "c3", ToolSpawnAgent, `{"prompt":"another"}`)
+		_, err = g.run(parent, "c3", agents.ToolSpawnAgent, `{"prompt":"another"}`)
 		require.ErrorContains(t, err, "no more helpers")
 		require.Len(t, g.children(parent), 1, "no child for a denied prompt")
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
+	"github.com/chatd/chatd/app/tools/agents"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -206,10 +207,10 @@ func TestSubagentSpawnWait(t *testing.T) {
 		p, c := g.routed.route("parent prompt"), g.routed.route("child prompt")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx))
 		p.next(t)
-		p.answers <- callReply("call_spawn", ToolSpawnAgent, `{"prompt":"child prompt","title":"Kid","reasoning_effort":"high"}`)
+		p.answers <- callReply("call_spawn", agents.ToolSpawnAgent, `{"prompt":"child prompt","title":"Kid","reasoning_effort":"high"}`)
 		res, isErr := g.resultOf(parent, "call_spawn")
 		require.False(t, isErr, "%v", res)
-		childID := SubagentID(parent, "call_spawn")
+		childID := agents.SubagentID(parent, "call_spawn")
 		require.Equal(t, childID.String(), res["chat_id"])
 		require.Equal(t, "running", res["status"])
 		child := g.chat(childID)
@@ -220,7 +221,7 @@ func TestSubagentSpawnWait(t *testing.T) {
 		require.Equal(t, "high", child.LastReasoningEffort, "the explicit effort")
 
 		p.next(t)
-		p.answers <- callReply("call_wait", ToolWaitAgent, `{"chat_ids":["`+childID.String()+`"]}`)
+		p.answers <- callReply("call_wait", agents.ToolWaitAgent, `{"chat_ids":["`+childID.String()+`"]}`)
 		eventually(t, func() bool { return g.journalState(parent, "call_wait") == store.JournalStarted }, "the wait runs")
 		require.Equal(t, 1, g.w.AcquirePass(g.ctx), "the child is acquired")
 		first := c.next(t)
@@ -229,9 +230,9 @@ func TestSubagentSpawnWait(t *testing.T) {
 		res, isErr = g.resultOf(parent, "call_wait")
 		require.False(t, isErr, "%v", res)
 		require.Equal(t, false, res["timed_out"])
-		agents := res["agents"].([]any)
-		require.Len(t, agents, 1)
-		a := agents[0].(map[string]any)
+		listed := res["agents"].([]any)
+		require.Len(t, listed, 1)
+		a := listed[0].(map[string]any)
 		require.Equal(t, "waiting", a["status"])
 		require.Equal(t, "The child's answer.", a["last_assistant_text"])
 
@@ -257,7 +258,7 @@ func (g *agentRig) journalState(id uuid.UUID, call string) store.JournalState {
 func (g *agentRig) run(chat uuid.UUID, callID, name, args string) (map[string]any, error) {
 	g.t.Helper()
 	var tool tools.Tool
-	for _, t := range g.w.agentTools() {
+	for _, t := range g.w.subagents().Tools() {
 		if t.Name() == name {
 			tool = t
 		}
@@ -282,9 +283,9 @@ func TestAgentToolsDirect(t *testing.T) {
 		parent := g.create("") // waiting: the tools run without a turn
 		other := g.create("")
 
-		out, err := g.run(parent, "c1", ToolSpawnAgent, `{"prompt":"do it"}`)
+		out, err := g.run(parent, "c1", agents.ToolSpawnAgent, `{"prompt":"do it"}`)
 		require.NoError(t, err)
-		again, err := g.run(parent, "c1", ToolSpawnAgent, `{"prompt":"do it"}`)
+		again, err := g.run(parent, "c1", agents.ToolSpawnAgent, `{"prompt":"do it"}`)
 		require.NoError(t, err)
 		require.Equal(t, out["chat_id"], again["chat_id"], "a re-run finds the same child")
 		require.Len(t, g.children(parent), 1)
@@ -297,23 +298,23 @@ func TestAgentToolsDirect(t *testing.T) {
 			"unknown model":  `{"prompt":"x","model_config_id":"` + g.models.bad.String() + `"}`,
 			"unknown effort": `{"prompt":"x","reasoning_effort":"max"}`,
 		} {
-			_, err := g.run(parent, "bad-"+name, ToolSpawnAgent, args)
+			_, err := g.run(parent, "bad-"+name, agents.ToolSpawnAgent, args)
 			require.Error(t, err, name)
 		}
 		require.Len(t, g.children(parent), 1, "a refused spawn creates nothing")
 
-		_, err = g.run(child, "c2", ToolSpawnAgent, `{"prompt":"grandchild"}`)
+		_, err = g.run(child, "c2", agents.ToolSpawnAgent, `{"prompt":"grandchild"}`)
 		require.ErrorContains(t, err, "CHATD_MAX_AGENT_DEPTH", "a child may not spawn at depth 1")
 
-		_, err = g.run(other, "c3", ToolMessageAgent, `{"chat_id":"`+child.String()+`","message":"hi"}`)
+		_, err = g.run(other, "c3", agents.ToolMessageAgent, `{"chat_id":"`+child.String()+`","message":"hi"}`)
 		require.ErrorContains(t, err, "not a subagent", "only the parent may message its child")
-		_, err = g.run(parent, "c3", ToolWaitAgent, `{"chat_ids":["`+other.String()+`"]}`)
+		_, err = g.run(parent, "c3", agents.ToolWaitAgent, `{"chat_ids":["`+other.String()+`"]}`)
 		require.ErrorContains(t, err, "not a subagent")
-		_, err = g.run(parent, "c3", ToolWaitAgent, `{"chat_ids":[]}`)
+		_, err = g.run(parent, "c3", agents.ToolWaitAgent, `{"chat_ids":[]}`)
 		require.Error(t, err)
 
 		for range 2 { // the same call twice: one message
-			_, err := g.run(parent, "msg1", ToolMessageAgent, `{"chat_id":"`+child.String()+`","message":"more work"}`)
+			_, err := g.run(parent, "msg1", agents.ToolMessageAgent, `{"chat_id":"`+child.String()+`","message":"more work"}`)
 			require.NoError(t, err)
 		}
 		var queued []store.QueuedMessage
@@ -323,20 +324,20 @@ func TestAgentToolsDirect(t *testing.T) {
 		}))
 		require.Len(t, queued, 1, "the busy child queues the message once")
 
-		out, err = g.run(parent, "i1", ToolInterruptAgent, `{"chat_id":"`+child.String()+`"}`)
+		out, err = g.run(parent, "i1", agents.ToolInterruptAgent, `{"chat_id":"`+child.String()+`"}`)
 		require.NoError(t, err)
 		require.Equal(t, true, out["interrupted"])
-		out, err = g.run(parent, "i2", ToolCloseAgent, `{"chat_id":"`+child.String()+`"}`)
+		out, err = g.run(parent, "i2", agents.ToolCloseAgent, `{"chat_id":"`+child.String()+`"}`)
 		require.NoError(t, err, "close_agent is interrupt_agent")
 		require.Equal(t, child.String(), out["chat_id"])
 
-		out, err = g.run(parent, "l1", ToolListAgents, `{}`)
+		out, err = g.run(parent, "l1", agents.ToolListAgents, `{}`)
 		require.NoError(t, err)
 		list := out["agents"].([]any)
 		require.Len(t, list, 1)
 		require.Equal(t, child.String(), list[0].(map[string]any)["chat_id"])
 
-		out, err = g.run(parent, "m1", ToolListSubagentModels, `{}`)
+		out, err = g.run(parent, "m1", agents.ToolListSubagentModels, `{}`)
 		require.NoError(t, err)
 		require.Len(t, out["models"], 1)
 	})
@@ -356,7 +357,7 @@ func TestSpawnAfterCrash(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 				g := setupAgents(t, newStore(t), Config{})
 				parent := g.create("parent prompt")
-				childID := SubagentID(parent, "call_spawn")
+				childID := agents.SubagentID(parent, "call_spawn")
 				p := g.routed.route("parent prompt")
 
 				// The crash point: inside the model check (before the
@@ -375,7 +376,7 @@ func TestSpawnAfterCrash(t *testing.T) {
 				runCtx, crash := context.WithCancel(g.ctx)
 				require.Equal(t, 1, g.w.AcquirePass(runCtx))
 				p.next(t)
-				p.answers <- callReply("call_spawn", ToolSpawnAgent, `{"prompt":"child prompt","model_config_id":"`+g.models.m.ID.String()+`"}`)
+				p.answers <- callReply("call_spawn", agents.ToolSpawnAgent, `{"prompt":"child prompt","model_config_id":"`+g.models.m.ID.String()+`"}`)
 				<-reached
 				crash()
 				g.models.gate = nil
@@ -410,10 +411,10 @@ func TestWaitAfterRestart(t *testing.T) {
 		runCtx, crash := context.WithCancel(g.ctx)
 		require.Equal(t, 1, g.w.AcquirePass(runCtx))
 		p.next(t)
-		p.answers <- callReply("call_spawn", ToolSpawnAgent, `{"prompt":"child prompt"}`)
-		childID := SubagentID(parent, "call_spawn")
+		p.answers <- callReply("call_spawn", agents.ToolSpawnAgent, `{"prompt":"child prompt"}`)
+		childID := agents.SubagentID(parent, "call_spawn")
 		p.next(t)
-		p.answers <- callReply("call_wait", ToolWaitAgent, `{"chat_ids":["`+childID.String()+`"],"timeout_seconds":60}`)
+		p.answers <- callReply("call_wait", agents.ToolWaitAgent, `{"chat_ids":["`+childID.String()+`"],"timeout_seconds":60}`)
 		eventually(t, func() bool { return g.journalState(parent, "call_wait") == store.JournalStarted }, "the wait runs")
 		crash()
 		g.w.manager.wait()

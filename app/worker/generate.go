@@ -206,7 +206,7 @@ func (v view) llmTools(server toolset) []llm.Tool {
 	out := make([]llm.Tool, 0, len(server)+len(v.tools))
 	dynamic := v.dynamicNames()
 	for _, t := range server.sorted() {
-		if !dynamic[t.Name()] && offered(t) {
+		if !dynamic[t.Name()] && tools.Offered(t) {
 			out = append(out, llm.Tool{Name: t.Name(), Description: t.Description(), InputSchema: t.Schema()})
 		}
 	}
@@ -250,10 +250,11 @@ func (r *runner) serverTools(ctx context.Context, v view) toolset {
 	}
 	// The agent tools, for a chat that may have children (a failed read
 	// leaves them out of this step).
-	if ok, err := r.w.mayUseAgents(ctx, v.chat); err != nil {
+	agents := r.w.subagents()
+	if ok, err := agents.Offered(ctx, v.chat); err != nil {
 		r.log.Warn("agent tools left out of this step", "err", err)
 	} else if ok {
-		for _, t := range r.w.agentTools() {
+		for _, t := range agents.Tools() {
 			ts[t.Name()] = t
 		}
 	}
@@ -472,50 +473,47 @@ func (r *runner) finishTurn(ctx context.Context, f fence) error {
 	return err
 }
 
-// handleToolCalls answers outstanding calls: server-side tools (the
-// registry's and the chat's MCP tools) run under the journal; dynamic tools
-// wait for the client (requires_action); calls to tools this chat does not
-// have get an error result so the model can recover. A call with a journal
-// entry is the journal's to judge even when its tool is gone now (an MCP
-// server not connected yet after a restart, or removed): it is never
-// answered "unknown tool" while it may have run.
+// handleToolCalls answers outstanding calls along the step's plan
+// (planCalls): calls the worker answers itself (server-side tools, the
+// registry's and the chat's MCP tools, and calls the journal has) go first,
+// waiting for a person's approval when one is needed, then run under the
+// journal; then calls to tools this chat does not have get an error result
+// so the model can recover; dynamic tools wait for the client last
+// (requires_action).
 func (r *runner) handleToolCalls(ctx context.Context, f fence, v view) error {
-	dynamic := v.dynamicNames()
-	var server toolset
-	if slices.ContainsFunc(v.calls, func(c chatstate.ToolCall) bool { return !dynamic[c.Name] || v.journaled[c.ID] }) {
-		server = r.serverTools(ctx, v)
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
+	plan, err := r.planToolCalls(ctx, v)
+	if err != nil {
+		return err
 	}
-	var local []chatstate.ToolCall
-	for _, c := range v.calls {
-		if _, ok := server[c.Name]; v.journaled[c.ID] || ok && !dynamic[c.Name] {
-			local = append(local, c)
+	if local := plan.answered(); len(local) > 0 {
+		if ask := local.approvals(); len(ask) > 0 {
+			return r.awaitApproval(ctx, f, ask)
 		}
+		return r.runTools(ctx, f, v, local)
 	}
-	if len(local) > 0 {
-		return r.runTools(ctx, f, v, local, server)
-	}
-	var unknown []sdk.ChatMessagePart
-	for _, c := range v.calls {
-		if !dynamic[c.Name] {
-			result, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("unknown tool %q", c.Name)})
-			unknown = append(unknown, sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: result, IsError: true})
-		}
-	}
-	if len(unknown) > 0 {
-		content, err := chatstate.EncodeParts(unknown)
-		if err != nil {
-			return err
-		}
-		return r.commit(ctx, f, func(t *chatstate.Tx) error {
-			_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
-			return err
-		})
+	if unknown := plan.of(callUnknown); len(unknown) > 0 {
+		return r.answerUnknown(ctx, f, unknown)
 	}
 	return r.commit(ctx, f, func(t *chatstate.Tx) error {
 		_, err := t.EnterRequiresAction(r.chatID)
+		return err
+	})
+}
+
+// answerUnknown answers calls to tools this chat does not have with an
+// error result.
+func (r *runner) answerUnknown(ctx context.Context, f fence, calls toolPlan) error {
+	parts := make([]sdk.ChatMessagePart, 0, len(calls))
+	for _, c := range calls {
+		result, _ := json.Marshal(map[string]string{"error": fmt.Sprintf("unknown tool %q", c.Name)})
+		parts = append(parts, sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: result, IsError: true})
+	}
+	content, err := chatstate.EncodeParts(parts)
+	if err != nil {
+		return err
+	}
+	return r.commit(ctx, f, func(t *chatstate.Tx) error {
+		_, err := t.CommitStep(r.chatID, chatstate.Step{Messages: []store.MessageInsertParams{{Role: store.RoleTool, Content: content}}})
 		return err
 	})
 }

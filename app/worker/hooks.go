@@ -78,26 +78,26 @@ func hookError(err error) sdk.ChatError {
 	return sdk.ChatError{Message: err.Error(), Kind: sdk.ChatErrorGeneric, Retryable: true}
 }
 
-// preToolUse dispatches pre_tool_use for each call the journal has not
-// started (a started call was dispatched before it started). It returns
+// preToolUse dispatches pre_tool_use for each callRun call (a callReuse
+// call was dispatched before it started). It returns
 // the calls to go on with (with any replaced input), the results of the
 // calls that do not run (denied, or not dispatched because the hook
 // failed) and the context to add after the results. A failed dispatch is
 // returned as err: the calls it did not clear get an error result and the
 // caller stops the chat.
-func (r *runner) preToolUse(ctx context.Context, v view, calls []chatstate.ToolCall) (
-	run []chatstate.ToolCall, notRun map[string]sdk.ChatMessagePart, extra []store.MessageInsertParams, err error,
+func (r *runner) preToolUse(ctx context.Context, v view, calls toolPlan) (
+	run toolPlan, notRun map[string]sdk.ChatMessagePart, extra []store.MessageInsertParams, err error,
 ) {
 	notRun = map[string]sdk.ChatMessagePart{}
 	if !r.w.deps.Hooks.Enabled() {
 		return calls, notRun, nil, nil
 	}
-	errorResult := func(c chatstate.ToolCall, msg string) {
+	errorResult := func(c plannedCall, msg string) {
 		result, _ := json.Marshal(map[string]string{"error": msg})
 		notRun[c.ID] = sdk.ChatMessagePart{Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: result, IsError: true}
 	}
 	for _, c := range calls {
-		if v.journaled[c.ID] {
+		if c.kind == callReuse {
 			run = append(run, c)
 			continue
 		}
@@ -135,7 +135,7 @@ func (r *runner) preToolUse(ctx context.Context, v view, calls []chatstate.ToolC
 
 // postToolUse dispatches post_tool_use for each call that ran, with its
 // result, and returns the context to add after the results.
-func (r *runner) postToolUse(ctx context.Context, v view, ran []chatstate.ToolCall, results map[string]sdk.ChatMessagePart) ([]store.MessageInsertParams, error) {
+func (r *runner) postToolUse(ctx context.Context, v view, ran toolPlan, results map[string]sdk.ChatMessagePart) ([]store.MessageInsertParams, error) {
 	if !r.w.deps.Hooks.Enabled() {
 		return nil, nil
 	}

@@ -28,64 +28,67 @@ func (v view) turnRequest() uuid.NullUUID {
 	return uuid.NullUUID{}
 }
 
-// runTools runs server-side tool calls at most as often as their effect
-// class allows (the tool-call journal, chatstate.JournalStart):
+// runTools answers the calls the worker answers itself (toolPlan.answered,
+// none waiting for approval) at most as often as their effect class allows
+// (the tool-call journal, chatstate.JournalStart):
 //
-//  1. In one fenced transaction each call is looked up: a completed call
-//     reuses its stored result; a new call is recorded as started; a
-//     started pure or idempotent call (a crash or takeover interrupted it)
-//     runs again; a started effectful call must not run again, so the chat
-//     stops for review (requires_action without a deadline) and its request
-//     becomes unresolved (chatstate.MarkUnresolved).
-//  2. The calls run, in parallel.
-//  3. One CommitStep inserts every result and marks the calls completed in
-//     the same transaction, so a result is never lost or recorded twice.
+//  1. pre_tool_use is dispatched for each callRun call (preToolUse); a
+//     callDenied call gets its denial as the result.
+//  2. In one fenced transaction each remaining call is looked up
+//     (startCalls): a completed call reuses its stored result; a new call is
+//     recorded as started; a started pure or idempotent call (a crash or
+//     takeover interrupted it) runs again; a started effectful call must not
+//     run again, so the chat stops for review (requires_action without a
+//     deadline) and its request becomes unresolved
+//     (chatstate.MarkUnresolved).
+//  3. The calls run, in parallel (execute).
+//  4. One CommitStep inserts every result and marks the calls completed in
+//     the same transaction (finishTools), so a result is never lost or
+//     recorded twice.
 //
-// A call whose tool is not in server (its MCP server is not connected yet,
-// or no longer configured) is still looked up: a recorded result is reused
-// and an effectful call in doubt stops the chat; a call that may run again
-// gets an error result saying the tool is unavailable, and is not run.
-func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstate.ToolCall, server toolset) error {
-	refused, stopped, err := r.gate(ctx, f, v, calls, server)
-	if err != nil || stopped {
-		return err
-	}
-	request := v.turnRequest()
-	all := calls
-	// A call a person denied never runs, and no hook is asked about it.
-	var asked []chatstate.ToolCall
-	personDenied := map[string]sdk.ChatMessagePart{}
-	for _, c := range calls {
-		if reason, ok := refused[c.ID]; ok {
-			personDenied[c.ID] = sdk.ChatMessagePart{
-				Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: chatstate.DeniedResult(reason), IsError: true,
-			}
-			continue
-		}
-		asked = append(asked, c)
-	}
+// A callReuse call whose tool is gone (its MCP server is not connected
+// yet, or no longer configured) is still looked up: a recorded result is
+// reused and an effectful call in doubt stops the chat; a call that may run
+// again gets an error result saying the tool is unavailable, and is not run.
+func (r *runner) runTools(ctx context.Context, f fence, v view, calls toolPlan) error {
 	// pre_tool_use may deny calls or replace their input; a failed hook
 	// leaves its calls unrun, with error results, and stops the chat below.
-	calls, denied, extra, hookErr := r.preToolUse(ctx, v, asked)
-	maps.Copy(denied, personDenied)
+	// A call a person denied never runs, and no hook is asked about it.
+	asked, notRun, extra, hookErr := r.preToolUse(ctx, v, calls.of(callRun, callReuse))
+	for _, c := range calls.of(callDenied) {
+		notRun[c.ID] = sdk.ChatMessagePart{
+			Type: sdk.PartToolResult, ToolCallID: c.ID, ToolName: c.Name, Result: chatstate.DeniedResult(c.reason), IsError: true,
+		}
+	}
 	if hookErr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
-	results := map[string]sdk.ChatMessagePart{}
-	var toRun []chatstate.ToolCall
+	results, toRun, err := r.startCalls(ctx, f, v, asked, notRun)
+	if err != nil || len(toRun) == 0 && len(results) < len(calls) {
+		return err // stopped for review, or fenced out
+	}
+	r.execute(ctx, v, toRun, results)
+	if ctx.Err() != nil {
+		return ctx.Err() // interrupted: the journal keeps them "started"
+	}
+	return r.finishTools(ctx, f, v, calls, toRun, results, extra, hookErr)
+}
+
+// startCalls looks each call up in the journal in one fenced transaction
+// (runTools, step 2). It returns the results known without running
+// (notRun's and the reused ones) and the calls to run; when an effectful
+// call may have run it marks the request unresolved and returns nothing to
+// run, so the results stay short of the calls.
+func (r *runner) startCalls(ctx context.Context, f fence, v view, calls toolPlan, notRun map[string]sdk.ChatMessagePart) (
+	results map[string]sdk.ChatMessagePart, toRun toolPlan, err error,
+) {
+	request := v.turnRequest()
 	err = r.commit(ctx, f, func(t *chatstate.Tx) error {
-		results, toRun = maps.Clone(denied), nil
+		results, toRun = maps.Clone(notRun), nil
 		var unresolved []string
 		for _, c := range calls {
-			// A new entry records the tool's effect class. A call whose
-			// tool is gone only gets here with an entry, whose recorded
-			// class decides; effectful is the safe default regardless.
-			effect := store.EffectEffectful
-			if tool, ok := server[c.Name]; ok {
-				effect = effectOf(tool)
-			}
 			decision, e, err := t.JournalStart(r.chatID, chatstate.JournalCall{
-				ToolCallID: c.ID, ToolName: c.Name, Effect: effect, Args: c.Args, RequestID: request,
+				ToolCallID: c.ID, ToolName: c.Name, Effect: c.effect, Args: c.Args, RequestID: request,
 			})
 			if err != nil {
 				return err
@@ -108,14 +111,17 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		_, err := t.MarkUnresolved(r.chatID, request, unresolved)
 		return err
 	})
-	if err != nil || len(toRun) == 0 && len(results) < len(all) {
-		return err // stopped for review, or fenced out
-	}
+	return results, toRun, err
+}
 
+// execute runs the calls in parallel and adds their results (runTools,
+// step 3). A call without a tool (a callReuse call whose tool is gone) gets
+// an error result and is not run.
+func (r *runner) execute(ctx context.Context, v view, calls toolPlan, results map[string]sdk.ChatMessagePart) {
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	model, effort := v.modelID(), v.effort()
-	for _, c := range toRun {
+	for _, c := range calls {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -123,11 +129,11 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 				out    json.RawMessage
 				runErr error
 			)
-			if tool, ok := server[c.Name]; ok {
+			if c.tool != nil {
 				callCtx := tools.WithCall(ctx, tools.Call{
 					ChatID: r.chatID, OwnerID: v.chat.OwnerID, ToolCallID: c.ID, ModelConfigID: model, ReasoningEffort: effort,
 				})
-				out, runErr = r.runTool(callCtx, tool, c.ID, c.Args)
+				out, runErr = r.runTool(callCtx, c.tool, c.ID, c.Args)
 			} else {
 				runErr = fmt.Errorf("tool %q is unavailable: its MCP server is not connected, no longer configured, or not open to this chat's owner; the call was not run", c.Name)
 			}
@@ -145,20 +151,24 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 		}()
 	}
 	wg.Wait()
-	if ctx.Err() != nil {
-		return ctx.Err() // interrupted: the journal keeps them "started"
-	}
-	// A failed hook keeps the results (the calls that ran did) and stops
-	// the chat in the same transaction.
+}
+
+// finishTools dispatches post_tool_use for the calls that ran and commits
+// every call's result in the model's order, completing the journal entries
+// of the calls that ran (runTools, step 4). A failed hook keeps the results
+// (the calls that ran did) and stops the chat in the same transaction.
+func (r *runner) finishTools(ctx context.Context, f fence, v view, calls, ran toolPlan, results map[string]sdk.ChatMessagePart,
+	extra []store.MessageInsertParams, hookErr error,
+) error {
 	var after []store.MessageInsertParams
 	if hookErr == nil {
-		after, hookErr = r.postToolUse(ctx, v, toRun, results)
+		after, hookErr = r.postToolUse(ctx, v, ran, results)
 	}
 	if hookErr != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
-	parts := make([]sdk.ChatMessagePart, 0, len(all))
-	for _, c := range all {
+	parts := make([]sdk.ChatMessagePart, 0, len(calls))
+	for _, c := range calls {
 		parts = append(parts, results[c.ID])
 	}
 	content, err := chatstate.EncodeParts(parts)
@@ -167,7 +177,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 	}
 	messages := append([]store.MessageInsertParams{{Role: store.RoleTool, Content: content}}, append(extra, after...)...)
 	return r.commit(ctx, f, func(t *chatstate.Tx) error {
-		for _, c := range toRun {
+		for _, c := range ran {
 			p := results[c.ID]
 			if err := t.JournalComplete(r.chatID, c.ID, p.Result, p.IsError); err != nil {
 				return err
@@ -177,7 +187,7 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 			return err
 		}
 		if hookErr != nil {
-			r.stepLog(f.ev, request).Warn("lifecycle hook failed; stopping the chat", "err", hookErr)
+			r.stepLog(f.ev, v.turnRequest()).Warn("lifecycle hook failed; stopping the chat", "err", hookErr)
 			_, err := t.FinishError(r.chatID, hookError(hookErr))
 			return err
 		}
@@ -185,51 +195,14 @@ func (r *runner) runTools(ctx context.Context, f fence, v view, calls []chatstat
 	})
 }
 
-// gate asks a person first for the calls that need approval (the tool's
-// policy from the MCP config, or CHATD_TOOL_APPROVAL for built-in tools,
-// tightened by the chat's own): while any of them has no answer in the
-// chat's approval round, the chat stops in requires_action for them
-// (EnterApproval) and nothing runs. Otherwise it returns the denied calls
-// with their reasons; approved ones run through the journal like any other.
-// A call with a journal entry is the journal's to judge: it was approved,
-// or needed no approval, when it started.
-func (r *runner) gate(ctx context.Context, f fence, v view, calls []chatstate.ToolCall, server toolset) (denied map[string]string, stopped bool, err error) {
-	round, err := chatstate.Approvals(v.chat)
-	if err != nil {
-		return nil, false, err
-	}
-	answers := map[string]sdk.ToolApproval{}
-	for _, a := range round {
-		answers[a.ToolCallID] = a
-	}
-	denied = map[string]string{}
-	var ask []sdk.ToolApproval
-	for _, c := range calls {
-		tool, ok := server[c.Name]
-		if !ok || v.journaled[c.ID] {
-			continue
-		}
-		effect := effectOf(tool)
-		if !chatstate.ApprovalRequired(effect, r.approvalPolicy(tool), v.chat.ToolApproval) {
-			continue
-		}
-		switch a, ok := answers[c.ID]; {
-		case ok && a.State == sdk.ApprovalApproved:
-		case ok && a.State == sdk.ApprovalDenied:
-			denied[c.ID] = a.Reason
-		default:
-			var serverName string
-			if s, ok := tool.(interface{ ServerName() string }); ok {
-				serverName = s.ServerName()
-			}
-			ask = append(ask, sdk.ToolApproval{ToolCallID: c.ID, ToolName: c.Name, Server: serverName, Args: c.Args, Effect: effect})
-		}
-	}
-	if len(ask) == 0 {
-		return denied, false, nil
-	}
+// awaitApproval stops the chat in requires_action for the calls that need
+// a person's approval (EnterApproval); nothing runs until every one of
+// them has an answer in the chat's approval round (planCalls reads it).
+// The tool's policy is from the MCP config, or CHATD_TOOL_APPROVAL for
+// built-in tools, tightened by the chat's own.
+func (r *runner) awaitApproval(ctx context.Context, f fence, ask []sdk.ToolApproval) error {
 	r.w.log.Info("tool calls await approval", "chat_id", r.chatID, "tool_calls", len(ask))
-	return nil, true, r.commit(ctx, f, func(t *chatstate.Tx) error {
+	return r.commit(ctx, f, func(t *chatstate.Tx) error {
 		_, err := t.EnterApproval(r.chatID, ask)
 		return err
 	})

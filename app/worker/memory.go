@@ -2,13 +2,8 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
-
-	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/projects"
@@ -19,21 +14,7 @@ import (
 
 // Memory is what the memory tools need of app/projects: the memory of one
 // project, its writes serialised per project there.
-type Memory interface {
-	Memories(ctx context.Context, projectID uuid.UUID) ([]store.Memory, error)
-	Memory(ctx context.Context, projectID uuid.UUID, name string) (store.Memory, error)
-	SaveMemory(ctx context.Context, projectID uuid.UUID, name, content string, chat uuid.NullUUID) (projects.SaveResult, error)
-	DeleteMemory(ctx context.Context, projectID uuid.UUID, name string) (existed bool, count int64, err error)
-}
-
-var _ Memory = (*projects.Service)(nil)
-
-// Names of the memory tools.
-const (
-	ToolReadMemory   = "read_memory"
-	ToolSaveMemory   = "save_memory"
-	ToolDeleteMemory = "delete_memory"
-)
+type Memory = projects.MemoryStore
 
 // memoryGuidance is the memory block of a project chat's system prompt. It
 // never changes with the memories, so the prompt prefix stays cacheable;
@@ -43,9 +24,6 @@ const memoryGuidance = `This chat is in a project whose chats share a durable me
 	`The read_memory tool's description lists what the memory holds; read a memory before relying on it. ` +
 	`Save with save_memory (a short lowercase name and the content; saving an existing name replaces it), ` +
 	`remove stale or wrong memories with delete_memory, and keep memories few and current: merge related ones.`
-
-// indexSummaryLen caps the summary of a memory in the index, in characters.
-const indexSummaryLen = 100
 
 // loadProject reads the chat's project and, for a root chat, its memory
 // index in the load snapshot.
@@ -91,130 +69,13 @@ func (v view) projectPrompt() (llm.Message, bool) {
 	return llm.Message{Role: store.RoleSystem, Parts: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: b.String()}}}, true
 }
 
-// memoryIndex is read_memory's description: the live index, as of the
+// memoryTools are the memory tools (app/projects) of a root chat in a
+// project, bound to the chat and its project, with the memory index of the
 // step's snapshot.
-func memoryIndex(ms []store.Memory) string {
-	var b strings.Builder
-	b.WriteString("Reads the project's memory: with a name, that memory's content; without one, the index. ")
-	fmt.Fprintf(&b, "The memory holds %d of at most %d memories", len(ms), projects.MaxMemories)
-	if len(ms) == 0 {
-		b.WriteString(".")
-		return b.String()
-	}
-	b.WriteString(":")
-	for _, m := range ms {
-		fmt.Fprintf(&b, "\n- %s: %s", m.Name, summary(m.Content))
-	}
-	return b.String()
-}
-
-// summary is a memory's first line, shortened.
-func summary(content string) string {
-	line, _, _ := strings.Cut(strings.TrimSpace(content), "\n")
-	line = strings.TrimSpace(line)
-	if utf8.RuneCountInString(line) > indexSummaryLen {
-		line = string([]rune(line)[:indexSummaryLen]) + "…"
-	}
-	return line
-}
-
-// memoryTools are the memory tools of a root chat in a project, bound to
-// the chat and its project: they need no other context from the run.
 func (r *runner) memoryTools(v view) []tools.Tool {
 	mem := r.w.deps.Memory
 	if mem == nil || !v.hasMemory() {
 		return nil
 	}
-	project := v.project.ID
-	chat := uuid.NullUUID{UUID: v.chat.ID, Valid: true}
-	return []tools.Tool{
-		&tools.Func{
-			ToolName: ToolReadMemory, EffectClass: store.EffectPure, Desc: memoryIndex(v.memories),
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","description":"the memory to read; omit for the index"}}}`),
-			Fn: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-				var args struct {
-					Name string `json:"name"`
-				}
-				if err := decodeArgs(raw, &args); err != nil {
-					return nil, err
-				}
-				if args.Name == "" {
-					ms, err := mem.Memories(ctx, project)
-					if err != nil {
-						return nil, err
-					}
-					type entry struct {
-						Name      string `json:"name"`
-						Summary   string `json:"summary"`
-						UpdatedAt string `json:"updated_at"`
-					}
-					index := make([]entry, 0, len(ms))
-					for _, m := range ms {
-						index = append(index, entry{m.Name, summary(m.Content), m.UpdatedAt.Format("2006-01-02T15:04:05Z")})
-					}
-					return json.Marshal(map[string]any{"memories": index, "count": len(ms), "limit": projects.MaxMemories})
-				}
-				m, err := mem.Memory(ctx, project, args.Name)
-				if errors.Is(err, projects.ErrNotFound) {
-					return nil, fmt.Errorf("no memory is named %q; call read_memory without a name for the index", args.Name)
-				}
-				if err != nil {
-					return nil, err
-				}
-				return json.Marshal(map[string]any{"name": m.Name, "content": m.Content, "updated_at": m.UpdatedAt})
-			},
-		},
-		&tools.Func{
-			// Saving the same content under the same name again leaves the
-			// same memory: a save re-run after a crash is harmless.
-			ToolName: ToolSaveMemory, EffectClass: store.EffectIdempotent,
-			Desc: fmt.Sprintf("Saves a memory for every chat in this project: a name (lowercase letters, digits, '.', '_', '-'; "+
-				"at most 64) and its content (at most %d bytes). Saving an existing name replaces its content. "+
-				"The project holds at most %d memories.", projects.MaxMemoryBytes, projects.MaxMemories),
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string","pattern":"^[a-z0-9][a-z0-9._-]{0,63}$"},"content":{"type":"string"}},"required":["name","content"]}`),
-			Fn: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-				var args struct {
-					Name    string `json:"name"`
-					Content string `json:"content"`
-				}
-				if err := decodeArgs(raw, &args); err != nil {
-					return nil, err
-				}
-				res, err := mem.SaveMemory(ctx, project, args.Name, args.Content, chat)
-				if errors.Is(err, projects.ErrMemoryFull) {
-					return nil, fmt.Errorf("the project's memory is full (%d of %d memories), so %q was not saved: "+
-						"delete memories that are stale (delete_memory) or fold this one into an existing memory "+
-						"(save_memory with that memory's name), in this turn", projects.MaxMemories, projects.MaxMemories, args.Name)
-				}
-				if err != nil {
-					return nil, err
-				}
-				out := map[string]any{"saved": res.Memory.Name, "created": res.Created, "count": res.Count, "limit": projects.MaxMemories}
-				if res.Count >= projects.PruneReminderAt {
-					out["reminder"] = fmt.Sprintf("The project holds %d of at most %d memories. Prune now: delete stale memories "+
-						"and merge related ones, so later saves have room.", res.Count, projects.MaxMemories)
-				}
-				return json.Marshal(out)
-			},
-		},
-		&tools.Func{
-			// Deleting a memory that is gone is still gone.
-			ToolName: ToolDeleteMemory, EffectClass: store.EffectIdempotent,
-			Desc:        "Deletes a memory of this project by name.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
-			Fn: func(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-				var args struct {
-					Name string `json:"name"`
-				}
-				if err := decodeArgs(raw, &args); err != nil {
-					return nil, err
-				}
-				existed, n, err := mem.DeleteMemory(ctx, project, args.Name)
-				if err != nil {
-					return nil, err
-				}
-				return json.Marshal(map[string]any{"deleted": args.Name, "existed": existed, "count": n, "limit": projects.MaxMemories})
-			},
-		},
-	}
+	return projects.MemoryTools(mem, v.project.ID, v.chat.ID, v.memories)
 }

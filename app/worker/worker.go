@@ -90,7 +90,7 @@ type Config struct {
 	AutoArchiveDays int
 	// AutoArchiveInterval is the time between auto-archive ticks.
 	AutoArchiveInterval time.Duration
-	// Subagents offers the agent tools (spawn_agent, ...; agents.go).
+	// Subagents offers the agent tools (spawn_agent, ...; app/tools/agents).
 	// Off by default like every server-side tool: some OpenAI-compatible
 	// models refuse any request that offers tools.
 	Subagents bool

@@ -1,4 +1,25 @@
-package worker
+// Package agents holds the subagent tools (spec: "Generation goroutine"):
+// a chat may delegate work to child chats with them. They are tools.Tool
+// implementations over what the worker injects (Deps); the worker offers
+// and runs them and defines none.
+//
+// A child is an ordinary chat with parent_chat_id and root_chat_id set,
+// created through chatstate.Create, so the family rules (archive, delete,
+// the shared root lock) hold for it; the worker's acquisition loop runs it
+// in the limiter's subagent pool.
+//
+// Effect classes (what a re-run after a crash does, see app/worker/journal.go):
+//   - spawn_agent is idempotent by construction: the child's id is a
+//     UUIDv5 of the parent's id and the tool call id, so a re-run finds the
+//     child the first run created instead of creating a second one.
+//   - message_agent is idempotent the same way: the message carries a
+//     request id derived from the parent and the call, and a re-run that
+//     finds it in the child's history or queue does not send it again.
+//   - interrupt_agent (and its alias close_agent) is idempotent: a second
+//     interrupt of a chat that stopped changes nothing.
+//   - wait_agent, list_agents and list_subagent_models are pure: a re-run
+//     (a restart of the parent's worker) simply waits or reads again.
+package agents
 
 import (
 	"context"
@@ -12,31 +33,57 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/llm/modelinfo"
-	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
 	"github.com/chatd/chatd/store"
 )
 
-// Subagents (spec: "Generation goroutine"): a chat may delegate work to
-// child chats with the agent tools. A child is an ordinary chat with
-// parent_chat_id and root_chat_id set, created through chatstate.Create,
-// so the family rules (archive, delete, the shared root lock) hold for it;
-// the acquisition loop runs it in the limiter's subagent pool.
-//
-// Effect classes (what a re-run after a crash does, see journal.go):
-//   - spawn_agent is idempotent by construction: the child's id is a
-//     UUIDv5 of the parent's id and the tool call id, so a re-run finds the
-//     child the first run created instead of creating a second one.
-//   - message_agent is idempotent the same way: the message carries a
-//     request id derived from the parent and the call, and a re-run that
-//     finds it in the child's history or queue does not send it again.
-//   - interrupt_agent (and its alias close_agent) is idempotent: a second
-//     interrupt of a chat that stopped changes nothing.
-//   - wait_agent, list_agents and list_subagent_models are pure: a re-run
-//     (a restart of the parent's worker) simply waits or reads again.
+// Deps are what the agent tools need of the worker.
+type Deps struct {
+	// Store is for reads; every write goes through Machine.
+	Store   store.ReadStore
+	Machine *chatstate.Machine
+	// Pubsub wakes wait_agent on a child's chat:update.
+	Pubsub Subscriber
+	Clock  clock.Clock
+	// Hooks admits every prompt sent to a child (nil: hooks off).
+	Hooks *hooks.Dispatcher
+	// CheckModel says whether a model id spawn_agent names resolves.
+	CheckModel func(uuid.NullUUID) error
+	// Models lists the models list_subagent_models offers (nil: none).
+	Models func() []sdk.ChatModel
+	// GenerateTitle queues a title for a child created without one.
+	GenerateTitle func(chatID uuid.UUID)
+}
+
+// Subscriber is the part of the pubsub wait_agent uses.
+type Subscriber interface {
+	Subscribe(ctx context.Context, channel string, fn func(payload []byte)) (cancel func(), err error)
+}
+
+// Config is the worker's subagent settings.
+type Config struct {
+	// Enabled offers the agent tools at all.
+	Enabled bool
+	// MaxDepth is how deep a family may grow: a chat is offered the tools
+	// while its children would be at most this deep.
+	MaxDepth int
+	// SyncInterval is how often wait_agent re-reads its children
+	// (notifications are hints).
+	SyncInterval time.Duration
+}
+
+// Service implements the agent tools.
+type Service struct {
+	deps Deps
+	cfg  Config
+}
+
+// New returns the agent tools over deps.
+func New(deps Deps, cfg Config) *Service { return &Service{deps: deps, cfg: cfg} }
 
 // Agent tool names.
 const (
@@ -59,8 +106,6 @@ const (
 	MaxWaitChats = 16
 	// MaxAgentPromptBytes caps a spawn prompt or an agent message.
 	MaxAgentPromptBytes = 64 << 10
-	// DefaultMaxAgentDepth: root chats may spawn children, children may not.
-	DefaultMaxAgentDepth = 1
 )
 
 // agentNamespace derives message request ids from (parent, tool call).
@@ -77,14 +122,8 @@ func agentMessageRequestID(parent uuid.UUID, toolCallID string) uuid.UUID {
 	return uuid.NewSHA1(agentNamespace, []byte(parent.String()+"/"+toolCallID))
 }
 
-// modelLister is the optional part of Models that lists the models
-// (app.ModelList has it).
-type modelLister interface {
-	List() []sdk.ChatModel
-}
-
 // chatDepth is how many parents the chat has (0 for a root chat).
-func (w *Worker) chatDepth(ctx context.Context, tx store.Reader, c store.Chat) (int, error) {
+func chatDepth(ctx context.Context, tx store.Reader, c store.Chat) (int, error) {
 	depth := 0
 	for c.ParentChatID.Valid {
 		depth++
@@ -99,28 +138,27 @@ func (w *Worker) chatDepth(ctx context.Context, tx store.Reader, c store.Chat) (
 	return depth, nil
 }
 
-// mayUseAgents: the chat is offered the agent tools while its children
-// stay within the depth setting (a root chat's children are at depth 1).
-func (w *Worker) mayUseAgents(ctx context.Context, c store.Chat) (bool, error) {
-	if !w.cfg.Subagents {
+// Offered: the chat is offered the agent tools while its children stay
+// within the depth setting (a root chat's children are at depth 1).
+func (a *Service) Offered(ctx context.Context, c store.Chat) (bool, error) {
+	if !a.cfg.Enabled {
 		return false, nil
 	}
 	if !c.ParentChatID.Valid {
 		return true, nil
 	}
 	var depth int
-	err := w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+	err := a.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
-		depth, err = w.chatDepth(ctx, tx, c)
+		depth, err = chatDepth(ctx, tx, c)
 		return err
 	})
-	return depth < w.cfg.MaxAgentDepth, err
+	return depth < a.cfg.MaxDepth, err
 }
 
-// agentTools are the subagent tools. close_agent is listed for the
-// history's sake (deprecatedTool keeps it out of the model's tool list).
-func (w *Worker) agentTools() []tools.Tool {
-	a := agents{w: w}
+// Tools are the subagent tools. close_agent is listed for the history's
+// sake (deprecatedTool keeps it out of the model's tool list).
+func (a *Service) Tools() []tools.Tool {
 	obj := func(props, required string) json.RawMessage {
 		return json.RawMessage(`{"type":"object","properties":{` + props + `},"required":[` + required + `],"additionalProperties":false}`)
 	}
@@ -177,15 +215,6 @@ type deprecatedTool struct{ tools.Tool }
 // Deprecated keeps the tool out of the model's tool list.
 func (deprecatedTool) Deprecated() bool { return true }
 
-// offered: the model is told about the tool.
-func offered(t tools.Tool) bool {
-	d, ok := t.(interface{ Deprecated() bool })
-	return !ok || !d.Deprecated()
-}
-
-// agents implements the agent tools over the worker's machine and store.
-type agents struct{ w *Worker }
-
 // AgentStatus is one chat in an agent tool's result.
 type AgentStatus struct {
 	ChatID            uuid.UUID      `json:"chat_id"`
@@ -197,13 +226,13 @@ type AgentStatus struct {
 }
 
 // caller is the calling chat, read fresh.
-func (a agents) caller(ctx context.Context) (tools.Call, store.Chat, error) {
+func (a *Service) caller(ctx context.Context) (tools.Call, store.Chat, error) {
 	call, ok := tools.CallFrom(ctx)
 	if !ok {
 		return call, store.Chat{}, errors.New("agent tools need the calling chat")
 	}
 	var c store.Chat
-	err := a.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+	err := a.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(ctx, call.ChatID)
 		return err
@@ -214,29 +243,14 @@ func (a agents) caller(ctx context.Context) (tools.Call, store.Chat, error) {
 	return call, c, nil
 }
 
-// decodeArgs reads a built-in tool call's arguments (the agent and memory
-// tools): an empty input is {}, and an unknown field is refused, so a
-// model's misspelt argument is an error it can fix rather than ignored.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(strings.TrimSpace(string(raw))) == 0 {
-		raw = json.RawMessage(`{}`)
-	}
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	return nil
-}
-
 // child reads a direct child of the calling chat by its id argument.
-func (a agents) child(ctx context.Context, parent uuid.UUID, raw string) (store.Chat, error) {
+func (a *Service) child(ctx context.Context, parent uuid.UUID, raw string) (store.Chat, error) {
 	id, err := uuid.Parse(strings.TrimSpace(raw))
 	if err != nil {
 		return store.Chat{}, fmt.Errorf("chat_id %q is not a chat id", raw)
 	}
 	var c store.Chat
-	err = a.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+	err = a.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
 		c, err = tx.ChatGet(ctx, id)
 		return err
@@ -256,9 +270,9 @@ type spawnArgs struct {
 
 // spawn creates the child (or finds the one an earlier run of the same
 // call created) and returns {chat_id, status}.
-func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+func (a *Service) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	var args spawnArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tools.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	call, parent, err := a.caller(ctx)
@@ -271,9 +285,9 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 	if len(args.Prompt) > MaxAgentPromptBytes {
 		return nil, fmt.Errorf("prompt is %d bytes; at most %d", len(args.Prompt), MaxAgentPromptBytes)
 	}
-	if ok, err := a.w.mayUseAgents(ctx, parent); err != nil || !ok {
+	if ok, err := a.Offered(ctx, parent); err != nil || !ok {
 		if err == nil {
-			err = fmt.Errorf("this chat may not spawn subagents (CHATD_MAX_AGENT_DEPTH is %d)", a.w.cfg.MaxAgentDepth)
+			err = fmt.Errorf("this chat may not spawn subagents (CHATD_MAX_AGENT_DEPTH is %d)", a.cfg.MaxDepth)
 		}
 		return nil, err
 	}
@@ -286,7 +300,7 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 			return nil, fmt.Errorf("model_config_id %q is not a model id (list_subagent_models lists them)", s)
 		}
 		model = uuid.NullUUID{UUID: id, Valid: true}
-		if _, err := a.w.deps.Models.Resolve(model); err != nil {
+		if err := a.deps.CheckModel(model); err != nil {
 			return nil, fmt.Errorf("model_config_id %s: %w", id, err)
 		}
 	}
@@ -297,7 +311,7 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 		effort = args.ReasoningEffort
 	}
 	childID := SubagentID(parent.ID, call.ToolCallID)
-	in, err := a.w.admitSubagentPrompt(ctx, parent, hooks.Submission{
+	in, err := a.admitPrompt(ctx, parent, hooks.Submission{
 		ChatID: childID, ID: childID.String(), Session: hooks.SessionCreate,
 	}, chatstate.UserInput{Content: sdk.Text(args.Prompt), ModelConfigID: model, ReasoningEffort: effort})
 	if err != nil {
@@ -314,7 +328,7 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 	}
 	var child store.Chat
 	created := false
-	err = a.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+	err = a.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		existing, err := t.Reader().ChatGet(ctx, p.ID)
 		switch {
 		case err == nil:
@@ -331,12 +345,12 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 		return nil, fmt.Errorf("spawn: %w", err)
 	}
 	if created && p.TitleSource == store.TitleSourceFallback {
-		a.w.GenerateTitle(child.ID) // as POST /chats does for a chat without a title
+		a.deps.GenerateTitle(child.ID) // as POST /chats does for a chat without a title
 	}
 	return json.Marshal(map[string]any{"chat_id": child.ID, "status": child.Status})
 }
 
-// admitSubagentPrompt is the one place a subagent's prompt is admitted:
+// admitPrompt is the one place a subagent's prompt is admitted:
 // spawn_agent and message_agent pass every prompt they send a child
 // through it before the child's transition. With lifecycle hooks on it
 // dispatches the child's session_start (a spawn) and user_prompt_submit as
@@ -344,159 +358,9 @@ func (a agents) spawn(ctx context.Context, raw json.RawMessage) (json.RawMessage
 // dispatch fails the tool call, and the prompt goes on as the consumer
 // replaced it, with its context. The submission id is derived from the
 // parent's tool call, so a re-run after a crash repeats the same event ids.
-func (w *Worker) admitSubagentPrompt(ctx context.Context, parent store.Chat, s hooks.Submission, in chatstate.UserInput) (chatstate.UserInput, error) {
+func (a *Service) admitPrompt(ctx context.Context, parent store.Chat, s hooks.Submission, in chatstate.UserInput) (chatstate.UserInput, error) {
 	s.OwnerID = parent.OwnerID
-	return w.deps.Hooks.Admit(ctx, hooks.Admitted, s, in)
-}
-
-type waitArgs struct {
-	ChatIDs        []string `json:"chat_ids"`
-	TimeoutSeconds *int     `json:"timeout_seconds"`
-}
-
-// stopped: the child is not working (a chat waiting on a person counts as
-// stopped: only the person can move it on).
-func stopped(s store.ChatStatus) bool {
-	return s != store.ChatStatusRunning && s != store.ChatStatusInterrupting
-}
-
-// wait blocks until every named child stops running or the timeout ends,
-// woken by the children's update notifications and, as notifications are
-// hints, re-reading every sync interval.
-func (a agents) wait(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	var args waitArgs
-	if err := decodeArgs(raw, &args); err != nil {
-		return nil, err
-	}
-	call, _, err := a.caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if len(args.ChatIDs) == 0 || len(args.ChatIDs) > MaxWaitChats {
-		return nil, fmt.Errorf("chat_ids must name 1 to %d subagents", MaxWaitChats)
-	}
-	timeout := DefaultAgentWait
-	if args.TimeoutSeconds != nil {
-		if *args.TimeoutSeconds < 1 {
-			return nil, errors.New("timeout_seconds must be at least 1")
-		}
-		timeout = min(time.Duration(*args.TimeoutSeconds)*time.Second, MaxAgentWait)
-	}
-	var ids []uuid.UUID
-	for _, s := range args.ChatIDs {
-		c, err := a.child(ctx, call.ChatID, s)
-		if err != nil {
-			return nil, err
-		}
-		if !slices.Contains(ids, c.ID) {
-			ids = append(ids, c.ID)
-		}
-	}
-	wake := make(chan struct{}, 1)
-	for _, id := range ids {
-		cancel, err := a.w.deps.Pubsub.Subscribe(ctx, pubsub.ChannelUpdate(id.String()), func([]byte) {
-			select {
-			case wake <- struct{}{}:
-			default:
-			}
-		})
-		if err != nil {
-			return nil, fmt.Errorf("subscribe to subagent %s: %w", id, err)
-		}
-		defer cancel()
-	}
-	deadline := a.w.clock.NewTimer(timeout)
-	defer deadline.Stop()
-	tick := a.w.clock.NewTicker(a.w.cfg.SyncInterval)
-	defer tick.Stop()
-	for {
-		// Subscribed before the read: a change after it wakes the loop.
-		statuses, err := a.statuses(ctx, ids)
-		if err != nil {
-			return nil, err
-		}
-		done := !slices.ContainsFunc(statuses, func(s AgentStatus) bool { return !stopped(store.ChatStatus(s.Status)) })
-		if done {
-			return json.Marshal(map[string]any{"timed_out": false, "agents": statuses})
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-deadline.C():
-			return json.Marshal(map[string]any{"timed_out": true, "agents": statuses})
-		case <-wake:
-		case <-tick.C():
-		}
-	}
-}
-
-// statuses reads each chat's status, last assistant text and error.
-func (a agents) statuses(ctx context.Context, ids []uuid.UUID) ([]AgentStatus, error) {
-	out := make([]AgentStatus, 0, len(ids))
-	err := a.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
-		out = out[:0]
-		for _, id := range ids {
-			c, err := tx.ChatGet(ctx, id)
-			if errors.Is(err, store.ErrNotFound) {
-				out = append(out, AgentStatus{ChatID: id, Status: "deleted"})
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			s, err := agentStatus(ctx, tx, c)
-			if err != nil {
-				return err
-			}
-			out = append(out, s)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// agentStatus describes c; its last assistant text is the text of the
-// newest assistant message that has any.
-func agentStatus(ctx context.Context, tx store.Reader, c store.Chat) (AgentStatus, error) {
-	s := AgentStatus{ChatID: c.ID, Title: c.Title, Status: string(c.Status)}
-	if c.ParentChatID.Valid {
-		s.ParentChatID = &c.ParentChatID.UUID
-	}
-	if len(c.LastError) > 0 {
-		var e sdk.ChatError
-		if err := json.Unmarshal(c.LastError, &e); err == nil {
-			s.Error = &e
-		}
-	}
-	const page = 50
-	before := int64(0)
-	for {
-		ms, err := tx.MessageList(ctx, c.ID, store.MessageListParams{BeforeID: before, Limit: page, Descending: true})
-		if err != nil {
-			return s, fmt.Errorf("read messages of %s: %w", c.ID, err)
-		}
-		for _, m := range ms {
-			if m.Role != store.RoleAssistant || m.Visibility == store.VisibilityModel {
-				continue
-			}
-			var parts []sdk.ChatMessagePart
-			_ = json.Unmarshal(m.Content, &parts)
-			var b strings.Builder
-			for _, p := range parts {
-				if p.Type == sdk.PartText {
-					b.WriteString(p.Text)
-				}
-			}
-			if b.Len() > 0 {
-				s.LastAssistantText = b.String()
-				return s, nil
-			}
-		}
-		if len(ms) < page {
-			return s, nil
-		}
-		before = ms[len(ms)-1].ID
-	}
+	return a.deps.Hooks.Admit(ctx, hooks.Admitted, s, in)
 }
 
 type messageArgs struct {
@@ -507,9 +371,9 @@ type messageArgs struct {
 
 // message sends to a child, queued when it is busy (or interrupting it
 // first). A re-run of the same call finds its message and sends nothing.
-func (a agents) message(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+func (a *Service) message(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	var args messageArgs
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tools.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	call, parent, err := a.caller(ctx)
@@ -527,7 +391,7 @@ func (a agents) message(ctx context.Context, raw json.RawMessage) (json.RawMessa
 		return nil, err
 	}
 	rid := uuid.NullUUID{UUID: agentMessageRequestID(call.ChatID, call.ToolCallID), Valid: true}
-	in, err := a.w.admitSubagentPrompt(ctx, parent, hooks.Submission{ChatID: child.ID, ID: rid.UUID.String()},
+	in, err := a.admitPrompt(ctx, parent, hooks.Submission{ChatID: child.ID, ID: rid.UUID.String()},
 		chatstate.UserInput{Content: sdk.Text(args.Message), RequestID: rid})
 	if err != nil {
 		return nil, err
@@ -538,7 +402,7 @@ func (a agents) message(ctx context.Context, raw json.RawMessage) (json.RawMessa
 	}
 	var res chatstate.Result
 	sent := false
-	err = a.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+	err = a.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		found, err := hasRequest(ctx, t.Reader(), child.ID, rid.UUID)
 		if err != nil || found {
 			sent = found
@@ -574,11 +438,11 @@ func hasRequest(ctx context.Context, tx store.Reader, chatID, id uuid.UUID) (boo
 }
 
 // interrupt interrupts a child; one that is not working is left alone.
-func (a agents) interrupt(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
+func (a *Service) interrupt(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
 	var args struct {
 		ChatID string `json:"chat_id"`
 	}
-	if err := decodeArgs(raw, &args); err != nil {
+	if err := tools.DecodeArgs(raw, &args); err != nil {
 		return nil, err
 	}
 	call, _, err := a.caller(ctx)
@@ -591,7 +455,7 @@ func (a agents) interrupt(ctx context.Context, raw json.RawMessage) (json.RawMes
 	}
 	interrupted := false
 	status := child.Status
-	err = a.w.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
+	err = a.deps.Machine.Do(ctx, func(t *chatstate.Tx) error {
 		c, _, err := t.Peek(child.ID)
 		if err != nil {
 			return err
@@ -611,63 +475,4 @@ func (a agents) interrupt(ctx context.Context, raw json.RawMessage) (json.RawMes
 		return nil, fmt.Errorf("interrupt subagent: %w", err)
 	}
 	return json.Marshal(map[string]any{"chat_id": child.ID, "status": status, "interrupted": interrupted})
-}
-
-// list lists the calling chat's family (every chat under its root but
-// itself) with status.
-func (a agents) list(ctx context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	if err := decodeArgs(raw, &struct{}{}); err != nil {
-		return nil, err
-	}
-	_, c, err := a.caller(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := []AgentStatus{}
-	err = a.w.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
-		family, err := tx.ChatDescendants(ctx, c.Root())
-		if err != nil {
-			return err
-		}
-		slices.SortFunc(family, func(x, y store.Chat) int { return x.CreatedAt.Compare(y.CreatedAt) })
-		for _, m := range family {
-			if m.ID == c.ID {
-				continue
-			}
-			s, err := agentStatus(ctx, tx, m)
-			if err != nil {
-				return err
-			}
-			out = append(out, s)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(map[string]any{"agents": out})
-}
-
-// models lists the models spawn_agent accepts and the reasoning efforts.
-func (a agents) models(_ context.Context, raw json.RawMessage) (json.RawMessage, error) {
-	if err := decodeArgs(raw, &struct{}{}); err != nil {
-		return nil, err
-	}
-	type model struct {
-		ID          uuid.UUID `json:"model_config_id"`
-		DisplayName string    `json:"display_name"`
-		Provider    string    `json:"provider"`
-		Model       string    `json:"model"`
-		Default     bool      `json:"default,omitempty"`
-	}
-	out := []model{}
-	if l, ok := a.w.deps.Models.(modelLister); ok {
-		for _, m := range l.List() {
-			if m.Enabled {
-				out = append(out, model{ID: m.ID, DisplayName: m.DisplayName, Provider: m.Provider, Model: m.Model, Default: m.IsDefault || m.Default})
-			}
-		}
-	}
-	return json.Marshal(map[string]any{"models": out, "reasoning_efforts": modelinfo.RequestEfforts,
-		"default": "the calling chat's model and reasoning effort"})
 }
