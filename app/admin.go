@@ -44,7 +44,7 @@ func (a *App) startAdmin(baseURL string) *admin.Socket {
 // server there (no socket, or a stale one) and with Postgres, the database
 // is opened and migrated here, with cfg's token settings. close releases
 // what it opened.
-func OpenAdmin(ctx context.Context, cfg Config) (c admin.Client, closeFn func() error, err error) {
+func OpenAdmin(ctx context.Context, cfg config.Config) (c admin.Client, closeFn func() error, err error) {
 	cfg = cfg.WithDefaults()
 	if !open.IsPostgres(cfg.DB) {
 		path, err := admin.SocketPath(cfg.DB)
@@ -95,7 +95,7 @@ func snapshotTo(db string) func(ctx context.Context, dest string) error {
 // machineConfig is the state machine's configuration for cfg: leases are
 // heartbeat rows (and an owner with a stale heartbeat counts as gone) only
 // with several replicas on Postgres.
-func machineConfig(cfg Config, leases bool, log *slog.Logger, clk clock.Clock) chatstate.Config {
+func machineConfig(cfg config.Config, leases bool, log *slog.Logger, clk clock.Clock) chatstate.Config {
 	mcfg := chatstate.Config{QueueLimit: cfg.QueueLimit, RequiresActionTimeout: cfg.RequiresActionTimeout, Log: log, Clock: clk}
 	if leases {
 		mcfg.LeaseTimeout = cfg.Worker.LeaseTimeout

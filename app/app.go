@@ -50,17 +50,13 @@ import (
 	"github.com/chatd/chatd/web"
 )
 
-// Config is everything chatd needs to start (app/config, where its
-// defaults and the settings table that fills it from CHATD_* live).
-type Config = config.Config
-
 // orNone is a Config timeout for http.Server, where 0 is none.
 func orNone(d time.Duration) time.Duration { return max(d, 0) }
 
 // App is a running chatd: a migrated store, the state machine and the
 // HTTP handler.
 type App struct {
-	cfg Config
+	cfg config.Config
 	// secretKeyFile is the SQLite key file cfg.SecretKey was read from
 	// (New sets it), for errors.
 	secretKeyFile string
@@ -147,7 +143,7 @@ func openPubsub(ctx context.Context, s store.Store, log *slog.Logger) (ps pubsub
 }
 
 // New opens and migrates the store and builds the HTTP handler.
-func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
+func New(ctx context.Context, cfg config.Config, logOut io.Writer) (*App, error) {
 	cfg = cfg.WithDefaults()
 	log, err := config.NewLogger(cfg.LogFormat, logOut)
 	if err != nil {
@@ -186,13 +182,13 @@ func New(ctx context.Context, cfg Config, logOut io.Writer) (*App, error) {
 
 // NewWithStore builds the app over an open, migrated store (tests use it
 // with isolated stores). Close closes the store.
-func NewWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer) (*App, error) {
+func NewWithStore(ctx context.Context, cfg config.Config, s store.Store, logOut io.Writer) (*App, error) {
 	return newWithStore(ctx, cfg, s, logOut, "")
 }
 
 // newWithStore is NewWithStore; keyFile is the SQLite key file New read
 // cfg.SecretKey from, for errors.
-func newWithStore(ctx context.Context, cfg Config, s store.Store, logOut io.Writer, keyFile string) (*App, error) {
+func newWithStore(ctx context.Context, cfg config.Config, s store.Store, logOut io.Writer, keyFile string) (*App, error) {
 	cfg = cfg.WithDefaults()
 	log, err := config.NewLogger(cfg.LogFormat, logOut)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -22,7 +23,7 @@ import (
 func TestHealthzOnSQLite(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	a, err := app.New(ctx, app.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
+	a, err := app.New(ctx, config.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
 
@@ -41,11 +42,11 @@ func TestSecondServeOnSameFileRefused(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db := filepath.Join(t.TempDir(), "chatd.db")
-	a, err := app.New(ctx, app.Config{DB: db}, io.Discard)
+	a, err := app.New(ctx, config.Config{DB: db}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
 
-	_, err = app.New(ctx, app.Config{DB: db}, io.Discard)
+	_, err = app.New(ctx, config.Config{DB: db}, io.Discard)
 	require.ErrorIs(t, err, store.ErrLocked)
 	require.Contains(t, err.Error(), "another chatd holds")
 }
@@ -53,7 +54,7 @@ func TestSecondServeOnSameFileRefused(t *testing.T) {
 func TestRunServesUntilCancelled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
+	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
 
@@ -76,7 +77,7 @@ func TestFirstTokenShownOutsideTheLog(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs, shown strings.Builder
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "chatd.db"), NoWorker: true,
+	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "chatd.db"), NoWorker: true,
 		FirstTokenOut: &shown}, &logs)
 	require.NoError(t, err)
 	defer a.Close()

@@ -11,15 +11,17 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/elicit"
 	"github.com/chatd/chatd/app/files"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/schedules"
 	"github.com/chatd/chatd/app/webhooks"
-	"io/fs"
-	"net/http"
-	"strings"
-	"time"
 
 	"github.com/google/uuid"
 
@@ -43,7 +45,7 @@ import (
 // of a chat's model call is a provider_attempt stage. Every client masks
 // the secrets out of its errors (redact.Provider), its own key learnt
 // first.
-func llmFactory(cfg Config, clk clock.Clock, secrets *redact.Secrets) modelconfig.Factory {
+func llmFactory(cfg config.Config, clk clock.Clock, secrets *redact.Secrets) modelconfig.Factory {
 	build := rawFactory(cfg, clk)
 	return func(p store.AIProvider, apiKey string, useResponsesAPI *bool) (llm.Provider, error) {
 		// A replaced key stays masked: a late error may still quote it.
@@ -57,7 +59,7 @@ func llmFactory(cfg Config, clk clock.Clock, secrets *redact.Secrets) modelconfi
 }
 
 // rawFactory is llmFactory without the masking.
-func rawFactory(cfg Config, clk clock.Clock) modelconfig.Factory {
+func rawFactory(cfg config.Config, clk clock.Clock) modelconfig.Factory {
 	httpClient := &http.Client{Transport: worker.ProviderTransport(nil)}
 	demoClient := demo.New(demo.Config{TokenDelay: cfg.DemoTokenDelay, Clock: clk})
 	return func(p store.AIProvider, apiKey string, useResponsesAPI *bool) (llm.Provider, error) {
@@ -239,7 +241,7 @@ func (a *App) secretKeySource() string {
 
 // requireSecretKey refuses PostgreSQL without CHATD_SECRET_KEY: replicas
 // must share one key.
-func requireSecretKey(cfg Config) error {
+func requireSecretKey(cfg config.Config) error {
 	if cfg.SecretKey == "" && open.IsPostgres(cfg.DB) {
 		return errors.New("CHATD_SECRET_KEY is required with PostgreSQL: every replica must seal provider API keys with the same key")
 	}

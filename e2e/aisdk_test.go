@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
@@ -40,7 +41,7 @@ func startAISDK(t *testing.T, newStore func(t testing.TB) store.Store) *aisdkRig
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	r := &aisdkRig{ctx: ctx, llm: llmtest.NewOpenAI(t)}
-	a, err := app.NewWithStore(ctx, app.Config{
+	a, err := app.NewWithStore(ctx, config.Config{
 		BootstrapToken: auth.NewToken(), OpenAIBaseURL: r.llm.URL, DefaultModel: "openai/test-model", BuiltinTools: true,
 		Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
 	}, newStore(t), io.Discard)
@@ -480,7 +481,7 @@ func TestAISDKResumeAndInterrupt(t *testing.T) {
 func TestAISDKStreamOutlivesRequestTimeouts(t *testing.T) {
 	t.Parallel()
 	const timeout = 2 * time.Second
-	addr := serve(t, app.Config{ReadTimeout: timeout, WriteTimeout: timeout, StreamPingInterval: timeout / 4, DemoTokenDelay: timeout / 4})
+	addr := serve(t, config.Config{ReadTimeout: timeout, WriteTimeout: timeout, StreamPingInterval: timeout / 4, DemoTokenDelay: timeout / 4})
 	r := &aisdkRig{url: "http://" + addr, alice: connToken}
 	var cancel context.CancelFunc
 	r.ctx, cancel = context.WithTimeout(context.Background(), time.Minute)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
@@ -84,7 +85,7 @@ type approvalRig struct {
 // user and an admin; stop ends it (the database stays).
 func (r *approvalRig) start() (alice, bob, admin *sdk.Client, stop func()) {
 	t := r.t
-	a, err := app.NewWithStore(r.ctx, app.Config{
+	a, err := app.NewWithStore(r.ctx, config.Config{
 		BootstrapToken: r.token, OpenAIBaseURL: r.llm.URL, DefaultModel: "openai/test-model", MCPConfig: r.config,
 		Worker: worker.Config{SyncInterval: 50 * time.Millisecond, RootLimit: r.rootLimit},
 	}, keptStore{r.store}, io.Discard)
@@ -149,13 +150,13 @@ func TestToolApproval(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		shop := startApprovalShop(t)
-		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"shop": map[string]any{"url": shop.url, "approval": "effectful"},
 		}})
 		require.NoError(t, err)
 		s := newStore(t)
 		t.Cleanup(func() { _ = s.Close() })
-		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)), token: auth.NewToken()}
+		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(mcpConfig)), token: auth.NewToken()}
 		r.llm.Enqueue(llmtest.ToolCall("call_price", "shop__price", `{"order":42}`))
 		r.llm.Enqueue(llmtest.ToolCall("call_charge", "shop__charge", `{"order":42}`))
 		r.llm.Enqueue(llmtest.TextChunks("Charged."))
@@ -244,13 +245,13 @@ func TestChatToolApprovalTightens(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		shop := startApprovalShop(t)
-		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"shop": map[string]any{"url": shop.url, "approvals": map[string]string{"charge": "always"}},
 		}})
 		require.NoError(t, err)
 		s := newStore(t)
 		t.Cleanup(func() { _ = s.Close() })
-		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)), token: auth.NewToken()}
+		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(mcpConfig)), token: auth.NewToken()}
 		r.llm.Enqueue(llmtest.ToolCall("call_price", "shop__price", `{"order":1}`))
 		r.llm.Enqueue(llmtest.ToolCall("call_charge", "shop__charge", `{"order":1}`))
 		alice, _, _, _ := r.start()
@@ -289,7 +290,7 @@ func TestChatToolApprovalTightens(t *testing.T) {
 func TestToolApprovalSetting(t *testing.T) {
 	t.Setenv("CHATD_TOOL_APPROVAL", "effectful")
 	require.Equal(t, "effectful", fromEnv(t).Worker.ToolApproval)
-	_, err := app.New(context.Background(), app.Config{
+	_, err := app.New(context.Background(), config.Config{
 		DB: filepath.Join(t.TempDir(), "chatd.db"), Worker: worker.Config{ToolApproval: "sometimes"},
 	}, io.Discard)
 	require.ErrorContains(t, err, `CHATD_TOOL_APPROVAL: "sometimes" is not never, effectful or always`)

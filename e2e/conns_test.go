@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -25,7 +26,7 @@ const connToken = "conn-test-token"
 
 // serve runs an app on a loopback port with cfg (its DB and address
 // filled in) until the test ends, and returns its address.
-func serve(t *testing.T, cfg app.Config) string {
+func serve(t *testing.T, cfg config.Config) string {
 	t.Helper()
 	cfg.Addr = "127.0.0.1:0"
 	cfg.DB = filepath.Join(t.TempDir(), "chatd.db")
@@ -94,7 +95,7 @@ func accepted(addr string) bool {
 // on the unauthenticated login route.
 func TestSlowBodyCutOff(t *testing.T) {
 	t.Parallel()
-	addr := serve(t, app.Config{ReadTimeout: 300 * time.Millisecond})
+	addr := serve(t, config.Config{ReadTimeout: 300 * time.Millisecond})
 	c := dialRaw(t, addr)
 	_, err := io.WriteString(c, "POST /api/v2/auth/login HTTP/1.1\r\nHost: chatd\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{\"token\":")
 	require.NoError(t, err)
@@ -109,7 +110,7 @@ func TestSlowBodyCutOff(t *testing.T) {
 // answer is closed after the idle timeout.
 func TestIdleKeepAliveClosed(t *testing.T) {
 	t.Parallel()
-	addr := serve(t, app.Config{IdleTimeout: 300 * time.Millisecond})
+	addr := serve(t, config.Config{IdleTimeout: 300 * time.Millisecond})
 	c := dialRaw(t, addr)
 	_, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: chatd\r\n\r\n")
 	require.NoError(t, err)
@@ -130,7 +131,7 @@ func TestIdleKeepAliveClosed(t *testing.T) {
 // authenticates, or closes, frees its slot.
 func TestUnauthConnCapPerIP(t *testing.T) {
 	t.Parallel()
-	addr := serve(t, app.Config{MaxUnauthConnsPerIP: 2})
+	addr := serve(t, config.Config{MaxUnauthConnsPerIP: 2})
 	first, second := dialRaw(t, addr), dialRaw(t, addr)
 	// Both are accepted before the third: the server accepts in order. A
 	// request on the second proves it was.
@@ -177,7 +178,7 @@ func TestStreamOutlivesRequestTimeouts(t *testing.T) {
 	// Long enough for the ordinary requests below (create, send) to finish
 	// within it under -race on a loaded CI machine; at 200 ms they did not.
 	const timeout = 2 * time.Second
-	addr := serve(t, app.Config{
+	addr := serve(t, config.Config{
 		ReadTimeout: timeout, WriteTimeout: timeout, StreamPingInterval: timeout / 4, DemoTokenDelay: demo.NoDelay,
 	})
 	base := "http://" + addr

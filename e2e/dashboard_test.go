@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -82,7 +83,7 @@ func dashboardExprs(t *testing.T) []string {
 // their _bucket, _sum and _count series), so the dashboard cannot drift
 // from the code silently.
 func TestGrafanaDashboard(t *testing.T) {
-	a, err := app.NewWithStore(context.Background(), app.Config{}, dbtest.NewSQLite(t), io.Discard)
+	a, err := app.NewWithStore(context.Background(), config.Config{}, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	// One request gives the HTTP families a series.

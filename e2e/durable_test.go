@@ -20,6 +20,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
@@ -45,7 +46,7 @@ func setup(t *testing.T, newStore func(t testing.TB) store.Store) *fixture {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	d := &fixture{ctx: ctx, llm: llmtest.NewOpenAI(t)}
-	h := apptest.Start(t, apptest.Options{Store: newStore, Config: app.Config{
+	h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
 		OpenAIBaseURL: d.llm.URL, DefaultModel: "openai/test-model",
 		Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
 	}})
@@ -238,7 +239,7 @@ func TestDurableCreateChat(t *testing.T) {
 // journalApp starts an app on s with one server-side tool.
 func journalApp(t *testing.T, ctx context.Context, s store.Store, llmURL, token string, tool *tools.Func) (*app.App, *sdk.Client) {
 	t.Helper()
-	a, err := app.NewWithStore(ctx, app.Config{
+	a, err := app.NewWithStore(ctx, config.Config{
 		BootstrapToken: token, OpenAIBaseURL: llmURL, DefaultModel: "openai/test-model",
 		Tools: []tools.Tool{tool},
 		Worker: worker.Config{

@@ -19,6 +19,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/telemetry"
@@ -100,7 +101,7 @@ func genAIOverOTLP(t *testing.T, rec *otlpReceiver, endpoint string, newStore fu
 			llmtest.ToolCall("call-9", "current_time", `{}`).WithUsage(llmtest.Usage{InputTokens: 40, OutputTokens: 6}),
 			llmtest.TextChunks("It is late.").WithUsage(llmtest.Usage{InputTokens: 50, OutputTokens: 4}))
 		token := auth.NewToken()
-		a, err := app.NewWithStore(ctx, app.Config{
+		a, err := app.NewWithStore(ctx, config.Config{
 			BootstrapToken: token, OpenAIBaseURL: llm.URL, DefaultModel: "openai/gpt-test", BuiltinTools: true,
 			TracerProvider: tel.Provider, MeterProvider: tel.Meter,
 		}, newStore(t), io.Discard)

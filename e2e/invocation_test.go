@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/admin"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -42,7 +43,7 @@ func TestOpenAdminInspectAndReconcile(t *testing.T) {
 			db := newDB(t)
 			chatID, requestID := seedUnresolved(t, ctx, db)
 
-			c, closeAdmin, err := app.OpenAdmin(ctx, app.Config{DB: db})
+			c, closeAdmin, err := app.OpenAdmin(ctx, config.Config{DB: db})
 			require.NoError(t, err)
 			defer closeAdmin()
 			inspect := func(requestID uuid.UUID) (in admin.Inspection, err error) {

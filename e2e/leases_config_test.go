@@ -36,7 +36,7 @@ func TestLeaseSettingsFromEnv(t *testing.T) {
 	require.Equal(t, worker.Config{}.HeartbeatInterval, c.Worker.HeartbeatInterval, "unset: the default")
 
 	start := func(w worker.Config) error {
-		a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), Worker: w, NoWorker: true}, io.Discard)
+		a, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), Worker: w, NoWorker: true}, io.Discard)
 		if err == nil {
 			require.NoError(t, a.Close())
 		}

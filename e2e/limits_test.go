@@ -18,6 +18,7 @@ import (
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -40,7 +41,7 @@ func setupLimits(t *testing.T, newStore func(t testing.TB) store.Store, limits a
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	l := &limited{ctx: ctx, clock: clock.NewFake(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
-	h := apptest.Start(t, apptest.Options{Store: newStore, NoStart: true, Config: app.Config{Limits: limits, Clock: l.clock}})
+	h := apptest.Start(t, apptest.Options{Store: newStore, NoStart: true, Config: config.Config{Limits: limits, Clock: l.clock}})
 	l.app, l.srv = h.App, h.Server
 	for _, name := range []string{"alice", "bob"} {
 		tok := h.NewUserToken(t, name)

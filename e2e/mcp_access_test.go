@@ -15,6 +15,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/mcp/mcptest"
@@ -38,7 +39,7 @@ func TestMCPServerAccess(t *testing.T) {
 	everything := mcptest.NPMServer(t, "server-everything")
 	const secret = "admin-sekrit-4242"
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"vault": map[string]any{"command": "node", "args": []string{everything, "stdio"}, "env": map[string]string{"VAULT_KEY": secret},
 				"tools": map[string]any{"include": []string{"get-env"}}},
 			"open": map[string]any{"command": "node", "args": []string{everything, "stdio"}, "tools": map[string]any{"include": []string{"echo"}}},
@@ -46,9 +47,9 @@ func TestMCPServerAccess(t *testing.T) {
 		require.NoError(t, err)
 		llm := llmtest.NewOpenAI(t)
 		adminTok := auth.NewToken()
-		a, err := app.NewWithStore(t.Context(), app.Config{
+		a, err := app.NewWithStore(t.Context(), config.Config{
 			BootstrapToken: adminTok, OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
-			MCPConfig: writeMCPConfig(t, string(config)),
+			MCPConfig: writeMCPConfig(t, string(mcpConfig)),
 			Worker:    worker.Config{SyncInterval: 50 * time.Millisecond, Subagents: true},
 		}, newStore(t), io.Discard)
 		require.NoError(t, err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/mcp/mcptest"
 	"github.com/chatd/chatd/app/sdk"
@@ -62,7 +63,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 	everything := mcptest.NPMServer(t, "server-everything")
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		admin := auth.NewToken()
-		a, err := app.NewWithStore(t.Context(), app.Config{BootstrapToken: admin}, newStore(t), io.Discard)
+		a, err := app.NewWithStore(t.Context(), config.Config{BootstrapToken: admin}, newStore(t), io.Discard)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, a.Close()) })
 		user, _, err := auth.New(a.Internals().Store, nil, nil, auth.Config{}).Create(t.Context(), auth.CreateParams{User: "bob"})
@@ -241,7 +242,7 @@ func TestMCPConfigFileSeedsOnce(t *testing.T) {
 	db := t.TempDir() + "/chatd.db"
 	admin := auth.NewToken()
 	start := func() (*app.App, *httptest.Server) {
-		a, err := app.New(t.Context(), app.Config{DB: db, MCPConfig: path, BootstrapToken: admin}, io.Discard)
+		a, err := app.New(t.Context(), config.Config{DB: db, MCPConfig: path, BootstrapToken: admin}, io.Discard)
 		require.NoError(t, err)
 		return a, httptest.NewServer(a.Handler())
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
@@ -46,7 +47,7 @@ func TestMCPServerDeletedDuringACall(t *testing.T) {
 		llm.Enqueue(llmtest.ToolCall("call_wait", "slow__wait", `{}`))
 		llm.Enqueue(llmtest.TextChunks("It went away."))
 		admin := auth.NewToken()
-		a, err := app.NewWithStore(t.Context(), app.Config{
+		a, err := app.NewWithStore(t.Context(), config.Config{
 			BootstrapToken: admin, OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
 			Worker: worker.Config{SyncInterval: 50 * time.Millisecond},
 		}, newStore(t), io.Discard)

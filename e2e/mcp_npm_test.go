@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/mcp/mcptest"
 	"github.com/chatd/chatd/app/sdk"
@@ -35,7 +36,7 @@ func TestTurnCallsNPMServers(t *testing.T) {
 		note := filepath.Join(data, "note.txt")
 		require.NoError(t, os.WriteFile(note, []byte("a note for chatd"), 0o600))
 		addr := mcptest.StartNode(t, everything, "streamableHttp")
-		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"everything": map[string]any{"command": "node", "args": []string{everything, "stdio"}},
 			"remote":     map[string]any{"url": "http://" + addr + "/mcp"},
 			"fs":         map[string]any{"command": "node", "args": []string{filesystem, data}},
@@ -50,9 +51,9 @@ func TestTurnCallsNPMServers(t *testing.T) {
 		llm.Enqueue(llmtest.ToolCall("call_read", "fs__read_text_file", string(readArgs)))
 		llm.Enqueue(llmtest.TextChunks("All three answered."))
 
-		a, err := app.NewWithStore(t.Context(), app.Config{
+		a, err := app.NewWithStore(t.Context(), config.Config{
 			BootstrapToken: auth.NewToken(), OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
-			MCPConfig: writeMCPConfig(t, string(config)),
+			MCPConfig: writeMCPConfig(t, string(mcpConfig)),
 			Worker:    worker.Config{SyncInterval: 50 * time.Millisecond},
 		}, newStore(t), io.Discard)
 		require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -140,9 +141,9 @@ func TestMCPOAuthSurvivesRestart(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		v := startRotatingVault(t)
-		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"vault": map[string]any{"url": v.url}}})
+		mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"vault": map[string]any{"url": v.url}}})
 		require.NoError(t, err)
-		cfgPath := writeMCPConfig(t, string(config))
+		cfgPath := writeMCPConfig(t, string(mcpConfig))
 		s := newStore(t)
 		t.Cleanup(func() { _ = s.Close() })
 		token := "bootstrap-" + t.Name()
@@ -150,7 +151,7 @@ func TestMCPOAuthSurvivesRestart(t *testing.T) {
 		// start runs the app on s behind a server whose URL it advertises
 		// (the authorization server sends the browser back there).
 		start := func() (*sdk.Client, func()) {
-			a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token, MCPConfig: cfgPath, SecretKey: testSecretKey},
+			a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: token, MCPConfig: cfgPath, SecretKey: testSecretKey},
 				keptStore{s}, io.Discard)
 			require.NoError(t, err)
 			srv := httptest.NewServer(a.Handler())

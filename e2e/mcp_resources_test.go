@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/mcp/mcptest"
@@ -29,16 +29,16 @@ func mcpResourcesHarness(t *testing.T, newStore func(t testing.TB) store.Store, 
 	t.Helper()
 	everything := mcptest.NPMServer(t, "server-everything")
 	filesystem := mcptest.NPMServer(t, "server-filesystem")
-	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"command": "node", "args": []string{everything, "stdio"}},
 		"vault":      map[string]any{"command": "node", "args": []string{everything, "stdio"}, "env": map[string]string{"VAULT_KEY": "k"}},
 		"off":        map[string]any{"command": "node", "args": []string{everything, "stdio"}, "disabled": true},
 		"fs":         map[string]any{"command": "node", "args": []string{filesystem, t.TempDir()}},
 	}})
 	require.NoError(t, err)
-	return apptest.Start(t, apptest.Options{Store: newStore, Config: app.Config{
+	return apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
 		OpenAIBaseURL: llmURL, DefaultModel: "openai/test-model",
-		MCPConfig: writeMCPConfig(t, string(config)), Worker: apptest.FastWorker(),
+		MCPConfig: writeMCPConfig(t, string(mcpConfig)), Worker: apptest.FastWorker(),
 	}})
 }
 

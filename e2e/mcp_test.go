@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
@@ -31,10 +32,10 @@ func writeMCPConfig(t *testing.T, body string) string {
 func TestMCPConfigErrorStopsStartup(t *testing.T) {
 	t.Parallel()
 	path := writeMCPConfig(t, `{"mcpServers": {"fs": {"command": "node", "timeout": "forever"}}}`)
-	_, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path}, io.Discard)
+	_, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path}, io.Discard)
 	require.ErrorContains(t, err, path+`: mcp config: server "fs": timeout: "forever" is not a positive duration`)
 
-	_, err = app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path + ".missing"}, io.Discard)
+	_, err = app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path + ".missing"}, io.Discard)
 	require.ErrorContains(t, err, "mcp config: open")
 }
 
@@ -46,7 +47,7 @@ func TestMCPWiring(t *testing.T) {
 		"broken": {"command": "/nonexistent/mcp-server"},
 		"off": {"url": "http://127.0.0.1:1/mcp", "disabled": true}}}`)
 	const token = "chatd_mcp_wiring_admin_token_0123456789"
-	a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path, BootstrapToken: token}, io.Discard)
+	a, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path, BootstrapToken: token}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
 	require.Empty(t, a.Internals().MCP.Tools(t.Context(), anAdmin, nil), "a server that cannot start offers nothing")
@@ -75,7 +76,7 @@ func TestMCPWiring(t *testing.T) {
 // the API) but has no servers.
 func TestNoMCPConfigNoServers(t *testing.T) {
 	t.Parallel()
-	a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
+	a, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
 	require.Empty(t, a.Internals().MCP.Status(t.Context(), anAdmin))

@@ -14,8 +14,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/mcp/mcptest"
 	"github.com/chatd/chatd/app/modelconfig"
@@ -39,7 +39,7 @@ type mediaRig struct {
 func newMediaRig(t *testing.T, newStore func(t testing.TB) store.Store, mcpConfig string) *mediaRig {
 	t.Helper()
 	r := &mediaRig{anthropic: llmtest.NewAnthropic(t), chat: llmtest.NewOpenAI(t), resp: llmtest.NewOpenAIResponses(t)}
-	cfg := app.Config{AnthropicBaseURL: r.anthropic.URL, Models: []string{"anthropic/claude-sonnet-4-5"}, Worker: apptest.FastWorker()}
+	cfg := config.Config{AnthropicBaseURL: r.anthropic.URL, Models: []string{"anthropic/claude-sonnet-4-5"}, Worker: apptest.FastWorker()}
 	if mcpConfig != "" {
 		cfg.MCPConfig = writeMCPConfig(t, mcpConfig)
 	}
@@ -192,11 +192,11 @@ func TestToolImagesReachProviders(t *testing.T) {
 	t.Parallel()
 	everything := mcptest.NPMServer(t, "server-everything")
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+		mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 			"everything": map[string]any{"command": "node", "args": []string{everything, "stdio"}},
 		}})
 		require.NoError(t, err)
-		r := newMediaRig(t, newStore, string(config))
+		r := newMediaRig(t, newStore, string(mcpConfig))
 		const tool = "everything__get-tiny-image"
 
 		run := func(model string, srv *llmtest.Server, call string) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -42,7 +43,7 @@ type family struct {
 // dashboard built on them does not break silently. Change this test only
 // together with docs/observability.md and docs/grafana-dashboard.json.
 func TestRuntimeMetricNames(t *testing.T) {
-	a, err := app.NewWithStore(context.Background(), app.Config{}, dbtest.NewSQLite(t), io.Discard)
+	a, err := app.NewWithStore(context.Background(), config.Config{}, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	got := families(t, a.Internals().Metrics.Registry)
@@ -64,7 +65,7 @@ func TestRuntimeMetricNames(t *testing.T) {
 // TestStoreMetrics: every transaction of the app's store is timed by kind
 // under the store's name, and one failing on a conflict is counted.
 func TestStoreMetrics(t *testing.T) {
-	a, err := app.NewWithStore(context.Background(), app.Config{}, dbtest.NewSQLite(t), io.Discard)
+	a, err := app.NewWithStore(context.Background(), config.Config{}, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	reg := a.Internals().Metrics.Registry

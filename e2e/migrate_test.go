@@ -16,6 +16,7 @@ import (
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store/dbtest"
 	"github.com/chatd/chatd/store/open"
 )
@@ -54,7 +55,7 @@ func TestConcurrentStartsMigrateOnce(t *testing.T) {
 	for i := range replicas {
 		wg.Go(func() {
 			<-start
-			apps[i], errs[i] = app.New(ctx, app.Config{DB: db, NoWorker: true, SecretKey: testSecretKey}, logWriter{t})
+			apps[i], errs[i] = app.New(ctx, config.Config{DB: db, NoWorker: true, SecretKey: testSecretKey}, logWriter{t})
 		})
 	}
 	close(start)
@@ -87,7 +88,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			db, driver, driverDSN := newDB(t)
-			a, err := app.New(ctx, app.Config{DB: db, NoWorker: true, SecretKey: testSecretKey}, io.Discard)
+			a, err := app.New(ctx, config.Config{DB: db, NoWorker: true, SecretKey: testSecretKey}, io.Discard)
 			require.NoError(t, err)
 			require.NoError(t, a.Close())
 
@@ -98,7 +99,7 @@ func TestNewerSchemaRefused(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, raw.Close())
 
-			_, err = app.New(ctx, app.Config{DB: db, NoWorker: true, SecretKey: testSecretKey}, io.Discard)
+			_, err = app.New(ctx, config.Config{DB: db, NoWorker: true, SecretKey: testSecretKey}, io.Discard)
 			require.ErrorIs(t, err, open.ErrSchemaNewer)
 			require.ErrorContains(t, err, "the database is at version 9999, this binary knows up to")
 		})

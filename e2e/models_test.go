@@ -15,6 +15,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/modelconfig"
 	"github.com/chatd/chatd/app/sdk"
@@ -33,7 +34,7 @@ func TestRunningChatSurvivesModelEdit(t *testing.T) {
 		defer cancel()
 		fake := llmtest.NewOpenAI(t, llmtest.ToolCall("call_1", "lookup", `{}`), llmtest.TextChunks("done"))
 		adminToken := auth.NewToken()
-		a, err := app.NewWithStore(ctx, app.Config{
+		a, err := app.NewWithStore(ctx, config.Config{
 			BootstrapToken: adminToken, OpenAIBaseURL: fake.URL, DefaultModel: "openai/test-model",
 			Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
 		}, newStore(t), io.Discard)
@@ -71,12 +72,12 @@ func TestRunningChatSurvivesModelEdit(t *testing.T) {
 // Without CHATD_SECRET_KEY, PostgreSQL refuses to start; SQLite creates a
 // private key file next to the database and reuses it.
 func TestSecretKeyRequirements(t *testing.T) {
-	_, err := app.New(context.Background(), app.Config{DB: "postgres://nowhere.invalid/chatd"}, io.Discard)
+	_, err := app.New(context.Background(), config.Config{DB: "postgres://nowhere.invalid/chatd"}, io.Discard)
 	require.ErrorContains(t, err, "CHATD_SECRET_KEY is required with PostgreSQL")
 
 	dir := t.TempDir()
 	db := filepath.Join(dir, "chatd.db")
-	a, err := app.New(context.Background(), app.Config{DB: db, NoWorker: true}, io.Discard)
+	a, err := app.New(context.Background(), config.Config{DB: db, NoWorker: true}, io.Discard)
 	require.NoError(t, err)
 	require.NoError(t, a.Close())
 	info, err := os.Stat(db + ".secret-key")
@@ -84,7 +85,7 @@ func TestSecretKeyRequirements(t *testing.T) {
 	require.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 	first, err := os.ReadFile(db + ".secret-key")
 	require.NoError(t, err)
-	a, err = app.New(context.Background(), app.Config{DB: db, NoWorker: true}, io.Discard)
+	a, err = app.New(context.Background(), config.Config{DB: db, NoWorker: true}, io.Discard)
 	require.NoError(t, err)
 	require.NoError(t, a.Close())
 	again, err := os.ReadFile(db + ".secret-key")
@@ -92,6 +93,6 @@ func TestSecretKeyRequirements(t *testing.T) {
 	require.Equal(t, first, again)
 
 	require.NoError(t, os.Chmod(db+".secret-key", 0o644))
-	_, err = app.New(context.Background(), app.Config{DB: db, NoWorker: true}, io.Discard)
+	_, err = app.New(context.Background(), config.Config{DB: db, NoWorker: true}, io.Discard)
 	require.ErrorContains(t, err, "chmod 600")
 }

@@ -18,12 +18,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 // openAPIDoc fetches the served document without credentials.
 func openAPIDoc(t *testing.T) (*app.App, map[string]any) {
 	t.Helper()
-	a, err := app.New(context.Background(), app.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
+	a, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = a.Close() })
 	srv := httptest.NewServer(a.Handler())

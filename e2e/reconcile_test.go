@@ -16,6 +16,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -35,7 +36,7 @@ func newReview(t *testing.T, newStore func(t testing.TB) store.Store) *review {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	token := auth.NewToken()
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token, NoWorker: true}, newStore(t), io.Discard)
+	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: token, NoWorker: true}, newStore(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())

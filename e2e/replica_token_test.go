@@ -15,6 +15,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/stream"
 	"github.com/chatd/chatd/store"
@@ -29,7 +30,7 @@ func TestReplicaTokenStoredHashed(t *testing.T) {
 	defer cancel()
 	s := dbtest.NewPostgres(t)
 	admin := auth.NewToken()
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: admin, NoWorker: true}, s, io.Discard)
+	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: admin, NoWorker: true}, s, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())

@@ -16,6 +16,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -32,7 +33,7 @@ func TestReplicaAddressOnlyOnSharedStores(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		ctx := context.Background()
 		s := newStore(t)
-		a, err := app.NewWithStore(ctx, app.Config{NoWorker: true}, s, io.Discard)
+		a, err := app.NewWithStore(ctx, config.Config{NoWorker: true}, s, io.Discard)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, a.Close()) })
 		a.SetAdvertiseURL("http://replica.test:8080")
@@ -104,7 +105,7 @@ func TestPostgresNotificationsReachOtherProcesses(t *testing.T) {
 	t.Cleanup(stop)
 
 	token := auth.NewToken()
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token, NoWorker: true}, s, io.Discard)
+	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: token, NoWorker: true}, s, io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())

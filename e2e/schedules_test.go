@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/webhooks"
@@ -31,7 +32,7 @@ func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		t.Cleanup(cancel)
 		c := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-		a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: auth.NewToken(), Clock: c, DemoTokenDelay: demo.NoDelay,
+		a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: auth.NewToken(), Clock: c, DemoTokenDelay: demo.NoDelay,
 			Webhooks: webhooks.Config{AllowPrivate: true}}, newStore(t), io.Discard)
 		require.NoError(t, err)
 		t.Cleanup(func() { require.NoError(t, a.Close()) })

@@ -10,13 +10,14 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store"
 )
 
 // sealingConfig is a SQLite config whose first start seals a provider
 // API key (the OPENAI_API_KEY preset) in the database.
-func sealingConfig(db string) app.Config {
-	return app.Config{DB: db, NoWorker: true, OpenAIAPIKey: "sk-sealed-0123456789", OpenAIBaseURL: "http://127.0.0.1:1/v1"}
+func sealingConfig(db string) config.Config {
+	return config.Config{DB: db, NoWorker: true, OpenAIAPIKey: "sk-sealed-0123456789", OpenAIBaseURL: "http://127.0.0.1:1/v1"}
 }
 
 // A start through a symlink that is refused (another chatd holds the

@@ -18,6 +18,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
@@ -60,7 +61,7 @@ func TestSecretsNeverLeaveInErrors(t *testing.T) {
 		logs := &apptest.LogBuffer{}
 		s := newStore(t)
 		adminToken := auth.NewToken()
-		a, err := app.NewWithStore(ctx, app.Config{
+		a, err := app.NewWithStore(ctx, config.Config{
 			BootstrapToken: adminToken, OpenAIAPIKey: key, OpenAIBaseURL: fake.URL, DefaultModel: "openai/test-model",
 			LogFormat: "json", MCPConfig: mcpConfig,
 			Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},

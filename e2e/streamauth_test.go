@@ -15,6 +15,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -34,7 +35,7 @@ func setupAuth(t *testing.T, newStore func(t testing.TB) store.Store, interval t
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	h := apptest.Start(t, apptest.Options{Store: newStore, Config: app.Config{StreamAuthInterval: interval}})
+	h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{StreamAuthInterval: interval}})
 	d := &authFixture{ctx: ctx, app: h.App, srv: h.Server, admin: h.Admin}
 	var u store.User
 	d.aliceToken, u = h.CreateToken(t, "alice", false)

@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -29,7 +30,7 @@ type budgetRig struct {
 	adminUser  store.User
 }
 
-func newBudgetRig(t *testing.T, s store.Store, cfg app.Config) *budgetRig {
+func newBudgetRig(t *testing.T, s store.Store, cfg config.Config) *budgetRig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
@@ -75,7 +76,7 @@ func requireAPICode(t *testing.T, err error, status int, code string) *sdk.Error
 // next UTC day (fake clock) lets the turn in.
 func TestBudgetsRefuseAndReset(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		r := newBudgetRig(t, newStore(t), app.Config{BudgetTokensPerDay: 100})
+		r := newBudgetRig(t, newStore(t), config.Config{BudgetTokensPerDay: 100})
 		r.spend(t, r.adminUser.ID, "gpt", store.UsageTokens{InputTokens: 80, OutputTokens: 20})
 
 		_, err := r.admin.CreateChat(r.ctx, sdk.CreateChatRequest{Content: sdk.Text("hi")})
@@ -139,7 +140,7 @@ func TestBudgetsRefuseAndReset(t *testing.T) {
 // the admin's report of everyone by user, and who may read which.
 func TestUsageReports(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		r := newBudgetRig(t, newStore(t), app.Config{})
+		r := newBudgetRig(t, newStore(t), config.Config{})
 		bob, err := r.bob.Me(r.ctx)
 		require.NoError(t, err)
 		r.spend(t, bob.ID, "gpt", store.UsageTokens{InputTokens: 10, OutputTokens: 2, CachedTokens: 4, ReasoningTokens: 1, CostNanos: 1_500_000_000})

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -48,7 +49,7 @@ func TestMetricsAddr(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const token = "chatd_metrics_test_admin_token_0123456789"
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", BootstrapToken: token,
+	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", BootstrapToken: token,
 		DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
@@ -89,7 +90,7 @@ func TestMetricsAddrOffByDefault(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
+	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()
 	addrc := make(chan net.Addr, 1)
@@ -107,7 +108,7 @@ func TestMetricsAddrInUse(t *testing.T) {
 	require.NoError(t, err)
 	defer busy.Close()
 	ctx := context.Background()
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", MetricsAddr: busy.Addr().String(),
+	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", MetricsAddr: busy.Addr().String(),
 		DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
 	require.NoError(t, err)
 	defer a.Close()

@@ -14,6 +14,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store"
 )
 
@@ -35,7 +36,7 @@ func newSecretRig(t *testing.T, s store.Store, prefix string, secrets ...string)
 func newLoggedSecretRig(t *testing.T, s store.Store, prefix string, logs *apptest.LogBuffer, secrets ...string) *secretRig {
 	t.Helper()
 	r := &secretRig{adminToken: auth.NewToken()}
-	a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: r.adminToken, NoWorker: true, LogFormat: "json"}, s, logs)
+	a, err := app.NewWithStore(context.Background(), config.Config{BootstrapToken: r.adminToken, NoWorker: true, LogFormat: "json"}, s, logs)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())

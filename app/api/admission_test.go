@@ -9,8 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/hooks/hookstest"
 	"github.com/chatd/chatd/app/sdk"
@@ -19,8 +19,8 @@ import (
 )
 
 // withHooks points the app's lifecycle hooks at c.
-func withHooks(c *hookstest.Consumer) func(*app.Config) {
-	return func(cfg *app.Config) {
+func withHooks(c *hookstest.Consumer) func(*config.Config) {
+	return func(cfg *config.Config) {
 		cfg.HookURL = c.Server.URL
 		cfg.HookSecret = "whsec_" + base64.StdEncoding.EncodeToString([]byte("admission test secret"))
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/chatstate/chatstatetest"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -44,16 +45,16 @@ type fixture struct {
 
 // setup starts a server over a new store of the kind newStore makes.
 // configure, when given, adjusts the app config (e.g. QueueLimit).
-func setup(t testing.TB, newStore func(t testing.TB) store.Store, configure ...func(*app.Config)) *fixture {
+func setup(t testing.TB, newStore func(t testing.TB) store.Store, configure ...func(*config.Config)) *fixture {
 	t.Helper()
 	return setupOn(t, newStore(t), configure...)
 }
 
-func setupOn(t testing.TB, s store.Store, configure ...func(*app.Config)) *fixture {
+func setupOn(t testing.TB, s store.Store, configure ...func(*config.Config)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	h := &fixture{ctx: ctx, adminToken: auth.NewToken(), worker: uuid.New()}
-	cfg := app.Config{BootstrapToken: h.adminToken}
+	cfg := config.Config{BootstrapToken: h.adminToken}
 	for _, fn := range configure {
 		fn(&cfg)
 	}

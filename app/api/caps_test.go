@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -18,7 +18,7 @@ import (
 func TestPerUserCaps(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		h := setup(t, newStore, func(c *app.Config) {
+		h := setup(t, newStore, func(c *config.Config) {
 			c.Projects.MaxProjectsPerUser = 2
 			c.Projects.MaxMemoriesPerUser = 2
 			c.Files.MaxPerUser = 2

@@ -11,8 +11,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/api"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -44,7 +44,7 @@ func uploaded(t *testing.T, r rawResponse) sdk.UploadFileResponse {
 func TestFilesUploadAndServe(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		h := setup(t, newStore, func(c *app.Config) {
+		h := setup(t, newStore, func(c *config.Config) {
 			c.MaxBodyBytes = 4 << 10
 			c.Files.MaxFileBytes = 64 << 10
 			c.Files.QuotaBytes = 100 << 10
@@ -141,7 +141,7 @@ func TestFilesUploadAndServe(t *testing.T) {
 func TestFileParts(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		h := setup(t, newStore, func(c *app.Config) {
+		h := setup(t, newStore, func(c *config.Config) {
 			c.Models, c.DefaultModel = []string{"openai/gpt-3.5-turbo"}, "demo"
 			c.OpenAIBaseURL = "http://127.0.0.1:1" // never called: the turns here are refused or use demo
 		})

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -310,7 +310,7 @@ func TestTextLimitBoundary(t *testing.T) {
 func TestConfiguredBodyLimit(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		h := setup(t, newStore, func(c *app.Config) { c.MaxBodyBytes = 4 << 10 })
+		h := setup(t, newStore, func(c *config.Config) { c.MaxBodyBytes = 4 << 10 })
 		s := h.seed(t, W)
 		body := textBody(strings.Repeat("x", 5<<10))
 		for _, path := range []string{"/chats", "/chats/{chat}/messages"} {

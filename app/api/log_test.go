@@ -15,6 +15,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
 	"github.com/chatd/chatd/store/open"
@@ -41,7 +42,7 @@ func TestInternalErrorGoesToAppLog(t *testing.T) {
 
 	var appLog apptest.LogBuffer
 	token := auth.NewToken()
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token}, s, &appLog)
+	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: token}, s, &appLog)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -25,7 +25,7 @@ func TestPprof(t *testing.T) {
 	})
 	t.Run("on", func(t *testing.T) {
 		t.Parallel()
-		h := setupOn(t, dbtest.NewSQLite(t), func(c *app.Config) { c.Pprof = true })
+		h := setupOn(t, dbtest.NewSQLite(t), func(c *config.Config) { c.Pprof = true })
 		requireJSONError(t, h.raw(t, "GET", "/debug/pprof/", nil), http.StatusUnauthorized, sdk.CodeUnauthorized)
 		requireJSONError(t, h.raw(t, "GET", "/debug/pprof/heap", nil, "Authorization", "Bearer "+h.aliceToken), http.StatusForbidden, sdk.CodeForbidden)
 

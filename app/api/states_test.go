@@ -12,9 +12,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/chatstate/chatstatetest"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -917,7 +917,7 @@ func TestQueueFull(t *testing.T) {
 	t.Parallel()
 	const limit = 3
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		h := setup(t, newStore, func(c *app.Config) { c.QueueLimit = limit })
+		h := setup(t, newStore, func(c *config.Config) { c.QueueLimit = limit })
 		for _, st := range []chatstate.State{R0, I0, A0} {
 			s := h.seed(t, st)
 			for i := range limit {

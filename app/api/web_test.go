@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/api"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -158,8 +159,8 @@ func TestForgeryCheckBehindProxy(t *testing.T) {
 	t.Parallel()
 	body := `{"content":[{"type":"text","text":"hi"}]}`
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		untrusted := setup(t, newStore, func(c *app.Config) { c.TrustedProxies = "10.0.0.0/8" })
-		trusted := setup(t, newStore, func(c *app.Config) { c.TrustedProxies = "10.0.0.0/8, 127.0.0.1" })
+		untrusted := setup(t, newStore, func(c *config.Config) { c.TrustedProxies = "10.0.0.0/8" })
+		trusted := setup(t, newStore, func(c *config.Config) { c.TrustedProxies = "10.0.0.0/8, 127.0.0.1" })
 		for _, h := range []*fixture{untrusted, trusted} {
 			cookie := h.login(t, h.aliceToken)
 			httpsOrigin := strings.Replace(h.origin(), "http:", "https:", 1)
@@ -196,7 +197,7 @@ func TestSessionCookieSecure(t *testing.T) {
 			{"false", "127.0.0.0/8", []string{"X-Forwarded-Proto", "https"}, false},
 		}
 		for _, tc := range cases {
-			h := setup(t, newStore, func(c *app.Config) { c.CookieSecure, c.TrustedProxies = tc.mode, tc.proxies })
+			h := setup(t, newStore, func(c *config.Config) { c.CookieSecure, c.TrustedProxies = tc.mode, tc.proxies })
 			r := h.raw(t, "POST", "/api/v2/auth/login", `{"token":"`+h.aliceToken+`"}`, tc.headers...)
 			require.Equal(t, http.StatusOK, r.status, "body: %s", r.body)
 			require.Equal(t, tc.secure, sessionCookie(t, r).Secure, "%+v", tc)
@@ -208,7 +209,7 @@ func TestSessionCookieSecure(t *testing.T) {
 
 func TestBadWebSettingsRefused(t *testing.T) {
 	t.Parallel()
-	for _, c := range []app.Config{{CookieSecure: "sometimes"}, {TrustedProxies: "10.0.0.0/99"}, {TrustedProxies: "proxy.example"}} {
+	for _, c := range []config.Config{{CookieSecure: "sometimes"}, {TrustedProxies: "10.0.0.0/99"}, {TrustedProxies: "proxy.example"}} {
 		_, err := app.NewWithStore(t.Context(), c, dbtest.NewSQLite(t), io.Discard)
 		require.Error(t, err, "%+v", c)
 	}

@@ -2,7 +2,7 @@
 // like store/storetest and store/dbtest, not a test file): a real store,
 // the real HTTP handler behind an httptest server, the worker running.
 //
-//	h := apptest.Start(t, apptest.Options{Config: app.Config{Worker: apptest.FastWorker()}})
+//	h := apptest.Start(t, apptest.Options{Config: config.Config{Worker: apptest.FastWorker()}})
 //	alice := h.NewUser(t, "alice")
 //	chat, err := alice.CreateChat(h.Ctx, ...)
 //
@@ -23,6 +23,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
@@ -36,7 +37,7 @@ type Options struct {
 	// Config is the app's configuration. An empty BootstrapToken gets a
 	// fresh one (Harness.Token); on Postgres an empty SecretKey gets one
 	// key shared by the replicas.
-	Config app.Config
+	Config config.Config
 	// Store makes the app's store (dbtest.NewSQLite when nil; the
 	// dbtest.Each argument to run on both stores). Ignored with Postgres.
 	Store func(t testing.TB) store.Store

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -19,7 +19,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // a user's turn on the demo model.
 func TestStartRunsATurn(t *testing.T) {
 	t.Parallel()
-	h := apptest.Start(t, apptest.Options{Config: app.Config{Worker: apptest.FastWorker(), DemoTokenDelay: demo.NoDelay}})
+	h := apptest.Start(t, apptest.Options{Config: config.Config{Worker: apptest.FastWorker(), DemoTokenDelay: demo.NoDelay}})
 	me, err := h.Admin.Me(h.Ctx)
 	require.NoError(t, err)
 	require.True(t, me.Admin)
@@ -40,7 +40,7 @@ func TestStartRunsATurn(t *testing.T) {
 // another, which has its own store connection and server.
 func TestReplicasShareTheDatabase(t *testing.T) {
 	t.Parallel()
-	h := apptest.Start(t, apptest.Options{Postgres: true, Config: app.Config{NoWorker: true}})
+	h := apptest.Start(t, apptest.Options{Postgres: true, Config: config.Config{NoWorker: true}})
 	other := h.Replicas(t, 1)[0]
 	require.NotEqual(t, h.URL, other.URL)
 	tok := h.NewUserToken(t, "alice")

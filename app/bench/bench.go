@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
@@ -182,7 +183,7 @@ func Run(ctx context.Context, s store.Store, storeName string, cfg Config) (r Re
 	// The concurrent agent limit must not hold any of the Concurrency chats
 	// back: the figure is about chats running at once, not about waiting
 	// for a slot (the default limit, 5, would keep 3 of 8 chats waiting).
-	acfg := app.Config{BootstrapToken: benchToken, DemoTokenDelay: demo.NoDelay}
+	acfg := config.Config{BootstrapToken: benchToken, DemoTokenDelay: demo.NoDelay}
 	acfg.Worker.RootLimit = max(worker.DefaultRootLimit, cfg.Concurrency)
 	env, stop, err := startApp(ctx, s, acfg)
 	if err != nil {
@@ -244,7 +245,7 @@ func Run(ctx context.Context, s store.Store, storeName string, cfg Config) (r Re
 // startApp builds and starts an app over s with acfg, served by an
 // in-process HTTP server, and returns an env whose client is the
 // bootstrap admin's. stop stops it and closes the app (and so s).
-func startApp(ctx context.Context, s store.Store, acfg app.Config) (e *runEnv, stop func() error, err error) {
+func startApp(ctx context.Context, s store.Store, acfg config.Config) (e *runEnv, stop func() error, err error) {
 	a, err := app.NewWithStore(ctx, acfg, s, io.Discard)
 	if err != nil {
 		return nil, nil, fmt.Errorf("build the app: %w", err)

@@ -17,8 +17,8 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/bench/rawws"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -162,7 +162,7 @@ func Capacity(ctx context.Context, s store.Store, storeName string, cfg Capacity
 	provider := newPacedProvider(cfg, start)
 	defer provider.Close()
 
-	acfg := app.Config{
+	acfg := config.Config{
 		BootstrapToken: benchToken, OpenAIAPIKey: "bench", OpenAIBaseURL: provider.URL + "/v1",
 		Models: []string{"openai/" + capacityModel}, DefaultModel: "openai/" + capacityModel,
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 )
@@ -110,7 +110,7 @@ func Surfaces(ctx context.Context, s store.Store, storeName string, cfg Surfaces
 	start := time.Now()
 	provider := newPacedProvider(pacing, start)
 	defer provider.Close()
-	acfg := app.Config{
+	acfg := config.Config{
 		BootstrapToken: benchToken, OpenAIAPIKey: "bench", OpenAIBaseURL: provider.URL + "/v1",
 		Models: []string{"openai/" + capacityModel}, DefaultModel: "openai/" + capacityModel,
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/dbcopy"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -39,7 +40,7 @@ type world struct {
 // on db and returns its URL and a stop function.
 func serve(t *testing.T, db, adminToken string) (*app.App, string, func()) {
 	t.Helper()
-	a, err := app.New(t.Context(), app.Config{DB: db, BootstrapToken: adminToken, SecretKey: secretKey}, io.Discard)
+	a, err := app.New(t.Context(), config.Config{DB: db, BootstrapToken: adminToken, SecretKey: secretKey}, io.Discard)
 	require.NoError(t, err)
 	srv := httptest.NewServer(a.Handler())
 	return a, srv.URL, func() { srv.Close(); require.NoError(t, a.Close()) }

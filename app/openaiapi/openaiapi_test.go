@@ -20,6 +20,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/worker"
 	"github.com/chatd/chatd/store"
@@ -38,8 +39,8 @@ type rig struct {
 	url        string
 }
 
-func testConfig(llmURL string) app.Config {
-	return app.Config{
+func testConfig(llmURL string) config.Config {
+	return config.Config{
 		BootstrapToken: auth.NewToken(), OpenAIBaseURL: llmURL, DefaultModel: model,
 		Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond,
 			SyncInterval: 50 * time.Millisecond, AcquireInterval: 100 * time.Millisecond},
@@ -59,7 +60,7 @@ func setup(t *testing.T, newStore func(t testing.TB) store.Store) *rig {
 }
 
 // serve starts an app over s, serving HTTP; runCtx ends its worker.
-func serve(t *testing.T, runCtx context.Context, cfg app.Config, s store.Store) (*app.App, string) {
+func serve(t *testing.T, runCtx context.Context, cfg config.Config, s store.Store) (*app.App, string) {
 	t.Helper()
 	a, err := app.NewWithStore(context.Background(), cfg, s, io.Discard)
 	require.NoError(t, err)

@@ -18,9 +18,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/bench/rawws"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
@@ -75,7 +75,7 @@ func percentile(ds []time.Duration, p int) time.Duration {
 // worker id, its episode in the app's buffer, viewers on /stream.
 func benchStream(b *testing.B, viewers int, interval time.Duration) ([]time.Duration, time.Duration) {
 	ctx := context.Background()
-	r := startApp(b, dbtest.NewSQLite(b), app.Config{NoWorker: true, StreamPollInterval: time.Hour})
+	r := startApp(b, dbtest.NewSQLite(b), config.Config{NoWorker: true, StreamPollInterval: time.Hour})
 	chat := createChat(b, r.client, "bench")
 	require.NoError(b, r.app.Internals().Machine.Do(ctx, func(tx *chatstate.Tx) error {
 		if _, err := tx.Acquire(chat.ID, r.app.Internals().Worker.ID(), uuid.New()); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -30,7 +31,7 @@ func TestStreamTurn(t *testing.T) {
 		// Paced tokens: an episode that starts and commits between two of
 		// the viewer's fetches is never relayed (hints coalesce), so an
 		// instant reply could show no parts at all.
-		a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: token, DemoTokenDelay: time.Millisecond}, newStore(t), io.Discard)
+		a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: token, DemoTokenDelay: time.Millisecond}, newStore(t), io.Discard)
 		require.NoError(t, err)
 		defer a.Close()
 		srv := httptest.NewServer(a.Handler())

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/stream"
@@ -40,7 +41,7 @@ type replica struct {
 // startApp builds an app over s, serves it and starts it; everything stops
 // when the test ends, and the app's pubsub and s are closed (closing a
 // store twice is harmless, so dbtest stores may close again).
-func startApp(t testing.TB, s store.Store, cfg app.Config) *replica {
+func startApp(t testing.TB, s store.Store, cfg config.Config) *replica {
 	t.Helper()
 	cfg.BootstrapToken = token
 	if cfg.StreamPollInterval == 0 {
@@ -51,11 +52,11 @@ func startApp(t testing.TB, s store.Store, cfg app.Config) *replica {
 }
 
 // demoConfig streams the offline demo model without pauses.
-func demoConfig() app.Config { return app.Config{DemoTokenDelay: demo.NoDelay} }
+func demoConfig() config.Config { return config.Config{DemoTokenDelay: demo.NoDelay} }
 
 // pacedConfig uses llm as the default model.
-func pacedConfig(llm *pacedLLM) app.Config {
-	return app.Config{
+func pacedConfig(llm *pacedLLM) config.Config {
+	return config.Config{
 		// Replicas share one key for the API keys sealed in the database.
 		SecretKey:    "stream test secret key",
 		OpenAIAPIKey: "test", OpenAIBaseURL: llm.URL,

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/stream"
 	"github.com/chatd/chatd/store"
@@ -22,7 +22,7 @@ import (
 // with the API's error shape, before any upgrade.
 func TestStreamHistoryLimitRejectsBadValues(t *testing.T) {
 	t.Parallel()
-	r := startApp(t, dbtest.NewSQLite(t), app.Config{NoWorker: true})
+	r := startApp(t, dbtest.NewSQLite(t), config.Config{NoWorker: true})
 	chat := createChat(t, r.client, "")
 	for _, v := range []string{"0", "-1", "abc", "1001", "2.5"} {
 		req, err := http.NewRequest(http.MethodGet, r.srv.URL+"/api/v2/chats/"+chat.ID.String()+"/stream?history_limit="+v, nil)
@@ -46,7 +46,7 @@ func TestStreamHistoryLimit(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		s := newStore(t)
-		r := startApp(t, s, app.Config{NoWorker: true})
+		r := startApp(t, s, config.Config{NoWorker: true})
 		chat := createChat(t, r.client, "")
 		ctx := context.Background()
 		// u0 a1 u2 a3(calls) t4 t5 a6

@@ -15,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store/dbtest"
 )
 
@@ -45,7 +45,7 @@ func BenchmarkIdleViewerMemory(b *testing.B) {
 	defer bare.Close()
 	baseMem, baseG := holdIdle(b, "ws"+strings.TrimPrefix(bare.URL, "http"), nil)
 
-	r := startApp(b, dbtest.NewSQLite(b), app.Config{NoWorker: true, StreamPollInterval: time.Hour})
+	r := startApp(b, dbtest.NewSQLite(b), config.Config{NoWorker: true, StreamPollInterval: time.Hour})
 	chat := createChat(b, r.client, "")
 	mem, g := holdIdle(b, streamURL(r.srv.URL, chat.ID), http.Header{"Authorization": {"Bearer " + token}})
 

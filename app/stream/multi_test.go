@@ -12,9 +12,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/pubsub"
 	"github.com/chatd/chatd/app/sdk"
@@ -150,7 +150,7 @@ func TestStreamEdit(t *testing.T) {
 func TestStreamInterrupt(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		r := startApp(t, newStore(t), app.Config{NoWorker: true})
+		r := startApp(t, newStore(t), config.Config{NoWorker: true})
 		ctx := context.Background()
 		chat := createChat(t, r.client, "tell me a long story")
 		v := dial(t, r.srv.URL, chat.ID)
@@ -317,7 +317,7 @@ func TestStreamActionRequired(t *testing.T) {
 func TestStreamAuth(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewSQLite(t)
-	r := startApp(t, s, app.Config{NoWorker: true})
+	r := startApp(t, s, config.Config{NoWorker: true})
 	chat := createChat(t, r.client, "")
 	other, _, err := auth.CreateToken(context.Background(), s, "mallory", false, "test", time.Now())
 	require.NoError(t, err)
@@ -368,7 +368,7 @@ func TestStreamPollerConverges(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		s := newStore(t)
-		r := startApp(t, s, app.Config{NoWorker: true})
+		r := startApp(t, s, config.Config{NoWorker: true})
 		chat := createChat(t, r.client, "")
 		v := dial(t, r.srv.URL, chat.ID)
 		v.untilStatus(sdk.ChatStatusWaiting)
@@ -398,7 +398,7 @@ func TestStreamPollerConverges(t *testing.T) {
 func TestStreamFrameLimits(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewSQLite(t)
-	r := startApp(t, s, app.Config{NoWorker: true})
+	r := startApp(t, s, config.Config{NoWorker: true})
 	chat := createChat(t, r.client, "start")
 	m := chatstate.New(s, pubsub.NewMemory(), chatstate.Config{})
 	big := strings.Repeat("x", 60<<10)

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
@@ -36,7 +36,7 @@ func TestStreamReplicas(t *testing.T) {
 	ctx := context.Background()
 	dsn, schema := dbtest.PostgresSchema(t)
 	llm := newPacedLLM(t)
-	start := func(cfg app.Config) *replica {
+	start := func(cfg config.Config) *replica {
 		s, err := postgres.Open(ctx, dsn, postgres.Options{SearchPath: schema})
 		require.NoError(t, err)
 		p, err := s.Migrations()

@@ -13,9 +13,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -31,7 +31,7 @@ func TestStalledViewerBlocksNobody(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		ctx := context.Background()
-		r := startApp(t, newStore(t), app.Config{NoWorker: true})
+		r := startApp(t, newStore(t), config.Config{NoWorker: true})
 		chat := createChat(t, r.client, "go")
 		require.NoError(t, r.app.Internals().Machine.Do(ctx, func(tx *chatstate.Tx) error {
 			if _, err := tx.Acquire(chat.ID, r.app.Internals().Worker.ID(), uuid.New()); err != nil {
@@ -91,7 +91,7 @@ func TestSilentViewerDropped(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	clk := clock.NewFake(time.Now())
-	r := startApp(t, dbtest.NewSQLite(t), app.Config{NoWorker: true, Clock: clk, StreamPingInterval: time.Hour, StreamPongTimeout: 50 * time.Millisecond})
+	r := startApp(t, dbtest.NewSQLite(t), config.Config{NoWorker: true, Clock: clk, StreamPingInterval: time.Hour, StreamPongTimeout: 50 * time.Millisecond})
 	chat := createChat(t, r.client, "")
 	conn, _, err := websocket.Dial(ctx, streamURL(r.srv.URL, chat.ID), &websocket.DialOptions{
 		HTTPHeader: http.Header{"Coder-Session-Token": {token}},

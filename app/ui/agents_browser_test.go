@@ -6,7 +6,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 // TestBrowserSubagents: with the agent tools on, the demo model spawns a
@@ -14,7 +14,7 @@ import (
 // root in the sidebar with its own status dot; the child's view says whose
 // subagent it is and links back.
 func TestBrowserSubagents(t *testing.T) {
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.Worker.Subagents = true })
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.Worker.Subagents = true })
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
 

@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 // The approval card against a real MCP server whose config asks before
@@ -19,13 +19,13 @@ import (
 // Approve all answers several at once, and the sidebar dot says the chat
 // needs action.
 func TestBrowserApproval(t *testing.T) {
-	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"url": mcpEverything(t), "approval": "always"},
 	}})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "mcp.json")
-	require.NoError(t, os.WriteFile(path, config, 0o600))
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.MCPConfig = path })
+	require.NoError(t, os.WriteFile(path, mcpConfig, 0o600))
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.MCPConfig = path })
 
 	const card = `document.querySelector('.approval-card')`
 	calls := func() string { return `[...document.querySelectorAll('.approval-card .approval-call')]` }

@@ -7,7 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 // onePixelPNG is a real 1x1 PNG, so thumbnails decode.
@@ -31,7 +31,7 @@ const jsFiles = `function files(list) {
 // GET /files/{id}) and the text file's chip. At desktop and phone widths,
 // in both themes.
 func TestBrowserAttachments(t *testing.T) {
-	b := startBrowserWith(t, func(c *app.Config) { c.Files.MaxFileBytes = 64 << 10 })
+	b := startBrowserWith(t, func(c *config.Config) { c.Files.MaxFileBytes = 64 << 10 })
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
 	b.waitJS("the limits on the attach button", `document.querySelector('.attach-btn')?.title.includes('64 KB each')`)
@@ -136,7 +136,7 @@ func TestBrowserAttachments(t *testing.T) {
 // A send the server refuses (here: the queue is full) keeps the composer's
 // attachments with the draft, so nothing has to be picked again.
 func TestBrowserRefusedSendKeepsAttachments(t *testing.T) {
-	b := startBrowserWith(t, func(c *app.Config) {
+	b := startBrowserWith(t, func(c *config.Config) {
 		c.QueueLimit = 1
 		c.DemoTokenDelay = 250 * time.Millisecond // the first reply streams until Stop
 	})

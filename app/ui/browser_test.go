@@ -28,6 +28,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
 )
@@ -119,13 +120,13 @@ func startBrowser(t *testing.T) *browser {
 
 // startBrowserWith is startBrowser with configure (when not nil) changing
 // the app's configuration first.
-func startBrowserWith(t *testing.T, configure func(*app.Config)) *browser {
+func startBrowserWith(t *testing.T, configure func(*config.Config)) *browser {
 	t.Helper()
 	chromiumPath(t) // skip (or fail in CI) before starting anything
 	ctx := context.Background()
 
 	// The app: SQLite, the demo model, short retry back-off.
-	cfg := app.Config{BootstrapToken: browserToken, DemoTokenDelay: tokenDelay}
+	cfg := config.Config{BootstrapToken: browserToken, DemoTokenDelay: tokenDelay}
 	cfg.Worker.BackoffBase = 1500 * time.Millisecond
 	if configure != nil {
 		configure(&cfg)

@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 // jsComposerOffscreen lists the composer's controls (every rendered
@@ -25,7 +25,7 @@ const jsComposerOffscreen = `[...document.querySelectorAll('.composer textarea, 
 // a reply streams (when Stop, the busy toggle and Send share the row).
 func TestBrowserComposerFits(t *testing.T) {
 	// A slow demo model: the reply streams until Stop.
-	b := startBrowserWith(t, func(c *app.Config) { c.DemoTokenDelay = 250 * time.Millisecond })
+	b := startBrowserWith(t, func(c *config.Config) { c.DemoTokenDelay = 250 * time.Millisecond })
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
 	views := []view{

@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
@@ -229,7 +230,7 @@ func TestBrowserReviewCard(t *testing.T) {
 	})))
 	defer srv.Close()
 	start := func() *app.App {
-		a, err := app.NewWithStore(ctx, app.Config{
+		a, err := app.NewWithStore(ctx, config.Config{
 			BootstrapToken: browserToken, OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
 			Tools: []tools.Tool{tool},
 			Worker: worker.Config{

@@ -11,7 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -293,7 +293,7 @@ func browserTurnNotes(t *testing.T, b *browser) {
 // never resent by itself.
 func TestBrowserOffline(t *testing.T) {
 	// A slow reply (about 15 s), so it still runs when the connection is back.
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.DemoTokenDelay = 100 * time.Millisecond })
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.DemoTokenDelay = 100 * time.Millisecond })
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
 	const status = `document.querySelector('.status-line').textContent`

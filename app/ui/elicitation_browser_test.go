@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 // mcpAsker is an in-process MCP server whose "ask" tool asks the person
@@ -51,11 +51,11 @@ func mcpAsker(t *testing.T) string {
 // the card; Submit sends the answer (the left-out name gets its default)
 // and the card goes; Decline answers "decline".
 func TestBrowserElicitation(t *testing.T) {
-	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"asker": map[string]any{"url": mcpAsker(t)}}})
+	mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"asker": map[string]any{"url": mcpAsker(t)}}})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "mcp.json")
-	require.NoError(t, os.WriteFile(path, config, 0o600))
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.MCPConfig = path })
+	require.NoError(t, os.WriteFile(path, mcpConfig, 0o600))
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.MCPConfig = path })
 
 	const card = `document.querySelector('.elicitation-card')`
 	field := func(title string) string {

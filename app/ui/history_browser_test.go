@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -62,7 +62,7 @@ func seedTurns(t *testing.T, b *browser, n int) (uuid.UUID, []int64) {
 // loads pages until it is shown; a reload starts over and still pages
 // (by the button, from the keyboard).
 func TestBrowserHistoryPages(t *testing.T) {
-	b := startBrowserWith(t, func(cfg *app.Config) {
+	b := startBrowserWith(t, func(cfg *config.Config) {
 		cfg.DemoTokenDelay = demo.NoDelay
 		cfg.Worker.CompactThresholdPercent = 100 // no automatic compaction: every message is a turn's
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store/dbtest"
 )
 
@@ -22,7 +23,7 @@ import (
 func TestBrowserLoginCode(t *testing.T) {
 	chromiumPath(t) // skip (or fail in CI) before starting anything
 	ctx := context.Background()
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: browserToken, NoWorker: true}, dbtest.NewSQLite(t), io.Discard)
+	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: browserToken, NoWorker: true}, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())

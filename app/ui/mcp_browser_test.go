@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -70,15 +70,15 @@ func closedPortURL(t *testing.T) string {
 // server ("everything"), one that cannot be reached ("offline") and one
 // the configuration disables ("archive").
 func TestBrowserMCP(t *testing.T) {
-	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"url": mcpEverything(t)},
 		"offline":    map[string]any{"url": closedPortURL(t)},
 		"archive":    map[string]any{"url": closedPortURL(t), "disabled": true},
 	}})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "mcp.json")
-	require.NoError(t, os.WriteFile(path, config, 0o600))
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.MCPConfig = path })
+	require.NoError(t, os.WriteFile(path, mcpConfig, 0o600))
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.MCPConfig = path })
 
 	servers, err := b.api.MCPServers(b.ctx)
 	require.NoError(t, err)

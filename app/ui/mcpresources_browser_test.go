@@ -10,7 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/mcp/mcptest"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -24,13 +24,13 @@ import (
 // At desktop and phone widths, in both themes.
 func TestBrowserMCPResourcesAndPrompts(t *testing.T) {
 	everything := mcptest.NPMServer(t, "server-everything")
-	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"command": "node", "args": []string{everything, "stdio"}},
 	}})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "mcp.json")
-	require.NoError(t, os.WriteFile(path, config, 0o600))
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.MCPConfig = path })
+	require.NoError(t, os.WriteFile(path, mcpConfig, 0o600))
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.MCPConfig = path })
 
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)

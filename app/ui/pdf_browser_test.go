@@ -8,7 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 )
 
@@ -18,7 +18,7 @@ import (
 // phone widths, in both themes.
 func TestBrowserPDFAttachments(t *testing.T) {
 	claude := llmtest.NewAnthropic(t)
-	b := startBrowserWith(t, func(c *app.Config) {
+	b := startBrowserWith(t, func(c *config.Config) {
 		c.AnthropicBaseURL = claude.URL
 		c.Models = []string{"anthropic/claude-sonnet-4-5"}
 	})

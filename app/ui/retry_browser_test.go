@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -19,7 +19,7 @@ import (
 // "Stop retrying" ends the attempts.
 func TestBrowserProviderErrorInline(t *testing.T) {
 	down := strings.TrimSuffix(closedPortURL(t), "/mcp") + "/v1"
-	b := startBrowserWith(t, func(cfg *app.Config) {
+	b := startBrowserWith(t, func(cfg *config.Config) {
 		cfg.OpenAIBaseURL = down
 		cfg.DefaultModel = "openai/test-model"
 		cfg.Worker.BackoffBase = time.Minute // the notice stays while the test looks

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 )
 
 // jsCSPWatch records the page's Content-Security-Policy violations in
@@ -117,13 +117,13 @@ type approvalLayout struct {
 // and the thread's last message stays in view above it, not under it. The
 // screenshots are the phone view the issue asks for.
 func TestBrowserPhoneApprovalAndRichChat(t *testing.T) {
-	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"url": mcpEverything(t), "approval": "always"},
 	}})
 	require.NoError(t, err)
 	path := filepath.Join(t.TempDir(), "mcp.json")
-	require.NoError(t, os.WriteFile(path, config, 0o600))
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.MCPConfig = path })
+	require.NoError(t, os.WriteFile(path, mcpConfig, 0o600))
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.MCPConfig = path })
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
 	b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))

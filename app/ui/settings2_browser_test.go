@@ -12,7 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -95,11 +95,11 @@ func TestBrowserSettingsMCPForm(t *testing.T) {
 		require.NotEmpty(t, got)
 		return got[len(got)-1]
 	}
-	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"url": mcpEverything(t)}}})
+	mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"everything": map[string]any{"url": mcpEverything(t)}}})
 	require.NoError(t, err)
 	mcpPath := filepath.Join(t.TempDir(), "mcp.json")
-	require.NoError(t, os.WriteFile(mcpPath, config, 0o600))
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.MCPConfig = mcpPath })
+	require.NoError(t, os.WriteFile(mcpPath, mcpConfig, 0o600))
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.MCPConfig = mcpPath })
 
 	configs := func() map[string]sdk.MCPServerConfig {
 		t.Helper()

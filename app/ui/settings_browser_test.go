@@ -17,6 +17,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
@@ -32,16 +33,16 @@ func TestBrowserSettings(t *testing.T) {
 	const secret = "sk-settings-secret-77ab"
 	llm := llmtest.NewOpenAI(t)
 	llm.SetModels(llmtest.ListedModel{ID: "qwen3", Fields: map[string]any{"max_model_len": 32768}}, llmtest.ListedModel{ID: "llama3"})
-	config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
 		"everything": map[string]any{"url": mcpEverything(t)},
 		"offline":    map[string]any{"url": closedPortURL(t)},
 	}})
 	require.NoError(t, err)
 	mcpPath := filepath.Join(t.TempDir(), "mcp.json")
-	require.NoError(t, os.WriteFile(mcpPath, config, 0o600))
+	require.NoError(t, os.WriteFile(mcpPath, mcpConfig, 0o600))
 
 	ctx := context.Background()
-	a, err := app.NewWithStore(ctx, app.Config{BootstrapToken: browserToken, DemoTokenDelay: tokenDelay, MCPConfig: mcpPath}, dbtest.NewSQLite(t), io.Discard)
+	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: browserToken, DemoTokenDelay: tokenDelay, MCPConfig: mcpPath}, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	conns := &streamConns{}

@@ -7,7 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -15,7 +15,7 @@ import (
 // next page when its end scrolls into view (GET /chats?after_id), each
 // chat once, and says nothing more once the list is whole.
 func TestBrowserSidebarPages(t *testing.T) {
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.Limits.WritesPerMinute = 0 })
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.Limits.WritesPerMinute = 0 })
 	const n = 215
 	for i := range n {
 		_, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{Title: fmt.Sprintf("Paged chat %03d", i)})

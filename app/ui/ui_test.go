@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/ui"
 	"github.com/chatd/chatd/store/dbtest"
 	"github.com/chatd/chatd/web"
@@ -188,7 +189,7 @@ func TestDiagramFramePolicy(t *testing.T) {
 // including the API's own JSON 404, ahead of the SPA fallback.
 func TestMountedInApp(t *testing.T) {
 	t.Parallel()
-	a, err := app.NewWithStore(context.Background(), app.Config{BootstrapToken: "ui-mount-token", NoWorker: true}, dbtest.NewSQLite(t), io.Discard)
+	a, err := app.NewWithStore(context.Background(), config.Config{BootstrapToken: "ui-mount-token", NoWorker: true}, dbtest.NewSQLite(t), io.Discard)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, a.Close()) })
 	srv := httptest.NewServer(a.Handler())

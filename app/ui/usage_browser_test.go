@@ -7,7 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 )
 
@@ -17,7 +17,7 @@ import (
 // above the chat's composer once the turn that spent it ends, and above
 // the new chat's composer.
 func TestBrowserUsage(t *testing.T) {
-	b := startBrowserWith(t, func(c *app.Config) { c.BudgetTokensPerDay = 1 })
+	b := startBrowserWith(t, func(c *config.Config) { c.BudgetTokensPerDay = 1 })
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
 	b.typeAndSend("Count my tokens")

@@ -7,7 +7,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -20,7 +20,7 @@ const jsVersionCounts = `[...document.querySelectorAll('.thread .versions .versi
 // reply, a branch switch made elsewhere (another tab, here the API) shows
 // live, and "Fork from here" opens a new chat with the branch.
 func TestBrowserVersions(t *testing.T) {
-	b := startBrowserWith(t, func(cfg *app.Config) { cfg.DemoTokenDelay = demo.NoDelay })
+	b := startBrowserWith(t, func(cfg *config.Config) { cfg.DemoTokenDelay = demo.NoDelay })
 	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{Title: "Versions", Content: sdk.Text("First question")})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool {

@@ -16,8 +16,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools/agents"
@@ -106,7 +106,7 @@ func TestSubagentFamilyOverHTTP(t *testing.T) {
 				childSrv := prov.newServer(t, llmtest.TextChunks("It is ", "4."))
 				router := newFamilyRouter(t, parentSrv, childSrv)
 				token := auth.NewToken()
-				cfg := app.Config{BootstrapToken: token, Worker: fastWorker()}
+				cfg := config.Config{BootstrapToken: token, Worker: fastWorker()}
 				cfg.Worker.Subagents = true
 				prov.configure(&cfg, router.URL)
 				e := &fixture{t: t, ctx: ctx, prov: prov}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
@@ -49,7 +50,7 @@ func TestPostgresConnectionsKilledUnderLoad(t *testing.T) {
 	llmSrv := llmtest.NewOpenAI(t)
 	llmSrv.SetDefault(llmtest.TextChunks("Done."))
 	token := auth.NewToken()
-	cfg := app.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
+	cfg := config.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
 	cfg.Worker.HeartbeatInterval, cfg.Worker.LeaseTimeout = 100*time.Millisecond, time.Second
 	a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
 	c := serveApp(t, ctx, token, a, err)

@@ -10,8 +10,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -35,7 +35,7 @@ func compactionSetup(t *testing.T, s store.Store, prov provider, replies ...llmt
 		Fn: func(context.Context, json.RawMessage) (json.RawMessage, error) {
 			return json.RawMessage(`{"found":"` + strings.Repeat("data ", 50) + `"}`), nil
 		}}
-	e := setup(t, s, prov, replies, func(cfg *app.Config) { cfg.Tools = []tools.Tool{lookup} })
+	e := setup(t, s, prov, replies, func(cfg *config.Config) { cfg.Tools = []tools.Tool{lookup} })
 	var configs []sdk.ChatModelConfig
 	require.NoError(t, e.c.Do(e.ctx, http.MethodGet, "/chats/model-configs", nil, &configs))
 	window, percent := int64(compactionWindow), int32(compactionPercent)

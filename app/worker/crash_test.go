@@ -20,6 +20,7 @@ import (
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -63,7 +64,7 @@ func TestCrashRecoverySQLiteRestart(t *testing.T) {
 	hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
 	llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("The whole answer."))
 	token := auth.NewToken()
-	cfg := app.Config{
+	cfg := config.Config{
 		DB: filepath.Join(t.TempDir(), "chatd.db"), BootstrapToken: token,
 		OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker(),
 	}
@@ -223,7 +224,7 @@ func TestCrashRecoveryPostgresReplicaTakesOver(t *testing.T) {
 	hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
 	llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("Answer from replica B."))
 	token := auth.NewToken()
-	cfg := app.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
+	cfg := config.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
 	cfg.Worker.HeartbeatInterval, cfg.Worker.LeaseTimeout = 100*time.Millisecond, 300*time.Millisecond
 
 	replica := func(s *postgres.Store, runCtx context.Context) (*app.App, *sdk.Client) {
@@ -267,7 +268,7 @@ func TestCrashWithQueuedDurableRequest(t *testing.T) {
 		hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
 		llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("Answer one."), llmtest.TextChunks("Answer two."))
 		token := auth.NewToken()
-		cfg := app.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
+		cfg := config.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
 		first, second := crashPair(t, newStore, cfg)
 
 		runCtx, crash := context.WithCancel(ctx)
@@ -327,7 +328,7 @@ func TestCrashWithQueuedDurableRequest(t *testing.T) {
 // on Postgres another replica with short leases on a store of its own.
 // Each returns the app, serving on its own HTTP server, and a client with
 // cfg's bootstrap token; cleanups stop and close them.
-func crashPair(t *testing.T, newStore func(t testing.TB) store.Store, cfg app.Config) (first, second func(runCtx context.Context) (*app.App, *sdk.Client)) {
+func crashPair(t *testing.T, newStore func(t testing.TB) store.Store, cfg config.Config) (first, second func(runCtx context.Context) (*app.App, *sdk.Client)) {
 	t.Helper()
 	ctx := context.Background()
 	if path.Base(t.Name()) == "sqlite" { // dbtest.Each's subtest

@@ -12,6 +12,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store/dbtest"
@@ -47,7 +48,7 @@ func TestShutdownHandsRunningChatToAnotherReplica(t *testing.T) {
 	hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
 	llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("Answer from replica B."))
 	token := auth.NewToken()
-	cfg := app.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
+	cfg := config.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
 	cfg.Worker.LeaseTimeout, cfg.Worker.HeartbeatInterval = 10*time.Minute, time.Minute
 	cfg.Worker.AcquireInterval = 10 * time.Minute
 
@@ -86,7 +87,7 @@ func TestShutdownOnSQLiteFinishesRunningTurn(t *testing.T) {
 	slow := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Pause(release), llmtest.TextChunks(" answer."))
 	llmSrv := llmtest.NewOpenAI(t, slow)
 	token := auth.NewToken()
-	cfg := app.Config{
+	cfg := config.Config{
 		DB: filepath.Join(t.TempDir(), "chatd.db"), BootstrapToken: token,
 		OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker(),
 	}
@@ -124,7 +125,7 @@ func TestShutdownOnSQLiteLeavesLongTurnForNextStart(t *testing.T) {
 	hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
 	llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("The whole answer."))
 	token := auth.NewToken()
-	cfg := app.Config{
+	cfg := config.Config{
 		DB: filepath.Join(t.TempDir(), "chatd.db"), BootstrapToken: token,
 		OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker(),
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/llm/llmtest"
@@ -43,7 +43,7 @@ func TestTurns(t *testing.T) {
 			noProvider := provider{
 				name:      "demo",
 				newServer: llmtest.NewOpenAI, // unused: nothing points at it
-				configure: func(cfg *app.Config, _ string) { cfg.DemoTokenDelay = demo.NoDelay },
+				configure: func(cfg *config.Config, _ string) { cfg.DemoTokenDelay = demo.NoDelay },
 			}
 			e := setup(t, newStore(t), noProvider, nil)
 			chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("Tell me about chatd.")})
@@ -137,7 +137,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 		t.Parallel()
 		e := setup(t, newStore(t), prov, []llmtest.Reply{
 			llmtest.HTTPError(429, "slow down"), llmtest.HTTPError(429, "slow down"), llmtest.TextChunks("Made it."),
-		}, func(cfg *app.Config) {
+		}, func(cfg *config.Config) {
 			// Long enough backoffs to watch the retry state between attempts.
 			cfg.Worker.BackoffBase, cfg.Worker.BackoffMax = 150*time.Millisecond, 150*time.Millisecond
 		})
@@ -164,7 +164,7 @@ func testTurns(t *testing.T, newStore func(t testing.TB) store.Store, prov provi
 
 	t.Run("retry limit then error", func(t *testing.T) {
 		t.Parallel()
-		e := setup(t, newStore(t), prov, nil, func(cfg *app.Config) { cfg.Worker.MaxRetries = 2 })
+		e := setup(t, newStore(t), prov, nil, func(cfg *config.Config) { cfg.Worker.MaxRetries = 2 })
 		e.llm.SetDefault(llmtest.HTTPError(503, "overloaded, try later"))
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("hello")})
 		done := e.waitStatus(chat.ID, sdk.ChatStatusError)
@@ -377,7 +377,7 @@ func (e *fixture) waitBuffered(id uuid.UUID, want string) {
 // the first has finished.
 func TestRootLimitOverHTTP(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		e := setup(t, newStore(t), providers[0], nil, func(cfg *app.Config) { cfg.Worker.RootLimit = 1 })
+		e := setup(t, newStore(t), providers[0], nil, func(cfg *config.Config) { cfg.Worker.RootLimit = 1 })
 		first, second := e.router.Hold(), e.router.Hold()
 		a := e.create(sdk.CreateChatRequest{Content: sdk.Text("chat a")})
 		waitClosed(t, first.Arrived(), "the first chat's provider request")

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -39,7 +39,7 @@ func TestFilesReachTheModel(t *testing.T) {
 		for _, prov := range providers {
 			t.Run(prov.name, func(t *testing.T) {
 				t.Parallel()
-				e := setup(t, newStore(t), prov, []llmtest.Reply{llmtest.TextChunks("a cat")}, func(c *app.Config) {
+				e := setup(t, newStore(t), prov, []llmtest.Reply{llmtest.TextChunks("a cat")}, func(c *config.Config) {
 					c.DefaultModel = models[prov.name]
 				})
 				img := e.uploadFile("cat.png", "image/png", pngBytes)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/worker"
@@ -41,21 +42,21 @@ type provider struct {
 	name      string
 	newServer func(t testing.TB, replies ...llmtest.Reply) *llmtest.Server
 	// configure points cfg at a server whose root is base.
-	configure func(cfg *app.Config, base string)
+	configure func(cfg *config.Config, base string)
 }
 
 var providers = []provider{
 	{
 		name:      "openai",
 		newServer: llmtest.NewOpenAI,
-		configure: func(cfg *app.Config, base string) {
+		configure: func(cfg *config.Config, base string) {
 			cfg.OpenAIBaseURL, cfg.OpenAIAPIKey, cfg.DefaultModel = base+"/v1", "test-key", "openai/test-model"
 		},
 	},
 	{
 		name:      "anthropic",
 		newServer: llmtest.NewAnthropic,
-		configure: func(cfg *app.Config, base string) {
+		configure: func(cfg *config.Config, base string) {
 			cfg.AnthropicBaseURL, cfg.AnthropicAPIKey, cfg.DefaultModel = base, "test-key", "anthropic/test-model"
 		},
 	},
@@ -78,14 +79,14 @@ type fixture struct {
 
 // setup starts chatd on s with the provider's fake servers scripted with
 // replies. configure adjusts the config before the app is built.
-func setup(t testing.TB, s store.Store, prov provider, replies []llmtest.Reply, configure ...func(*app.Config)) *fixture {
+func setup(t testing.TB, s store.Store, prov provider, replies []llmtest.Reply, configure ...func(*config.Config)) *fixture {
 	t.Helper()
 	e := &fixture{t: t, ctx: context.Background(), prov: prov}
 	e.llm = prov.newServer(t, replies...)
 	e.titles = prov.newServer(t)
 	e.router = newRouter(t, e.llm, e.titles)
 	token := auth.NewToken()
-	cfg := app.Config{BootstrapToken: token, Worker: fastWorker()}
+	cfg := config.Config{BootstrapToken: token, Worker: fastWorker()}
 	prov.configure(&cfg, e.router.URL)
 	for _, fn := range configure {
 		fn(&cfg)
@@ -97,7 +98,7 @@ func setup(t testing.TB, s store.Store, prov provider, replies []llmtest.Reply, 
 
 // start builds and starts the app; cleanups stop the server, then the
 // worker, then close the app.
-func (e *fixture) start(t testing.TB, s store.Store, cfg app.Config) {
+func (e *fixture) start(t testing.TB, s store.Store, cfg config.Config) {
 	t.Helper()
 	a, err := app.NewWithStore(e.ctx, cfg, s, io.Discard)
 	require.NoError(t, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/hooks"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -64,7 +65,7 @@ func TestHooksEndToEnd(t *testing.T) {
 				e := setup(t, newStore(t), prov, []llmtest.Reply{
 					llmtest.ToolCall("call_1", "write", `{"path":"/etc/motd"}`),
 					llmtest.TextChunks("I could not write it."),
-				}, func(cfg *app.Config) {
+				}, func(cfg *config.Config) {
 					cfg.HookURL, cfg.HookSecret = consumer.URL, secret
 					cfg.Tools = []tools.Tool{write}
 				})
@@ -94,7 +95,7 @@ func TestHooksEndToEnd(t *testing.T) {
 // TestHookSettingsRefusedAtStartup: a hook URL without a usable secret
 // stops startup with a message naming the settings.
 func TestHookSettingsRefusedAtStartup(t *testing.T) {
-	for name, cfg := range map[string]app.Config{
+	for name, cfg := range map[string]config.Config{
 		"no secret":         {HookURL: "http://127.0.0.1:1/hook"},
 		"secret not base64": {HookURL: "http://127.0.0.1:1/hook", HookSecret: "not base64!"},
 		"cap too small":     {HookURL: "http://127.0.0.1:1/hook", HookSecret: "c2VjcmV0", HookMaxConcurrent: 1},

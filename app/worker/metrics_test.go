@@ -99,7 +99,7 @@ func stage(name string) map[string]string {
 // turnMetrics runs one chat's turn on a fake provider scripted with
 // replies until the chat reaches status and its turn's outcome is
 // counted, and returns the app's registry.
-func turnMetrics(t *testing.T, newStore func(t testing.TB) store.Store, replies []llmtest.Reply, status sdk.ChatStatus, outcome string, configure ...func(*app.Config)) prometheus.Gatherer {
+func turnMetrics(t *testing.T, newStore func(t testing.TB) store.Store, replies []llmtest.Reply, status sdk.ChatStatus, outcome string, configure ...func(*config.Config)) prometheus.Gatherer {
 	t.Helper()
 	prov := providers[0] // openai; the transport is the same for every provider
 	e := setup(t, newStore(t), prov, replies, configure...)
@@ -180,7 +180,7 @@ func TestStageMetricsErrorTurn(t *testing.T) {
 func TestStageMetricsToolTurn(t *testing.T) {
 	replies := []llmtest.Reply{llmtest.ToolCall("call-1", "current_time", `{}`), llmtest.DefaultReply()}
 	reg := turnMetrics(t, sqliteStore, replies, sdk.ChatStatusWaiting, "completed",
-		func(c *app.Config) { c.BuiltinTools = true })
+		func(c *config.Config) { c.BuiltinTools = true })
 	require.Equal(t, 1.0, count(t, reg, "chatd_stage_duration_seconds", stage("tool_call")))
 	require.Equal(t, 1.0, count(t, reg, "chatd_tool_calls_total",
 		map[string]string{"tool": "current_time", "effect": "pure", "outcome": "ok"}))
@@ -244,7 +244,7 @@ func TestRunnerLogsNameTheChat(t *testing.T) {
 	e.titles = providers[0].newServer(t)
 	e.router = newRouter(t, e.llm, e.titles)
 	token := auth.NewToken()
-	cfg := app.Config{BootstrapToken: token, Worker: fastWorker(), LogFormat: config.LogFormatJSON}
+	cfg := config.Config{BootstrapToken: token, Worker: fastWorker(), LogFormat: config.LogFormatJSON}
 	providers[0].configure(&cfg, e.router.URL)
 	a, err := app.NewWithStore(e.ctx, cfg, sqliteStore(t), &logs)
 	require.NoError(t, err)

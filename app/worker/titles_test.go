@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/api"
 	"github.com/chatd/chatd/app/chatstate"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -42,7 +42,7 @@ func TestTitles(t *testing.T) {
 
 		t.Run("a user title set meanwhile is never overridden", func(t *testing.T) {
 			t.Parallel()
-			e := setup(t, newStore(t), providers[0], nil, func(cfg *app.Config) { cfg.Worker.TitleConcurrency = 1 })
+			e := setup(t, newStore(t), providers[0], nil, func(cfg *config.Config) { cfg.Worker.TitleConcurrency = 1 })
 			e.titles.Enqueue(llmtest.TextChunks("Generated one"), llmtest.TextChunks("Generated two"))
 			held := e.router.HoldTitle()
 			first, err := e.c.CreateChat(e.ctx, sdk.CreateChatRequest{Content: sdk.Text("first chat")})

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -75,12 +75,12 @@ func attr(s tracetest.SpanStub, key string) (string, bool) {
 // tracedTurn is turnMetrics with an in-memory span exporter: it returns
 // the spans and the registry once the turn's outcome is counted (the
 // chat_turn span has ended by then).
-func tracedTurn(t *testing.T, newStore func(t testing.TB) store.Store, replies []llmtest.Reply, status sdk.ChatStatus, outcome string, configure ...func(*app.Config)) (*fixture, spans, prometheus.Gatherer) {
+func tracedTurn(t *testing.T, newStore func(t testing.TB) store.Store, replies []llmtest.Reply, status sdk.ChatStatus, outcome string, configure ...func(*config.Config)) (*fixture, spans, prometheus.Gatherer) {
 	t.Helper()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
-	configure = append(configure, func(c *app.Config) { c.TracerProvider = tp })
+	configure = append(configure, func(c *config.Config) { c.TracerProvider = tp })
 	prov := providers[0]
 	e := setup(t, newStore(t), prov, replies, configure...)
 	c := e.create(sdk.CreateChatRequest{Content: sdk.Text("a secret prompt")})
@@ -223,7 +223,7 @@ func TestTracingOneStepTurn(t *testing.T) {
 func TestTracingRetriesAndTools(t *testing.T) {
 	replies := []llmtest.Reply{llmtest.HTTPError(503, "busy"), llmtest.ToolCall("call-1", "current_time", `{}`), llmtest.DefaultReply()}
 	_, got, _ := tracedTurn(t, sqliteStore, replies, sdk.ChatStatusWaiting, "completed",
-		func(c *app.Config) { c.BuiltinTools = true })
+		func(c *config.Config) { c.BuiltinTools = true })
 	attempts := got.named("provider_attempt")
 	require.Len(t, attempts, 3)
 	require.Equal(t, codes.Error, attempts[0].Status.Code, "HTTP 503")
@@ -265,7 +265,7 @@ func TestTracingQueueWait(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
 	e := setup(t, sqliteStore(t), providers[0], []llmtest.Reply{llmtest.DefaultReply(), llmtest.DefaultReply()},
-		func(c *app.Config) { c.TracerProvider = tp })
+		func(c *config.Config) { c.TracerProvider = tp })
 	held := e.router.Hold()
 	c := e.create(sdk.CreateChatRequest{Content: sdk.Text("first")})
 	waitClosed(t, held.Arrived(), "the first model call")
@@ -298,7 +298,7 @@ func TestTracingBackgroundTitle(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	t.Cleanup(func() { require.NoError(t, tp.Shutdown(context.Background())) })
 	e := setup(t, sqliteStore(t), providers[0], []llmtest.Reply{llmtest.DefaultReply()},
-		func(c *app.Config) { c.TracerProvider = tp })
+		func(c *config.Config) { c.TracerProvider = tp })
 	e.titles.Enqueue(llmtest.TextChunks("A title"))
 	chat, err := e.c.CreateChat(e.ctx, sdk.CreateChatRequest{Content: sdk.Text("hi")})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -74,7 +75,7 @@ func TestUsageRecordedOnceAcrossARetry(t *testing.T) {
 func TestUsageRecordedOnceAcrossATakeover(t *testing.T) {
 	// takeover runs a turn on a first owner (open(0)) that dies mid-stream
 	// and a second (open(1)) that finishes it.
-	takeover := func(t *testing.T, cfg app.Config, open func(i int, cfg app.Config) (*app.App, error)) {
+	takeover := func(t *testing.T, cfg config.Config, open func(i int, cfg config.Config) (*app.App, error)) {
 		ctx := context.Background()
 		hang := llmtest.Join(llmtest.TextChunks("Half an"), llmtest.Hang())
 		llmSrv := llmtest.NewOpenAI(t, hang, llmtest.TextChunks("The answer.").WithUsage(llmtest.Usage{InputTokens: 21, OutputTokens: 4}))
@@ -106,14 +107,14 @@ func TestUsageRecordedOnceAcrossATakeover(t *testing.T) {
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		db := filepath.Join(t.TempDir(), "chatd.db")
-		takeover(t, app.Config{DB: db}, func(_ int, cfg app.Config) (*app.App, error) {
+		takeover(t, config.Config{DB: db}, func(_ int, cfg config.Config) (*app.App, error) {
 			return app.New(context.Background(), cfg, io.Discard)
 		})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		dsn, schema := dbtest.PostgresSchema(t)
-		takeover(t, app.Config{}, func(i int, cfg app.Config) (*app.App, error) {
+		takeover(t, config.Config{}, func(i int, cfg config.Config) (*app.App, error) {
 			s, err := postgres.Open(context.Background(), dsn, postgres.Options{SearchPath: schema})
 			require.NoError(t, err)
 			if i == 0 {
@@ -137,7 +138,7 @@ func TestBudgetStopsARunningTurnAfterItsStep(t *testing.T) {
 		e := setup(t, s, providers[0], []llmtest.Reply{
 			llmtest.ToolCall("call-1", "current_time", `{}`).WithUsage(llmtest.Usage{InputTokens: 30, OutputTokens: 5}),
 			llmtest.DefaultReply(),
-		}, func(c *app.Config) { c.BuiltinTools, c.BudgetTokensPerDay = true, 20 })
+		}, func(c *config.Config) { c.BuiltinTools, c.BudgetTokensPerDay = true, 20 })
 		chat := e.create(sdk.CreateChatRequest{Content: sdk.Text("what time is it?")})
 		done := e.waitStatus(chat.ID, sdk.ChatStatusError)
 		require.NotNil(t, done.LastError)
@@ -169,7 +170,7 @@ func TestGenAISpans(t *testing.T) {
 		llmtest.TextChunks("It is noon."),
 	}
 	_, got, _ := tracedTurn(t, sqliteStore, replies, sdk.ChatStatusWaiting, "completed",
-		func(c *app.Config) { c.BuiltinTools = true })
+		func(c *config.Config) { c.BuiltinTools = true })
 	calls := got.named("chat test-model")
 	require.Len(t, calls, 2)
 	first := calls[0]

@@ -47,10 +47,10 @@ func terminal(w io.Writer) io.Writer {
 // (config.Settings) from its flag, else its environment variable, else its
 // default. --help writes the settings to stdout and returns flag.ErrHelp;
 // a bad variable or flag is a usageError (exit status 2).
-func serveConfig(args []string, stdout io.Writer) (app.Config, error) {
+func serveConfig(args []string, stdout io.Writer) (config.Config, error) {
 	cfg, err := config.FromEnv()
 	if err != nil {
-		return app.Config{}, usageError{err}
+		return config.Config{}, usageError{err}
 	}
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	// The flag package would print the error and a default usage; run's
@@ -63,12 +63,12 @@ func serveConfig(args []string, stdout io.Writer) (app.Config, error) {
 		if errors.Is(err, flag.ErrHelp) {
 			fmt.Fprint(stdout, serveUsage)
 			config.WriteSettingsHelp(stdout)
-			return app.Config{}, err
+			return config.Config{}, err
 		}
-		return app.Config{}, usageError{fmt.Errorf("serve: %w (chatd serve --help lists the settings)", err)}
+		return config.Config{}, usageError{fmt.Errorf("serve: %w (chatd serve --help lists the settings)", err)}
 	}
 	if fs.NArg() > 0 {
-		return app.Config{}, usageError{fmt.Errorf("serve: unexpected argument %q (chatd serve --help lists the settings)", fs.Arg(0))}
+		return config.Config{}, usageError{fmt.Errorf("serve: unexpected argument %q (chatd serve --help lists the settings)", fs.Arg(0))}
 	}
 	return cfg, nil
 }
@@ -76,7 +76,7 @@ func serveConfig(args []string, stdout io.Writer) (app.Config, error) {
 // settingFlag is a setting as a flag.Value writing into a Config.
 type settingFlag struct {
 	s   config.Setting
-	cfg *app.Config
+	cfg *config.Config
 }
 
 func (f settingFlag) Set(v string) error { return f.s.Set(f.cfg, v) }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/store/dbtest"
 	"github.com/chatd/chatd/store/open"
 )
@@ -55,7 +56,7 @@ func serve(t *testing.T, db string) (string, func()) {
 func serveLogging(t *testing.T, db string, logs io.Writer) (string, func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DB: db, NoWorker: true}, logs)
+	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", DB: db, NoWorker: true}, logs)
 	require.NoError(t, err)
 	addrc := make(chan net.Addr, 1)
 	done := make(chan error, 1)
@@ -186,7 +187,7 @@ func TestStaleAdminSocket(t *testing.T) {
 	require.NoError(t, os.WriteFile(sock, []byte("precious"), 0o600))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := app.New(ctx, app.Config{Addr: "127.0.0.1:0", DB: db, NoWorker: true}, io.Discard)
+	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", DB: db, NoWorker: true}, io.Discard)
 	require.NoError(t, err)
 	addrc, done := make(chan net.Addr, 1), make(chan error, 1)
 	go func() { done <- a.Run(ctx, func(addr net.Addr) { addrc <- addr }) }()
