@@ -11,10 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const elicitationColumns = `id, chat_id, tool_call_id, server, mode, message, schema, url, state, content,
-	created_at, held_until, answered_at, slot_runner_id`
 
 func scanElicitation(row pgx.Row) (store.Elicitation, error) {
 	var (
@@ -38,9 +36,7 @@ func scanElicitation(row pgx.Row) (store.Elicitation, error) {
 // ElicitationInsert stores a new pending question.
 func (t *tx) ElicitationInsert(ctx context.Context, e store.Elicitation) (store.Elicitation, error) {
 	out, err := scanElicitation(t.tx.QueryRow(ctx,
-		`INSERT INTO chat_elicitations (id, chat_id, tool_call_id, server, mode, message, schema, url, created_at, held_until,
-			slot_runner_id)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING `+elicitationColumns,
+		query.ElicitationInsert,
 		e.ID, e.ChatID, e.ToolCallID, e.Server, e.Mode, e.Message, nullJSONB(e.Schema), e.URL, e.CreatedAt, e.HeldUntil,
 		e.SlotRunnerID))
 	if err != nil {
@@ -51,7 +47,7 @@ func (t *tx) ElicitationInsert(ctx context.Context, e store.Elicitation) (store.
 
 // ElicitationGet reads one question.
 func (t *tx) ElicitationGet(ctx context.Context, id uuid.UUID) (store.Elicitation, error) {
-	e, err := scanElicitation(t.tx.QueryRow(ctx, `SELECT `+elicitationColumns+` FROM chat_elicitations WHERE id = $1`, id))
+	e, err := scanElicitation(t.tx.QueryRow(ctx, query.ElicitationGet, id))
 	if err != nil {
 		return store.Elicitation{}, fmt.Errorf("get elicitation %s: %w", id, err)
 	}
@@ -60,8 +56,7 @@ func (t *tx) ElicitationGet(ctx context.Context, id uuid.UUID) (store.Elicitatio
 
 // ElicitationListPending lists a chat's unanswered questions.
 func (t *tx) ElicitationListPending(ctx context.Context, chatID uuid.UUID) ([]store.Elicitation, error) {
-	rows, err := t.tx.Query(ctx, `SELECT `+elicitationColumns+` FROM chat_elicitations
-		WHERE chat_id = $1 AND state = 'pending' ORDER BY created_at, id`, chatID)
+	rows, err := t.tx.Query(ctx, query.ElicitationListPending, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("list elicitations of chat %s: %w", chatID, translate(err))
 	}
@@ -75,8 +70,7 @@ func (t *tx) ElicitationListPending(ctx context.Context, chatID uuid.UUID) ([]st
 // ElicitationAnswer answers a pending question.
 func (t *tx) ElicitationAnswer(ctx context.Context, id uuid.UUID, p store.ElicitationAnswerParams) (store.Elicitation, bool, error) {
 	e, err := scanElicitation(t.tx.QueryRow(ctx,
-		`UPDATE chat_elicitations SET state = $1, content = $2, answered_at = $3
-		WHERE id = $4 AND state = 'pending' RETURNING `+elicitationColumns,
+		query.ElicitationAnswer,
 		p.State, nullJSONB(p.Content), p.Now, id))
 	if err == nil {
 		return e, true, nil
@@ -103,12 +97,11 @@ func (t *tx) ElicitationRenew(ctx context.Context, ids []uuid.UUID, heldUntil ti
 
 // ElicitationExpire cancels the pending questions whose hold ended.
 func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elicitation, error) {
-	if _, err := t.tx.Exec(ctx, `UPDATE chat_elicitations SET slot_runner_id = NULL
-		WHERE slot_runner_id IS NOT NULL AND state <> 'pending' AND held_until < $1`, now); err != nil {
+	if _, err := t.tx.Exec(ctx, query.ElicitationExpire, now); err != nil {
 		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
 	}
 	rows, err := t.tx.Query(ctx, `UPDATE chat_elicitations SET state = 'cancel', answered_at = $1, slot_runner_id = NULL
-		WHERE state = 'pending' AND held_until < $1 RETURNING `+elicitationColumns, now)
+		WHERE state = 'pending' AND held_until < $1 RETURNING `+query.ElicitationColumns, now)
 	if err != nil {
 		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
 	}
@@ -121,7 +114,7 @@ func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elic
 
 // ElicitationResumeSlot ends a question's slot release.
 func (t *tx) ElicitationResumeSlot(ctx context.Context, id uuid.UUID) error {
-	if _, err := t.tx.Exec(ctx, `UPDATE chat_elicitations SET slot_runner_id = NULL WHERE id = $1`, id); err != nil {
+	if _, err := t.tx.Exec(ctx, query.ElicitationResumeSlot, id); err != nil {
 		return fmt.Errorf("resume slot of elicitation %s: %w", id, translate(err))
 	}
 	return nil

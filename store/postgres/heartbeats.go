@@ -76,7 +76,7 @@ func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, w store.L
 // HeartbeatAt reads a lease's last heartbeat.
 func (t *tx) HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error) {
 	var at time.Time
-	err := t.tx.QueryRow(ctx, `SELECT heartbeat_at FROM chat_heartbeats WHERE chat_id = $1 AND runner_id = $2`,
+	err := t.tx.QueryRow(ctx, query.HeartbeatAt,
 		chatID, runnerID).Scan(&at)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get heartbeat of chat %s runner %s: %w", chatID, runnerID, translate(err))
@@ -285,7 +285,7 @@ func qualified(alias, cols string) string {
 // ChatListByWorker lists the ids of the chats workerID owns (through
 // chats_owned_idx), oldest first.
 func (t *tx) ChatListByWorker(ctx context.Context, workerID uuid.UUID) ([]uuid.UUID, error) {
-	rows, err := t.tx.Query(ctx, `SELECT id FROM chats WHERE worker_id IS NOT NULL AND worker_id = $1 ORDER BY created_at, id`, workerID)
+	rows, err := t.tx.Query(ctx, query.ChatListByWorker, workerID)
 	if err != nil {
 		return nil, fmt.Errorf("list chats of worker %s: %w", workerID, translate(err))
 	}

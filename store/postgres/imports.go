@@ -8,12 +8,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // ChatImportGet returns the chat a user's import of an export created.
 func (t *tx) ChatImportGet(ctx context.Context, ownerID uuid.UUID, exportID string) (uuid.UUID, error) {
 	var id uuid.UUID
-	if err := t.tx.QueryRow(ctx, `SELECT chat_id FROM chat_imports WHERE owner_id = $1 AND export_id = $2`,
+	if err := t.tx.QueryRow(ctx, query.ChatImportGet,
 		ownerID, exportID).Scan(&id); err != nil {
 		return uuid.Nil, fmt.Errorf("read import %q of user %s: %w", exportID, ownerID, translate(err))
 	}
@@ -22,7 +23,7 @@ func (t *tx) ChatImportGet(ctx context.Context, ownerID uuid.UUID, exportID stri
 
 // ChatImportInsert records a user's import of an export.
 func (t *tx) ChatImportInsert(ctx context.Context, ownerID uuid.UUID, exportID string, chatID uuid.UUID, now time.Time) error {
-	if _, err := t.tx.Exec(ctx, `INSERT INTO chat_imports (owner_id, export_id, chat_id, created_at) VALUES ($1, $2, $3, $4)`,
+	if _, err := t.tx.Exec(ctx, query.ChatImportInsert,
 		ownerID, exportID, chatID, now); err != nil {
 		return fmt.Errorf("record import %q of user %s: %w", exportID, ownerID, translate(err))
 	}

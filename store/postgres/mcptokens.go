@@ -7,12 +7,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // MCPTokenGet reads a server's sealed OAuth tokens.
 func (t *tx) MCPTokenGet(ctx context.Context, serverID uuid.UUID) (store.MCPToken, error) {
 	out := store.MCPToken{ServerID: serverID}
-	err := t.tx.QueryRow(ctx, `SELECT sealed, updated_at FROM mcp_oauth_tokens WHERE server_id = $1`, serverID).
+	err := t.tx.QueryRow(ctx, query.MCPTokenGet, serverID).
 		Scan(&out.Sealed, &out.UpdatedAt)
 	if err != nil {
 		return store.MCPToken{}, fmt.Errorf("get OAuth tokens of MCP server %s: %w", serverID, translate(err))
@@ -23,8 +24,7 @@ func (t *tx) MCPTokenGet(ctx context.Context, serverID uuid.UUID) (store.MCPToke
 
 // MCPTokenPut stores a server's sealed OAuth tokens.
 func (t *tx) MCPTokenPut(ctx context.Context, tok store.MCPToken) error {
-	_, err := t.tx.Exec(ctx, `INSERT INTO mcp_oauth_tokens (server_id, sealed, updated_at) VALUES ($1, $2, $3)
-		ON CONFLICT (server_id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
+	_, err := t.tx.Exec(ctx, query.MCPTokenPut,
 		tok.ServerID, tok.Sealed, tok.UpdatedAt)
 	if err != nil {
 		return fmt.Errorf("put OAuth tokens of MCP server %s: %w", tok.ServerID, translate(err))
@@ -34,7 +34,7 @@ func (t *tx) MCPTokenPut(ctx context.Context, tok store.MCPToken) error {
 
 // MCPTokenDelete forgets a server's OAuth tokens.
 func (t *tx) MCPTokenDelete(ctx context.Context, serverID uuid.UUID) (bool, error) {
-	tag, err := t.tx.Exec(ctx, `DELETE FROM mcp_oauth_tokens WHERE server_id = $1`, serverID)
+	tag, err := t.tx.Exec(ctx, query.MCPTokenDelete, serverID)
 	if err != nil {
 		return false, fmt.Errorf("delete OAuth tokens of MCP server %s: %w", serverID, translate(err))
 	}

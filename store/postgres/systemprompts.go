@@ -9,12 +9,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // ChatSystemPromptGet reads a chat's system prompt ("" when none).
 func (t *tx) ChatSystemPromptGet(ctx context.Context, chatID uuid.UUID) (string, error) {
 	var text string
-	err := translate(t.tx.QueryRow(ctx, `SELECT text FROM chat_system_prompts WHERE chat_id = $1`, chatID).Scan(&text))
+	err := translate(t.tx.QueryRow(ctx, query.ChatSystemPromptGet, chatID).Scan(&text))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "", nil
@@ -28,10 +29,9 @@ func (t *tx) ChatSystemPromptGet(ctx context.Context, chatID uuid.UUID) (string,
 func (t *tx) ChatSystemPromptSet(ctx context.Context, chatID uuid.UUID, text string, now time.Time) error {
 	var err error
 	if text == "" {
-		_, err = t.tx.Exec(ctx, `DELETE FROM chat_system_prompts WHERE chat_id = $1`, chatID)
+		_, err = t.tx.Exec(ctx, query.ChatSystemPromptSetDelete, chatID)
 	} else {
-		_, err = t.tx.Exec(ctx, `INSERT INTO chat_system_prompts (chat_id, text, updated_at) VALUES ($1, $2, $3)
-			ON CONFLICT (chat_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at`,
+		_, err = t.tx.Exec(ctx, query.ChatSystemPromptSetInsert,
 			chatID, text, now)
 	}
 	if err != nil {

@@ -11,10 +11,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
-
-const elicitationColumns = `id, chat_id, tool_call_id, server, mode, message, schema, url, state, content,
-	created_at, held_until, answered_at, slot_runner_id`
 
 func scanElicitation(row rowScanner) (store.Elicitation, error) {
 	var (
@@ -48,9 +46,7 @@ func nullText(b json.RawMessage) any {
 // ElicitationInsert stores a new pending question.
 func (t *tx) ElicitationInsert(ctx context.Context, e store.Elicitation) (store.Elicitation, error) {
 	out, err := scanElicitation(t.tx.QueryRowContext(ctx,
-		`INSERT INTO chat_elicitations (id, chat_id, tool_call_id, server, mode, message, schema, url, created_at, held_until,
-			slot_runner_id)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING `+elicitationColumns,
+		query.ElicitationInsert,
 		e.ID.String(), e.ChatID.String(), e.ToolCallID, e.Server, e.Mode, e.Message, nullText(e.Schema), e.URL,
 		ts(e.CreatedAt), ts(e.HeldUntil), nullUUID(e.SlotRunnerID)))
 	if err != nil {
@@ -62,7 +58,7 @@ func (t *tx) ElicitationInsert(ctx context.Context, e store.Elicitation) (store.
 // ElicitationGet reads one question.
 func (t *tx) ElicitationGet(ctx context.Context, id uuid.UUID) (store.Elicitation, error) {
 	e, err := scanElicitation(t.tx.QueryRowContext(ctx,
-		`SELECT `+elicitationColumns+` FROM chat_elicitations WHERE id = ?`, id.String()))
+		query.ElicitationGet, id.String()))
 	if err != nil {
 		return store.Elicitation{}, fmt.Errorf("get elicitation %s: %w", id, err)
 	}
@@ -71,8 +67,7 @@ func (t *tx) ElicitationGet(ctx context.Context, id uuid.UUID) (store.Elicitatio
 
 // ElicitationListPending lists a chat's unanswered questions.
 func (t *tx) ElicitationListPending(ctx context.Context, chatID uuid.UUID) ([]store.Elicitation, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT `+elicitationColumns+` FROM chat_elicitations
-		WHERE chat_id = ? AND state = 'pending' ORDER BY created_at, id`, chatID.String())
+	rows, err := t.tx.QueryContext(ctx, query.ElicitationListPending, chatID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list elicitations of chat %s: %w", chatID, translate(err))
 	}
@@ -86,8 +81,7 @@ func (t *tx) ElicitationListPending(ctx context.Context, chatID uuid.UUID) ([]st
 // ElicitationAnswer answers a pending question.
 func (t *tx) ElicitationAnswer(ctx context.Context, id uuid.UUID, p store.ElicitationAnswerParams) (store.Elicitation, bool, error) {
 	e, err := scanElicitation(t.tx.QueryRowContext(ctx,
-		`UPDATE chat_elicitations SET state = ?, content = ?, answered_at = ?
-		WHERE id = ? AND state = 'pending' RETURNING `+elicitationColumns,
+		query.ElicitationAnswer,
 		p.State, nullText(p.Content), ts(p.Now), id.String()))
 	if err == nil {
 		return e, true, nil
@@ -118,12 +112,11 @@ func (t *tx) ElicitationRenew(ctx context.Context, ids []uuid.UUID, heldUntil ti
 
 // ElicitationExpire cancels the pending questions whose hold ended.
 func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elicitation, error) {
-	if _, err := t.tx.ExecContext(ctx, `UPDATE chat_elicitations SET slot_runner_id = NULL
-		WHERE slot_runner_id IS NOT NULL AND state <> 'pending' AND held_until < ?`, ts(now)); err != nil {
+	if _, err := t.tx.ExecContext(ctx, query.ElicitationExpire, ts(now)); err != nil {
 		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
 	}
 	rows, err := t.tx.QueryContext(ctx, `UPDATE chat_elicitations SET state = 'cancel', answered_at = ?, slot_runner_id = NULL
-		WHERE state = 'pending' AND held_until < ? RETURNING `+elicitationColumns, ts(now), ts(now))
+		WHERE state = 'pending' AND held_until < ? RETURNING `+query.ElicitationColumns, ts(now), ts(now))
 	if err != nil {
 		return nil, fmt.Errorf("expire elicitations: %w", translate(err))
 	}
@@ -136,7 +129,7 @@ func (t *tx) ElicitationExpire(ctx context.Context, now time.Time) ([]store.Elic
 
 // ElicitationResumeSlot ends a question's slot release.
 func (t *tx) ElicitationResumeSlot(ctx context.Context, id uuid.UUID) error {
-	if _, err := t.tx.ExecContext(ctx, `UPDATE chat_elicitations SET slot_runner_id = NULL WHERE id = ?`, id.String()); err != nil {
+	if _, err := t.tx.ExecContext(ctx, query.ElicitationResumeSlot, id.String()); err != nil {
 		return fmt.Errorf("resume slot of elicitation %s: %w", id, translate(err))
 	}
 	return nil

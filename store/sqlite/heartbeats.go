@@ -84,7 +84,7 @@ func (t *tx) HeartbeatRenew(ctx context.Context, leases []store.Lease, w store.L
 // HeartbeatAt reads a lease's last heartbeat.
 func (t *tx) HeartbeatAt(ctx context.Context, chatID, runnerID uuid.UUID) (time.Time, error) {
 	var at string
-	err := t.tx.QueryRowContext(ctx, `SELECT heartbeat_at FROM chat_heartbeats WHERE chat_id = ? AND runner_id = ?`,
+	err := t.tx.QueryRowContext(ctx, query.HeartbeatAt,
 		chatID.String(), runnerID.String()).Scan(&at)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("get heartbeat of chat %s runner %s: %w", chatID, runnerID, translate(err))
@@ -286,7 +286,7 @@ func qualified(alias, cols string) string {
 // ChatListByWorker lists the ids of the chats workerID owns (through
 // chats_owned_idx), oldest first.
 func (t *tx) ChatListByWorker(ctx context.Context, workerID uuid.UUID) ([]uuid.UUID, error) {
-	rows, err := t.tx.QueryContext(ctx, `SELECT id FROM chats WHERE worker_id IS NOT NULL AND worker_id = ? ORDER BY created_at, id`, workerID.String())
+	rows, err := t.tx.QueryContext(ctx, query.ChatListByWorker, workerID.String())
 	if err != nil {
 		return nil, fmt.Errorf("list chats of worker %s: %w", workerID, translate(err))
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // MCPTokenGet reads a server's sealed OAuth tokens.
@@ -15,7 +16,7 @@ func (t *tx) MCPTokenGet(ctx context.Context, serverID uuid.UUID) (store.MCPToke
 		out     = store.MCPToken{ServerID: serverID}
 		updated string
 	)
-	err := t.tx.QueryRowContext(ctx, `SELECT sealed, updated_at FROM mcp_oauth_tokens WHERE server_id = ?`,
+	err := t.tx.QueryRowContext(ctx, query.MCPTokenGet,
 		serverID.String()).Scan(&out.Sealed, &updated)
 	if err != nil {
 		return store.MCPToken{}, fmt.Errorf("get OAuth tokens of MCP server %s: %w", serverID, translate(err))
@@ -27,8 +28,7 @@ func (t *tx) MCPTokenGet(ctx context.Context, serverID uuid.UUID) (store.MCPToke
 
 // MCPTokenPut stores a server's sealed OAuth tokens.
 func (t *tx) MCPTokenPut(ctx context.Context, tok store.MCPToken) error {
-	_, err := t.exec(ctx, `INSERT INTO mcp_oauth_tokens (server_id, sealed, updated_at) VALUES (?, ?, ?)
-		ON CONFLICT (server_id) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at`,
+	_, err := t.exec(ctx, query.MCPTokenPut,
 		tok.ServerID.String(), tok.Sealed, ts(tok.UpdatedAt))
 	if err != nil {
 		return fmt.Errorf("put OAuth tokens of MCP server %s: %w", tok.ServerID, err)
@@ -38,7 +38,7 @@ func (t *tx) MCPTokenPut(ctx context.Context, tok store.MCPToken) error {
 
 // MCPTokenDelete forgets a server's OAuth tokens.
 func (t *tx) MCPTokenDelete(ctx context.Context, serverID uuid.UUID) (bool, error) {
-	n, err := t.exec(ctx, `DELETE FROM mcp_oauth_tokens WHERE server_id = ?`, serverID.String())
+	n, err := t.exec(ctx, query.MCPTokenDelete, serverID.String())
 	if err != nil {
 		return false, fmt.Errorf("delete OAuth tokens of MCP server %s: %w", serverID, err)
 	}

@@ -9,12 +9,13 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/store"
+	"github.com/chatd/chatd/store/internal/query"
 )
 
 // ChatSystemPromptGet reads a chat's system prompt ("" when none).
 func (t *tx) ChatSystemPromptGet(ctx context.Context, chatID uuid.UUID) (string, error) {
 	var text string
-	err := translate(t.tx.QueryRowContext(ctx, `SELECT text FROM chat_system_prompts WHERE chat_id = ?`, chatID.String()).Scan(&text))
+	err := translate(t.tx.QueryRowContext(ctx, query.ChatSystemPromptGet, chatID.String()).Scan(&text))
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return "", nil
@@ -28,10 +29,9 @@ func (t *tx) ChatSystemPromptGet(ctx context.Context, chatID uuid.UUID) (string,
 func (t *tx) ChatSystemPromptSet(ctx context.Context, chatID uuid.UUID, text string, now time.Time) error {
 	var err error
 	if text == "" {
-		_, err = t.exec(ctx, `DELETE FROM chat_system_prompts WHERE chat_id = ?`, chatID.String())
+		_, err = t.exec(ctx, query.ChatSystemPromptSetDelete, chatID.String())
 	} else {
-		_, err = t.exec(ctx, `INSERT INTO chat_system_prompts (chat_id, text, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (chat_id) DO UPDATE SET text = excluded.text, updated_at = excluded.updated_at`,
+		_, err = t.exec(ctx, query.ChatSystemPromptSetInsert,
 			chatID.String(), text, ts(now))
 	}
 	if err != nil {
