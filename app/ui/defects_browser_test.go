@@ -178,6 +178,11 @@ func browserCosmetics(t *testing.T, b *browser) {
 	b.do(chromedp.Navigate(b.base + "/"))
 	b.waitJS("the new-chat page", `document.querySelector('.hero')`)
 
+	// The Settings link beside the theme button draws a cog: its old
+	// rays read as a sun, the theme's own icon.
+	settingsIcon := eval[string](b, `document.querySelector('.settings-link path').getAttribute('d')`)
+	require.True(t, strings.HasPrefix(settingsIcon, "M18.6 9.8"), "the Settings link draws the cog, got %q", settingsIcon)
+
 	// A chat waiting for a dynamic tool's result is busy: sends queue.
 	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{
 		Content:            []sdk.ChatMessagePart{{Type: sdk.PartText, Text: "/tool lookup {}"}},
