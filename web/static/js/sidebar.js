@@ -76,7 +76,7 @@ export class Sidebar {
     this.moreSeen = typeof IntersectionObserver === 'function'
       ? new IntersectionObserver((entries) => { if (entries.some((e) => e.isIntersecting)) this.loadMore(); }, { root: this.list, rootMargin: '0px 0px 300px 0px' })
       : null;
-    if (this.moreSeen) this.moreSeen.observe(this.moreBtn);
+    this.watchMore();
     // Up and Down move between the chats (search results included); Up
     // from the first goes back to the search box.
     this.list.addEventListener('keydown', (e) => {
@@ -261,7 +261,18 @@ export class Sidebar {
       this.loadingMore = false;
       this.moreBtn.disabled = false;
       this.moreBtn.textContent = 'Load more chats';
+      this.watchMore();
     }
+  }
+
+  // watchMore (re)starts watching the "Load more" button: observing
+  // reports its visibility at once, so a button still in view after a
+  // load that lost to a refresh, or came while another ran, loads again
+  // (an observer only reports changes).
+  watchMore() {
+    if (!this.moreSeen) return;
+    this.moreSeen.unobserve(this.moreBtn);
+    if (this.more) this.moreSeen.observe(this.moreBtn);
   }
 
   renderSkeleton() {
@@ -314,6 +325,7 @@ export class Sidebar {
     this.list.replaceChildren(...groups.filter(([, cs]) => cs.length).map(([name, cs]) => h('section', { class: 'chat-group' },
       h('h2', { class: 'group-title', text: name }),
       h('ul', { role: 'list' }, withKids(cs)))), ...(this.more ? [this.moreBtn] : []));
+    this.watchMore();
     if (focusKey) {
       const el = this.list.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`);
       if (el) el.focus();
