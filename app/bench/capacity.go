@@ -122,16 +122,24 @@ type CapacityReport struct {
 	Held int
 }
 
+// tableMillis and tableRatio format the capacity and surfaces tables'
+// cells: milliseconds with one decimal, a ratio to its baseline ("-"
+// without one).
+func tableMillis(d time.Duration) string {
+	return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond))
+}
+
+func tableRatio(a, b time.Duration) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(a)/float64(b))
+}
+
 // Write prints the capacity table.
 func (r CapacityReport) Write(w io.Writer) error {
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
+	ms, ratio := tableMillis, tableRatio
 	us := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Microsecond)) }
-	ratio := func(a, b time.Duration) string {
-		if b == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", float64(a)/float64(b))
-	}
 	var b strings.Builder
 	c := r.Config
 	fmt.Fprintf(&b, "store: %s; capacity: first token %v, %d tokens/s, %d tokens, %d viewers per chat, p99 limit %v\n",

@@ -75,13 +75,7 @@ type SurfacesReport struct {
 
 // Write prints the surfaces table.
 func (r SurfacesReport) Write(w io.Writer) error {
-	ms := func(d time.Duration) string { return fmt.Sprintf("%.1f", float64(d)/float64(time.Millisecond)) }
-	ratio := func(a, b time.Duration) string {
-		if b == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", float64(a)/float64(b))
-	}
+	ms, ratio := tableMillis, tableRatio
 	var b strings.Builder
 	fmt.Fprintf(&b, "store: %s; surfaces: %d chats at once, %d tokens each (first after %v, then %d/s); ratios to the WebSocket stream\n",
 		r.Store, r.Config.Chats, r.Config.Tokens, r.Config.FirstToken, r.Config.TokensPerSec)
