@@ -65,6 +65,8 @@ func TestBrowserSearchJumps(t *testing.T) {
 			b.shot("70-search-" + tc.name)
 			b.do(chromedp.Click(chromedp.CSS(`.chat-list a[href*="?message="]`)))
 			b.waitJS("the highlighted message", `document.querySelector('.msg-user.search-hit')?.dataset.id === '`+fmt.Sprint(target)+`'`)
+			// The term is marked once the message's text has rendered.
+			b.waitJS("the marked term", `document.querySelector('.search-hit .search-mark')`)
 			require.Equal(t, "marmalade", eval[string](b, `document.querySelector('.search-hit .search-mark').textContent`))
 			b.waitJS("the match in view, the bottom not", `(() => {
 				const s = document.querySelector('.scroller'), r = document.querySelector('.search-hit .search-mark').getBoundingClientRect(), v = s.getBoundingClientRect();

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -12,9 +11,11 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
@@ -52,7 +53,8 @@ func TestPostgresConnectionsKilledUnderLoad(t *testing.T) {
 	token := auth.NewToken()
 	cfg := config.Config{BootstrapToken: token, OpenAIBaseURL: llmSrv.URL, DefaultModel: "openai/test-model", Worker: fastWorker()}
 	cfg.Worker.HeartbeatInterval, cfg.Worker.LeaseTimeout = 100*time.Millisecond, time.Second
-	a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
+	logs := &apptest.LogBuffer{} // shown when a chat does not finish
+	a, err := app.NewWithStore(ctx, cfg, s, logs)
 	c := serveApp(t, ctx, token, a, err)
 
 	// The chaos: for 3 s, every server connection is terminated every
@@ -139,16 +141,26 @@ func TestPostgresConnectionsKilledUnderLoad(t *testing.T) {
 
 	for i, id := range chats {
 		want := []string{fmt.Sprintf("user: first %d", i), "assistant: Done.", fmt.Sprintf("user: second %d", i), "assistant: Done."}
-		var got []string
-		require.Eventually(t, func() bool {
+		var (
+			got  []string
+			last string // what the chat looked like at the last look
+		)
+		if !assert.Eventually(t, func() bool {
 			page, err := c.ChatMessages(ctx, id, sdk.MessagesOptions{Limit: 100})
 			if err != nil || len(page.QueuedMessages) > 0 {
+				last = fmt.Sprintf("messages: err %v, %d queued", err, len(page.QueuedMessages))
 				return false
 			}
 			got = transcript(page.Messages)
 			chat, err := c.Chat(ctx, id)
+			last = fmt.Sprintf("status %s (err %v), transcript %q", chat.Status, err, got)
+			if chat.LastError != nil {
+				last += fmt.Sprintf(", last_error %+v", *chat.LastError)
+			}
 			return err == nil && chat.Status == sdk.ChatStatusWaiting && len(got) == len(want)
-		}, time.Minute, 20*time.Millisecond, "chat %d finishes both turns", i)
+		}, time.Minute, 20*time.Millisecond, "chat %d finishes both turns", i) {
+			t.Fatalf("chat %d (%s) did not finish: %s\nserver log:\n%s", i, id, last, logs.String())
+		}
 		require.Equal(t, want, got, "chat %d: each message once", i)
 	}
 }
