@@ -87,11 +87,18 @@ func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 			sdk.CreateScheduleRequest{Content: sdk.Text("x"), Every: "5s"}, nil)
 		require.ErrorContains(t, err, "CHATD_MIN_SCHEDULE_INTERVAL")
 
-		// The runner waits on the fake clock: move it until the run shows
-		// (the runner may pick its timer just after a move).
+		// The runner waits on the fake clock: move it to the due time, then
+		// nudge it until the run shows (the runner may pick its timer just
+		// after a move). The nudges stay far below the next due time: a
+		// clock moved past it would fire a second run, rightly.
 		var runs []sdk.ScheduleRun
+		due := *sc.NextRunAt
 		require.Eventually(t, func() bool {
-			c.Advance(10 * time.Second)
+			step := time.Millisecond
+			if left := due.Sub(c.Now()); left > 0 {
+				step = min(left, 10*time.Second)
+			}
+			c.Advance(step)
 			runs, err = alice.ScheduleRuns(ctx, chat.ID, sc.ID)
 			require.NoError(t, err)
 			return len(runs) > 0
