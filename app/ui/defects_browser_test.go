@@ -182,6 +182,16 @@ func browserCosmetics(t *testing.T, b *browser) {
 	// rays read as a sun, the theme's own icon.
 	settingsIcon := eval[string](b, `document.querySelector('.settings-link path').getAttribute('d')`)
 	require.True(t, strings.HasPrefix(settingsIcon, "M18.6 9.8"), "the Settings link draws the cog, got %q", settingsIcon)
+	// Each sidebar link draws its own icon (Usage drew the cog, Projects
+	// the brand's bubble).
+	icons := eval[map[string]string](b, `Object.fromEntries(['.brand-mark', '.projects-link', '.usage-link', '.settings-link']
+		.map(sel => [sel, document.querySelector('.sidebar ' + sel + ' path').getAttribute('d')]))`)
+	seen := map[string]string{}
+	for sel, d := range icons {
+		require.Empty(t, seen[d], "%s draws the same icon as %s", sel, seen[d])
+		seen[d] = sel
+	}
+	require.Len(t, seen, 4)
 
 	// A chat waiting for a dynamic tool's result is busy: sends queue.
 	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{
