@@ -192,6 +192,8 @@ func browserCosmetics(t *testing.T, b *browser) {
 		seen[d] = sel
 	}
 	require.Len(t, seen, 4)
+	require.Equal(t, []string{"none", "none"}, eval[[]string](b, `['.projects-link', '.usage-link']
+		.map(sel => getComputedStyle(document.querySelector('.sidebar ' + sel)).textDecorationLine)`), "the sidebar's links are not underlined")
 
 	// A chat waiting for a dynamic tool's result is busy: sends queue.
 	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{

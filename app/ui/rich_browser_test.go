@@ -1,8 +1,13 @@
 package ui_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/config"
+	"github.com/chatd/chatd/app/sdk"
 )
 
 // jsCSPWatch records the page's Content-Security-Policy violations in
@@ -251,6 +257,48 @@ func TestBrowserAttachmentPreviews(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(".thread .msg-user .file-preview-toggle")))
 	require.Equal(t, "Show all (20 lines)", eval[string](b, preview+`.querySelector('.file-preview-toggle').textContent`))
 
+	toolImage(t, b)
 	require.Empty(t, eval[[]string](b, `window.__csp`), "Content-Security-Policy violations")
 	b.checkNoProblems()
+}
+
+// toolImage: an image a tool returned (MCP image content, here a dynamic
+// tool's result of that shape) shows as a thumbnail in the tool card and
+// opens in the lightbox; the card's Result prints a note, not the base64.
+// The result arrives while the chat is open (live, over the stream).
+func toolImage(t *testing.T, b *browser) {
+	img := image.NewRGBA(image.Rect(0, 0, 64, 48))
+	for x := range 64 {
+		img.Set(x, x%48, color.RGBA{R: 200, A: 255})
+	}
+	var buf bytes.Buffer
+	require.NoError(t, png.Encode(&buf, img))
+	data := base64.StdEncoding.EncodeToString(buf.Bytes())
+	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{
+		Content:            []sdk.ChatMessagePart{{Type: sdk.PartText, Text: "/tool snapshot {}"}},
+		UnsafeDynamicTools: []sdk.DynamicTool{{Name: "snapshot", Description: "Takes a snapshot", InputSchema: json.RawMessage(`{"type":"object"}`)}},
+	})
+	require.NoError(t, err)
+	b.do(chromedp.Navigate(b.base + "/chats/" + chat.ID.String()))
+	b.waitJS("the card waiting for the result", `document.querySelector('.thread .tool-card.tool-waiting')?.dataset.toolCallId`)
+	call := eval[string](b, `document.querySelector('.thread .tool-card.tool-waiting').dataset.toolCallId`)
+	out, err := json.Marshal(map[string]any{"content": []map[string]any{
+		{"type": "text", "text": "the screen"},
+		{"type": "image", "mimeType": "image/png", "bytes": buf.Len(), "data": data},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, b.api.SubmitToolResults(b.ctx, chat.ID, sdk.SubmitToolResultsRequest{Results: []sdk.ToolResult{{ToolCallID: call, Output: out}}}))
+	thumb := `document.querySelector('.thread .tool-card .tool-images .chip.file.image img.thumb')`
+	// The card is drawn again while the reply streams: wait for the turn.
+	b.waitJS("the tool's image in its card, the turn over", jsIdle+` && `+thumb+`?.naturalWidth === 64`)
+	require.Equal(t, "Image 1 from snapshot", eval[string](b, thumb+`.alt`))
+	b.shot("84-tool-image")
+	result := eval[string](b, `document.querySelector('.thread .tool-card .tool-section:last-of-type pre').textContent`)
+	require.NotContains(t, result, data[:40], "the base64 is not printed")
+	require.Contains(t, result, "characters of base64, shown above")
+	require.Contains(t, result, "the screen")
+	b.do(chromedp.Click(chromedp.CSS(".thread .tool-card .tool-images .chip.file.image")))
+	b.waitJS("the lightbox with the tool's image", `document.querySelector('.lightbox img')?.naturalWidth === 64`)
+	b.do(chromedp.KeyEvent("\x1b"))
+	b.waitJS("closed", `!document.querySelector('.lightbox')`)
 }

@@ -103,12 +103,39 @@ export function toolCard(call, result, ctx) {
   const links = agentLinks(call, result);
   if (links) card.append(links);
   if (result) {
-    const v = parseJSON(result.result);
+    const { images, shown } = toolMedia(parseJSON(result.result));
     const label = { cancelled: 'Cancelled', error: 'Error', denied: 'Denied' }[state] || 'Result';
+    if (images.length) {
+      card.append(h('div', { class: 'chips tool-images' }, images.map((img, i) => {
+        const alt = `Image ${i + 1} from ${call.tool_name || 'the tool'}`;
+        return h('a', { class: 'chip file image', href: img.src, title: alt, 'data-lightbox': '' },
+          h('img', { class: 'thumb', src: img.src, alt, decoding: 'async' }));
+      })));
+    }
     card.append(h('details', { class: 'tool-section', open: state === 'error' },
-      h('summary', {}, label), h('pre', { class: 'json', tabindex: '0', text: prettyJSON(v ?? '') })));
+      h('summary', {}, label), h('pre', { class: 'json', tabindex: '0', text: prettyJSON(shown ?? '') })));
   }
   return card;
+}
+
+// The image types a tool result may show inline (the types the UI shows
+// as attachments; CSP img-src allows data: URLs).
+const TOOL_IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp'];
+
+// toolMedia splits an MCP tool result ({content: [blocks]}) into the images
+// the card shows and the result as the card prints it: an image or audio
+// block's base64 "data" is replaced by a short note instead of pages of
+// base64.
+export function toolMedia(v) {
+  const images = [];
+  if (!v || typeof v !== 'object' || !Array.isArray(v.content)) return { images, shown: v };
+  const content = v.content.map((b) => {
+    if (!b || typeof b !== 'object' || typeof b.data !== 'string' || (b.type !== 'image' && b.type !== 'audio')) return b;
+    const show = b.type === 'image' && TOOL_IMAGE_TYPES.includes(b.mimeType) && /^[A-Za-z0-9+/]*={0,2}$/.test(b.data);
+    if (show) images.push({ src: `data:${b.mimeType};base64,${b.data}`, mimeType: b.mimeType });
+    return { ...b, data: `[${b.data.length} characters of base64${show ? ', shown above' : ''}]` };
+  });
+  return { images, shown: { ...v, content } };
 }
 
 function thinkingBlock(text, seconds, live) {
