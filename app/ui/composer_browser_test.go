@@ -6,9 +6,11 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/config"
+	"github.com/chatd/chatd/app/sdk"
 )
 
 // jsComposerOffscreen lists the composer's controls (every rendered
@@ -55,5 +57,41 @@ func TestBrowserComposerFits(t *testing.T) {
 	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
 	b.waitJS("the chat idle", jsIdle)
 	check("idle")
+	b.checkNoProblems()
+}
+
+// TestBrowserModelPickerKeepsChoice: a model picked in an open chat stays
+// picked when a turn ends (the chat is loaded again then); it used to go
+// back to the chat's last model at every turn end.
+func TestBrowserModelPickerKeepsChoice(t *testing.T) {
+	b := startBrowserWith(t, func(c *config.Config) {
+		c.Models = []string{"openai/gpt-4.1-mini"}
+		c.OpenAIAPIKey = "sk-unused"
+	})
+	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
+	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
+	models, err := b.api.Models(b.ctx)
+	require.NoError(t, err)
+	ids := map[string]uuid.UUID{}
+	for _, m := range models.Models {
+		ids[m.Model] = m.ID
+	}
+	require.Contains(t, ids, "demo")
+	require.Contains(t, ids, "gpt-4.1-mini")
+	demo := ids["demo"]
+	chat, err := b.api.CreateChat(b.ctx, sdk.CreateChatRequest{Content: sdk.Text("first"), ModelConfigID: &demo})
+	require.NoError(t, err)
+	b.do(chromedp.Navigate(b.base + "/chats/" + chat.ID.String()))
+	b.waitJS("the answered chat", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 1`)
+	picker := `document.querySelector('.composer .picker:not(.effort)')`
+	b.waitJS("the chat's model in the picker", picker+`.value === `+jsString(demo.String()))
+
+	other := ids["gpt-4.1-mini"].String()
+	b.setValue(".composer .picker:not(.effort)", other)
+	// Another client's turn ends: the page loads the chat again.
+	_, err = b.api.SendMessage(b.ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text("second"), ModelConfigID: &demo})
+	require.NoError(t, err)
+	b.waitJS("the second reply", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 2`)
+	require.Equal(t, other, eval[string](b, picker+`.value`), "the picked model stays picked")
 	b.checkNoProblems()
 }

@@ -182,7 +182,12 @@ export class ChatView {
       this.tools.update();
       this.titleEl.textContent = this.chat.title || 'New chat';
       document.title = (this.chat.title || 'New chat') + ' · chatd';
-      if (this.chat.last_model_config_id) this.composer.setModels(this.app.models, this.chat.last_model_config_id);
+      // The chat's last model is the picker's start; loaded again (each
+      // turn end), the chat leaves what the person picked since alone.
+      if (this.chat.last_model_config_id && !this.modelShown && this.app.models.length) {
+        this.modelShown = true;
+        this.composer.setModels(this.app.models, this.chat.last_model_config_id);
+      }
       if (this.chat.parent_chat_id) this.showParent(this.chat.parent_chat_id);
     } catch (e) {
       if (e instanceof ApiError && e.status === 404) this.notFound();
