@@ -186,17 +186,20 @@ func (f *file) largeGzip() []byte {
 		return nil
 	}
 	e := f.enc
-	e.largeOnce.Do(func() {
-		go func() {
-			if z, err := gzippedLevel(f.data, gzip.BestSpeed); err == nil && z != nil {
-				e.large.Store(&z)
-			}
-		}()
-	})
+	e.largeOnce.Do(func() { go e.compressLarge(f.data) })
 	if z := e.large.Load(); z != nil {
 		return *z
 	}
 	return nil
+}
+
+// compressLarge makes a large file's gzip form at gzip's best speed. It
+// runs once per content and process, on its own goroutine (tests that
+// check for leaks let it finish: app/ui/main_test.go).
+func (e *encoded) compressLarge(data []byte) {
+	if z, err := gzippedLevel(data, gzip.BestSpeed); err == nil && z != nil {
+		e.large.Store(&z)
+	}
 }
 
 // gzipped is data gzip-compressed, or nil when that is not smaller.
