@@ -254,20 +254,26 @@ func (h *Harness) Shutdown() error {
 	return h.shutdown()
 }
 
-// Stop ends h as the exit of its process would: with Options.Run as
-// Shutdown does; otherwise its server closes, with its client
-// connections, and the app stops (App.Stop). Closing the app, which
-// closes the store, waits for the test's end, so that Reopen can start
-// the next app on the same store. Later calls do nothing.
-func (h *Harness) Stop() {
+// Stop ends h as a graceful exit of its process (SIGTERM) would: with
+// Options.Run as Shutdown does; otherwise the app drains (App.Shutdown,
+// within Config.ShutdownTimeout: on Postgres it hands its chats over, on
+// SQLite running turns may finish), then its server closes with its
+// client connections. Closing the app, which closes the store, waits for
+// the test's end, so that Reopen can start the next app on the same
+// store. For a crash call h.App.Stop() instead. Later calls do nothing.
+func (h *Harness) Stop(t testing.TB) {
+	t.Helper()
 	if h.opts.Run {
-		_ = h.Shutdown() // the test's end checks the error
+		require.NoError(t, h.Shutdown(), "App.Run")
 		return
 	}
 	h.stop.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), h.opts.Config.WithDefaults().ShutdownTimeout)
+		defer cancel()
+		err := h.App.Shutdown(ctx)
 		h.Server.CloseClientConnections()
 		h.Server.Close()
-		h.App.Stop()
+		require.NoError(t, err, "drain")
 	})
 }
 
@@ -276,7 +282,8 @@ func (h *Harness) Stop() {
 // is not. It shares h's store (a SQLite file admits one opener; on
 // Postgres, Options.Postgres, it opens a connection of its own). Stop h
 // first, or call h.App.Stop() for a crash: nothing committed, nothing
-// abandoned, h's server still up.
+// abandoned, h's server still up, its chats owned until their leases go
+// stale (on SQLite, until this start).
 func (h *Harness) Reopen(t testing.TB) *Harness {
 	t.Helper()
 	r := &Harness{opts: h.opts, dsn: h.dsn, schema: h.schema}

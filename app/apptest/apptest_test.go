@@ -68,7 +68,7 @@ func TestReopenKeepsState(t *testing.T) {
 			tok := h.NewUserToken(t, "alice")
 			chat, err := h.Client(tok).CreateChat(h.Ctx, sdk.CreateChatRequest{Title: "kept"})
 			require.NoError(t, err)
-			h.Stop()
+			h.Stop(t)
 			_, err = h.Admin.Me(h.Ctx)
 			require.Error(t, err, "a stopped app's server is closed")
 
