@@ -238,6 +238,7 @@ func (h *Harness) run(t testing.TB) {
 	select {
 	case addr := <-addrc:
 		h.URL = "http://" + addr.String()
+		h.Internals = h.App.Internals() // MetricsAddr is known now
 	case err := <-done:
 		once.Do(func() { stopRun(); runErr = err })
 		require.NoError(t, err, "App.Run")
