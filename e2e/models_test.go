@@ -61,7 +61,8 @@ func TestRunningChatSurvivesModelEdit(t *testing.T) {
 }
 
 // Without CHATD_SECRET_KEY, PostgreSQL refuses to start; SQLite creates a
-// private key file next to the database and reuses it.
+// private key file next to the database and reuses it. A construction
+// test: app.New on a database path, as chatd serve opens it.
 func TestSecretKeyRequirements(t *testing.T) {
 	_, err := app.New(context.Background(), config.Config{DB: "postgres://nowhere.invalid/chatd"}, io.Discard)
 	require.ErrorContains(t, err, "CHATD_SECRET_KEY is required with PostgreSQL")
