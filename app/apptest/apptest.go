@@ -13,11 +13,13 @@
 // production HTTP server (timeouts, connection limits, metrics listener,
 // graceful shutdown), instead of an httptest server.
 //
-// A few end-to-end tests call app.New directly: they test construction
-// itself, app.New refusing a bad configuration, secret key or schema
-// (e2e/secretkey_test.go, migrate_test.go, the refusals in models_test.go,
-// mcp_test.go, approval_test.go and leases_config_test.go), so there is no
-// running app to harness.
+// Only construction tests call app.New directly: they test app.New itself
+// on a database path, taking or refusing a configuration, secret key or
+// schema, so there is no running app to harness. They are
+// e2e/secretkey_test.go and e2e/migrate_test.go (all of their tests),
+// TestSecretKeyRequirements (models_test.go), TestMCPConfigErrorStopsStartup
+// (mcp_test.go), TestToolApprovalSetting (approval_test.go) and
+// TestLeaseSettingsFromEnv (leases_config_test.go).
 package apptest
 
 import (
