@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -16,8 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -41,27 +39,13 @@ func startAISDK(t *testing.T, newStore func(t testing.TB) store.Store) *aisdkRig
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	r := &aisdkRig{ctx: ctx, llm: llmtest.NewOpenAI(t)}
-	a, err := app.NewWithStore(ctx, config.Config{
-		BootstrapToken: auth.NewToken(), OpenAIBaseURL: r.llm.URL, DefaultModel: "openai/test-model", BuiltinTools: true,
+	h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+		OpenAIBaseURL: r.llm.URL, DefaultModel: "openai/test-model", BuiltinTools: true,
 		Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
-	}, newStore(t), io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	require.NoError(t, a.Start(ctx))
-	t.Cleanup(a.Stop)
-	r.url = srv.URL
-	for _, name := range []string{"alice", "bob"} {
-		tok, _, err := auth.CreateToken(ctx, a.Internals().Store, name, false, "test", time.Now())
-		require.NoError(t, err)
-		if name == "alice" {
-			r.alice = tok
-		} else {
-			r.bob = tok
-		}
-	}
-	r.aliceAPI = sdk.New(srv.URL, r.alice)
+	}})
+	r.url = h.URL
+	r.alice, r.bob = h.NewUserToken(t, "alice"), h.NewUserToken(t, "bob")
+	r.aliceAPI = h.Client(r.alice)
 	return r
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -62,53 +62,39 @@ func startApprovalShop(t *testing.T) *approvalShop {
 	return s
 }
 
-// keptStore is a store an app may close without closing it, so a second
-// app (a restarted process) can open the same database after the first.
-type keptStore struct{ store.Store }
-
-func (keptStore) Close() error { return nil }
-
 // approvalRig starts apps over one database, with the shop server
 // configured under "approval": "effectful".
 type approvalRig struct {
-	t      *testing.T
-	ctx    context.Context
-	store  store.Store
-	llm    *llmtest.Server
-	config string
-	token  string
+	t        *testing.T
+	ctx      context.Context
+	newStore func(t testing.TB) store.Store
+	llm      *llmtest.Server
+	config   string
 	// rootLimit caps concurrently owned root chats (0: the default).
 	rootLimit int
+	h         *apptest.Harness // the app last started
 }
 
-// start runs an app and returns clients for the chats' owner, another
-// user and an admin; stop ends it (the database stays).
+// start runs an app (the next one on the same database after the first)
+// and returns clients for the chats' owner, another user and an admin;
+// stop ends it (the database stays).
 func (r *approvalRig) start() (alice, bob, admin *sdk.Client, stop func()) {
 	t := r.t
-	a, err := app.NewWithStore(r.ctx, config.Config{
-		BootstrapToken: r.token, OpenAIBaseURL: r.llm.URL, DefaultModel: "openai/test-model", MCPConfig: r.config,
-		Worker: worker.Config{SyncInterval: 50 * time.Millisecond, RootLimit: r.rootLimit},
-	}, keptStore{r.store}, io.Discard)
-	require.NoError(t, err)
-	srv := httptest.NewServer(a.Handler())
-	require.NoError(t, a.Start(r.ctx))
-	stopped := false
-	stop = func() {
-		if !stopped {
-			stopped = true
-			srv.Close()
-			a.Stop()
-			require.NoError(t, a.Close())
-		}
+	if r.h == nil {
+		r.h = apptest.Start(t, apptest.Options{Store: r.newStore, Config: config.Config{
+			OpenAIBaseURL: r.llm.URL, DefaultModel: "openai/test-model", MCPConfig: r.config,
+			Worker: worker.Config{SyncInterval: 50 * time.Millisecond, RootLimit: r.rootLimit},
+		}})
+	} else {
+		r.h = r.h.Reopen(t)
 	}
-	t.Cleanup(stop)
 	clients := map[string]*sdk.Client{}
 	for _, name := range []string{"alice", "bob", "root"} {
-		tok, _, err := auth.CreateToken(r.ctx, a.Internals().Store, name, name == "root", "test", time.Now())
-		require.NoError(t, err)
-		clients[name] = sdk.New(srv.URL, tok)
+		tok, _ := r.h.CreateToken(t, name, name == "root")
+		clients[name] = r.h.Client(tok)
 	}
-	return clients["alice"], clients["bob"], clients["root"], stop
+	h := r.h
+	return clients["alice"], clients["bob"], clients["root"], func() { h.Stop(t) }
 }
 
 func waitStatus(t *testing.T, ctx context.Context, c *sdk.Client, chat uuid.UUID, status sdk.ChatStatus) sdk.Chat {
@@ -154,9 +140,7 @@ func TestToolApproval(t *testing.T) {
 			"shop": map[string]any{"url": shop.url, "approval": "effectful"},
 		}})
 		require.NoError(t, err)
-		s := newStore(t)
-		t.Cleanup(func() { _ = s.Close() })
-		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(mcpConfig)), token: auth.NewToken()}
+		r := &approvalRig{t: t, ctx: ctx, newStore: newStore, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(mcpConfig))}
 		r.llm.Enqueue(llmtest.ToolCall("call_price", "shop__price", `{"order":42}`))
 		r.llm.Enqueue(llmtest.ToolCall("call_charge", "shop__charge", `{"order":42}`))
 		r.llm.Enqueue(llmtest.TextChunks("Charged."))
@@ -249,9 +233,7 @@ func TestChatToolApprovalTightens(t *testing.T) {
 			"shop": map[string]any{"url": shop.url, "approvals": map[string]string{"charge": "always"}},
 		}})
 		require.NoError(t, err)
-		s := newStore(t)
-		t.Cleanup(func() { _ = s.Close() })
-		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(mcpConfig)), token: auth.NewToken()}
+		r := &approvalRig{t: t, ctx: ctx, newStore: newStore, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(mcpConfig))}
 		r.llm.Enqueue(llmtest.ToolCall("call_price", "shop__price", `{"order":1}`))
 		r.llm.Enqueue(llmtest.ToolCall("call_charge", "shop__charge", `{"order":1}`))
 		alice, _, _, _ := r.start()
@@ -287,6 +269,8 @@ func TestChatToolApprovalTightens(t *testing.T) {
 	})
 }
 
+// TestToolApprovalSetting: CHATD_TOOL_APPROVAL is read, and app.New
+// refuses a bad value (a construction test: no running app).
 func TestToolApprovalSetting(t *testing.T) {
 	t.Setenv("CHATD_TOOL_APPROVAL", "effectful")
 	require.Equal(t, "effectful", fromEnv(t).Worker.ToolApproval)

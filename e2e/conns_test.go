@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -16,7 +15,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
 	"github.com/chatd/chatd/app/sdk"
@@ -24,31 +23,14 @@ import (
 
 const connToken = "conn-test-token"
 
-// serve runs an app on a loopback port with cfg (its DB and address
-// filled in) until the test ends, and returns its address.
+// serve runs an app with App.Run (the production server, with its
+// timeouts and connection cap) on a loopback port with cfg until the test
+// ends, and returns its address.
 func serve(t *testing.T, cfg config.Config) string {
 	t.Helper()
-	cfg.Addr = "127.0.0.1:0"
-	cfg.DB = filepath.Join(t.TempDir(), "chatd.db")
 	cfg.BootstrapToken = connToken
-	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, io.Discard)
-	require.NoError(t, err)
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, func(addr net.Addr) { addrc <- addr }) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-		require.NoError(t, a.Close())
-	})
-	select {
-	case addr := <-addrc:
-		return addr.String()
-	case err := <-done:
-		t.Fatalf("run: %v", err)
-		return ""
-	}
+	h := apptest.Start(t, apptest.Options{Run: true, Config: cfg})
+	return strings.TrimPrefix(h.URL, "http://")
 }
 
 // dialRaw opens a TCP connection whose reads fail after a bound, so a

@@ -1,11 +1,8 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"regexp"
 	"strings"
@@ -14,10 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/config"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/worker"
-	"github.com/chatd/chatd/store/dbtest"
 )
 
 // describing is a Registerer that records the metric names registered on
@@ -83,17 +78,13 @@ func dashboardExprs(t *testing.T) []string {
 // their _bucket, _sum and _count series), so the dashboard cannot drift
 // from the code silently.
 func TestGrafanaDashboard(t *testing.T) {
-	a, err := app.NewWithStore(context.Background(), config.Config{}, dbtest.NewSQLite(t), io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
+	h := apptest.Start(t, apptest.Options{NoStart: true})
 	// One request gives the HTTP families a series.
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	res, err := http.Get(srv.URL + "/healthz")
+	res, err := http.Get(h.URL + "/healthz")
 	require.NoError(t, err)
 	res.Body.Close()
 	registered := map[string]bool{}
-	fams, err := a.Internals().Metrics.Registry.Gather()
+	fams, err := h.Metrics.Registry.Gather()
 	require.NoError(t, err)
 	for _, f := range fams {
 		registered[f.GetName()] = true

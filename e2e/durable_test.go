@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -19,7 +18,6 @@ import (
 
 	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -236,23 +234,18 @@ func TestDurableCreateChat(t *testing.T) {
 	})
 }
 
-// journalApp starts an app on s with one server-side tool.
-func journalApp(t *testing.T, ctx context.Context, s store.Store, llmURL, token string, tool *tools.Func) (*app.App, *sdk.Client) {
+// journalApp starts an app on a store newStore makes with one
+// server-side tool.
+func journalApp(t *testing.T, newStore func(t testing.TB) store.Store, llmURL string, tool *tools.Func) *apptest.Harness {
 	t.Helper()
-	a, err := app.NewWithStore(ctx, config.Config{
-		BootstrapToken: token, OpenAIBaseURL: llmURL, DefaultModel: "openai/test-model",
+	return apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+		OpenAIBaseURL: llmURL, DefaultModel: "openai/test-model",
 		Tools: []tools.Tool{tool},
 		Worker: worker.Config{
 			BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond,
 			AcquireInterval: 50 * time.Millisecond, HeartbeatInterval: 50 * time.Millisecond, LeaseTimeout: 300 * time.Millisecond,
 		},
-	}, s, io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) }) // the pubsub; the store closes twice harmlessly
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	require.NoError(t, a.Start(ctx))
-	return a, sdk.New(srv.URL, token)
+	}})
 }
 
 // A crash while a server-side tool runs: a pure call runs again on the
@@ -266,7 +259,6 @@ func TestToolJournalAfterCrash(t *testing.T) {
 			dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 				defer cancel()
-				s := newStore(t)
 				llm := llmtest.NewOpenAI(t)
 				llm.Enqueue(llmtest.ToolCall("call_1", "do_it", `{"n":1}`), llmtest.TextChunks("all done"))
 				var runs atomic.Int32
@@ -280,17 +272,18 @@ func TestToolJournalAfterCrash(t *testing.T) {
 					}
 					return json.RawMessage(`{"ok":true}`), nil
 				}}
-				token := auth.NewToken()
-				first, client := journalApp(t, ctx, s, llm.URL, token, tool)
+				first := journalApp(t, newStore, llm.URL, tool)
+				client := first.Admin
 				id := uuid.New()
 				var chat sdk.CreateChatResponse
 				require.NoError(t, client.Do(ctx, http.MethodPost, "/chats",
 					map[string]any{"content": sdk.Text("go"), "request_id": id, "title": "journal"}, &chat))
 				<-started
-				first.Stop() // the crash: nothing is committed or abandoned
+				first.App.Stop() // the crash: nothing is committed or abandoned
 
-				second, client := journalApp(t, ctx, s, llm.URL, token, tool)
-				defer second.Stop()
+				second := first.Reopen(t)
+				defer second.App.Stop()
+				client = second.Admin
 				sum := sha256.Sum256([]byte("go"))
 				lookup := "/requests/" + id.String() + "?content_sha256=" + hex.EncodeToString(sum[:])
 				if effect == store.EffectPure {

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -59,9 +58,7 @@ func TestElicitation(t *testing.T) {
 		defer cancel()
 		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"asker": map[string]any{"url": startAsker(t)}}})
 		require.NoError(t, err)
-		s := newStore(t)
-		t.Cleanup(func() { _ = s.Close() })
-		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)), token: auth.NewToken()}
+		r := &approvalRig{t: t, ctx: ctx, newStore: newStore, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config))}
 		r.llm.Enqueue(llmtest.ToolCall("call_ask", "asker__ask", `{}`))
 		r.llm.Enqueue(llmtest.TextChunks("Thanks."))
 		alice, bob, _, _ := r.start()
@@ -111,10 +108,7 @@ func TestElicitationHoldsNoSlot(t *testing.T) {
 		defer cancel()
 		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"asker": map[string]any{"url": startAsker(t)}}})
 		require.NoError(t, err)
-		s := newStore(t)
-		t.Cleanup(func() { _ = s.Close() })
-		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)),
-			token: auth.NewToken(), rootLimit: 1}
+		r := &approvalRig{t: t, ctx: ctx, newStore: newStore, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)), rootLimit: 1}
 		release := make(chan struct{})
 		slow := llmtest.Join(llmtest.TextChunks("B "), llmtest.Pause(release), llmtest.TextChunks("done."))
 		r.llm.Enqueue(llmtest.ToolCall("call_ask", "asker__ask", `{}`), slow, llmtest.TextChunks("Thanks."))
@@ -211,9 +205,7 @@ func TestElicitationOnStream(t *testing.T) {
 		defer cancel()
 		config, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"asker": map[string]any{"url": startAsker(t)}}})
 		require.NoError(t, err)
-		s := newStore(t)
-		t.Cleanup(func() { _ = s.Close() })
-		r := &approvalRig{t: t, ctx: ctx, store: s, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config)), token: auth.NewToken()}
+		r := &approvalRig{t: t, ctx: ctx, newStore: newStore, llm: llmtest.NewOpenAI(t), config: writeMCPConfig(t, string(config))}
 		release := make(chan struct{})
 		first := llmtest.Join(llmtest.Pause(release), llmtest.ToolCall("call_ask", "asker__ask", `{}`))
 		r.llm.Enqueue(first, llmtest.TextChunks("Thanks."))

@@ -17,8 +17,7 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -100,24 +99,18 @@ func genAIOverOTLP(t *testing.T, rec *otlpReceiver, endpoint string, newStore fu
 		llm := llmtest.NewOpenAI(t,
 			llmtest.ToolCall("call-9", "current_time", `{}`).WithUsage(llmtest.Usage{InputTokens: 40, OutputTokens: 6}),
 			llmtest.TextChunks("It is late.").WithUsage(llmtest.Usage{InputTokens: 50, OutputTokens: 4}))
-		token := auth.NewToken()
-		a, err := app.NewWithStore(ctx, config.Config{
-			BootstrapToken: token, OpenAIBaseURL: llm.URL, DefaultModel: "openai/gpt-test", BuiltinTools: true,
+		h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+			OpenAIBaseURL: llm.URL, DefaultModel: "openai/gpt-test", BuiltinTools: true,
 			TracerProvider: tel.Provider, MeterProvider: tel.Meter,
-		}, newStore(t), io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		require.NoError(t, a.Start(ctx))
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		c := sdk.New(srv.URL, token)
+		}})
+		c := h.Admin
 		chat, err := c.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("time?"), Title: "otlp"})
 		require.NoError(t, err)
 		require.Eventually(t, func() bool {
 			got, err := c.Chat(ctx, chat.ID)
 			return err == nil && got.Status == sdk.ChatStatusWaiting
 		}, 15*time.Second, 5*time.Millisecond)
-		a.Stop()
+		h.App.Stop()
 		require.NoError(t, tel.Shutdown(ctx)) // flushes spans and metrics to the receiver
 
 		rec.mu.Lock()

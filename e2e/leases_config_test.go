@@ -35,6 +35,7 @@ func TestLeaseSettingsFromEnv(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, worker.Config{}.HeartbeatInterval, c.Worker.HeartbeatInterval, "unset: the default")
 
+	// app.New itself (a construction test): does it take or refuse w?
 	start := func(w worker.Config) error {
 		a, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), Worker: w, NoWorker: true}, io.Discard)
 		if err == nil {

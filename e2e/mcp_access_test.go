@@ -2,9 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,8 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/mcp"
@@ -46,24 +43,12 @@ func TestMCPServerAccess(t *testing.T) {
 		}})
 		require.NoError(t, err)
 		llm := llmtest.NewOpenAI(t)
-		adminTok := auth.NewToken()
-		a, err := app.NewWithStore(t.Context(), config.Config{
-			BootstrapToken: adminTok, OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
+		h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+			OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
 			MCPConfig: writeMCPConfig(t, string(mcpConfig)),
 			Worker:    worker.Config{SyncInterval: 50 * time.Millisecond, Subagents: true},
-		}, newStore(t), io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		require.NoError(t, a.Start(t.Context()))
-		t.Cleanup(a.Stop)
-		client := func(name string) *sdk.Client {
-			tok, _, err := auth.CreateToken(t.Context(), a.Internals().Store, name, false, "test", time.Now())
-			require.NoError(t, err)
-			return sdk.New(srv.URL, tok)
-		}
-		alice, carol, admin := client("alice"), client("carol"), sdk.New(srv.URL, adminTok)
+		}})
+		alice, carol, admin := h.NewUser(t, "alice"), h.NewUser(t, "carol"), h.Admin
 		vault := mcp.ServerID("vault")
 
 		listed := func(c *sdk.Client) []string {
@@ -140,7 +125,7 @@ func TestMCPServerAccess(t *testing.T) {
 		}
 
 		// An admin lets carol in by name; alice stays out.
-		got := call(t, srv, adminTok, "PATCH", "/api/v2/chats/mcp-servers/"+vault.String(), `{"access":["carol"]}`)
+		got := call(t, h.Server, h.Token, "PATCH", "/api/v2/chats/mcp-servers/"+vault.String(), `{"access":["carol"]}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
 		require.Equal(t, []string{"open", "vault"}, listed(carol))
 		require.Equal(t, []string{"open"}, listed(alice))

@@ -13,7 +13,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/mcp"
@@ -62,14 +62,10 @@ func TestMCPServersAdminAPI(t *testing.T) {
 	t.Parallel()
 	everything := mcptest.NPMServer(t, "server-everything")
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		admin := auth.NewToken()
-		a, err := app.NewWithStore(t.Context(), config.Config{BootstrapToken: admin}, newStore(t), io.Discard)
+		h := apptest.Start(t, apptest.Options{Store: newStore, NoStart: true})
+		admin, srv := h.Token, h.Server
+		user, _, err := auth.New(h.Store, nil, nil, auth.Config{}).Create(t.Context(), auth.CreateParams{User: "bob"})
 		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		user, _, err := auth.New(a.Internals().Store, nil, nil, auth.Config{}).Create(t.Context(), auth.CreateParams{User: "bob"})
-		require.NoError(t, err)
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
 
 		create, err := json.Marshal(map[string]any{
 			"name": "everything", "command": "node", "args": []string{everything, "stdio"},
@@ -126,7 +122,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.NotContains(t, string(got.body), "sekrit-value")
 		// At rest the env value is sealed (AES-GCM under the secret key).
 		var rows []store.MCPServer
-		require.NoError(t, a.Internals().Store.ReadTx(t.Context(), func(tx store.Reader) error {
+		require.NoError(t, h.Store.ReadTx(t.Context(), func(tx store.Reader) error {
 			var err error
 			rows, err = tx.MCPServerList(t.Context())
 			return err
@@ -154,7 +150,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Equal(t, []string{"everything__echo"}, toolNames(tested.Tools))
 
 		// The new server's tools are offered at once.
-		require.Len(t, a.Internals().MCP.Tools(t.Context(), anAdmin, nil), 1)
+		require.Len(t, h.MCP.Tools(t.Context(), anAdmin, nil), 1)
 
 		// Access: a server with env is the admins' by default, so bob does
 		// not see it; an admin sees it with its config.
@@ -187,9 +183,9 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Nil(t, list[0].Config)
 		require.Equal(t, sdk.MCPStateConnected, list[0].State)
 		bob := tools.User{Name: "bob"}
-		require.Len(t, a.Internals().MCP.Tools(t.Context(), bob, nil), 1)
-		require.Empty(t, a.Internals().MCP.Tools(t.Context(), tools.User{Name: "carol"}, nil))
-		require.NoError(t, a.Internals().Store.ReadTx(t.Context(), func(tx store.Reader) error {
+		require.Len(t, h.MCP.Tools(t.Context(), bob, nil), 1)
+		require.Empty(t, h.MCP.Tools(t.Context(), tools.User{Name: "carol"}, nil))
+		require.NoError(t, h.Store.ReadTx(t.Context(), func(tx store.Reader) error {
 			row, err := tx.MCPServerGet(t.Context(), created.ID)
 			require.NoError(t, err)
 			var spec struct{ Access []string }
@@ -199,11 +195,11 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		}))
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":"all"}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
-		require.Len(t, a.Internals().MCP.Tools(t.Context(), tools.User{Name: "carol"}, nil), 1, "all: every user")
+		require.Len(t, h.MCP.Tools(t.Context(), tools.User{Name: "carol"}, nil), 1, "all: every user")
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":null}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
 		require.Contains(t, string(got.body), `"access":"admins","access_default":true`, "null: back to the default")
-		require.Empty(t, a.Internals().MCP.Tools(t.Context(), bob, nil))
+		require.Empty(t, h.MCP.Tools(t.Context(), bob, nil))
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"access":"everyone"}`)
 		require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 		require.Contains(t, string(got.body), `access: \"everyone\" is not \"all\", \"admins\", or an array of usernames`)
@@ -213,7 +209,7 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
 		require.NotContains(t, string(got.body), "sekrit-value")
 		var names []string
-		for _, tool := range a.Internals().MCP.Tools(t.Context(), anAdmin, nil) {
+		for _, tool := range h.MCP.Tools(t.Context(), anAdmin, nil) {
 			names = append(names, tool.Name())
 		}
 		require.NotEmpty(t, names)
@@ -223,13 +219,13 @@ func TestMCPServersAdminAPI(t *testing.T) {
 		require.Equal(t, http.StatusBadRequest, got.status, "%s", got.body)
 		got = call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"enabled":false}`)
 		require.Equal(t, http.StatusOK, got.status, "%s", got.body)
-		require.Empty(t, a.Internals().MCP.Tools(t.Context(), anAdmin, nil), "disabled: no tools")
+		require.Empty(t, h.MCP.Tools(t.Context(), anAdmin, nil), "disabled: no tools")
 
 		got = call(t, srv, admin, "DELETE", "/api/v2/chats/mcp-servers/"+id, "")
 		require.Equal(t, http.StatusNoContent, got.status, "%s", got.body)
 		got = call(t, srv, admin, "GET", "/api/v2/chats/mcp-servers", "")
 		require.JSONEq(t, `[]`, string(got.body))
-		require.False(t, slices.ContainsFunc(a.Internals().MCP.Status(t.Context(), anAdmin), func(s sdk.MCPServer) bool { return s.ID == created.ID }))
+		require.False(t, slices.ContainsFunc(h.MCP.Status(t.Context(), anAdmin), func(s sdk.MCPServer) bool { return s.ID == created.ID }))
 	})
 }
 
@@ -239,14 +235,8 @@ func TestMCPServersAdminAPI(t *testing.T) {
 func TestMCPConfigFileSeedsOnce(t *testing.T) {
 	t.Parallel()
 	path := writeMCPConfig(t, `{"mcpServers": {"off": {"url": "http://127.0.0.1:1/mcp", "headers": {"Authorization": "Bearer file-secret"}, "disabled": true}}}`)
-	db := t.TempDir() + "/chatd.db"
-	admin := auth.NewToken()
-	start := func() (*app.App, *httptest.Server) {
-		a, err := app.New(t.Context(), config.Config{DB: db, MCPConfig: path, BootstrapToken: admin}, io.Discard)
-		require.NoError(t, err)
-		return a, httptest.NewServer(a.Handler())
-	}
-	a, srv := start()
+	h := apptest.Start(t, apptest.Options{NoStart: true, Config: config.Config{MCPConfig: path}})
+	admin, srv := h.Token, h.Server
 	id := mcp.ServerID("off").String()
 	got := call(t, srv, admin, "PATCH", "/api/v2/chats/mcp-servers/"+id, `{"approval":"always","timeout":"5s"}`)
 	require.Equal(t, http.StatusOK, got.status, "%s", got.body)
@@ -258,11 +248,9 @@ func TestMCPConfigFileSeedsOnce(t *testing.T) {
 	got = call(t, srv, admin, "DELETE", "/api/v2/chats/mcp-servers/"+id, "")
 	require.Equal(t, http.StatusConflict, got.status, "%s", got.body)
 	require.Contains(t, string(got.body), sdk.CodeMCPServerInConfigFile)
-	srv.Close()
-	require.NoError(t, a.Close())
+	h.Stop(t)
 
-	a, srv = start()
-	defer func() { srv.Close(); require.NoError(t, a.Close()) }()
+	srv = h.Reopen(t).Server
 	got = call(t, srv, admin, "GET", "/api/v2/chats/mcp-servers", "")
 	var list []sdk.MCPServer
 	require.NoError(t, json.Unmarshal(got.body, &list))

@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -12,8 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -46,17 +44,11 @@ func TestMCPServerDeletedDuringACall(t *testing.T) {
 		llm := llmtest.NewOpenAI(t)
 		llm.Enqueue(llmtest.ToolCall("call_wait", "slow__wait", `{}`))
 		llm.Enqueue(llmtest.TextChunks("It went away."))
-		admin := auth.NewToken()
-		a, err := app.NewWithStore(t.Context(), config.Config{
-			BootstrapToken: admin, OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
+		h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+			OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
 			Worker: worker.Config{SyncInterval: 50 * time.Millisecond},
-		}, newStore(t), io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		require.NoError(t, a.Start(t.Context()))
-		t.Cleanup(a.Stop)
+		}})
+		srv, admin := h.Server, h.Token
 
 		got := call(t, srv, admin, "POST", "/api/v2/chats/mcp-servers", `{"name":"slow","url":"`+remote.URL+`","effects":{"wait":"effectful"}}`)
 		require.Equal(t, http.StatusCreated, got.status, "%s", got.body)

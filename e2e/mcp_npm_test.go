@@ -2,8 +2,6 @@ package e2e_test
 
 import (
 	"encoding/json"
-	"io"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,8 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/mcp/mcptest"
@@ -51,20 +48,12 @@ func TestTurnCallsNPMServers(t *testing.T) {
 		llm.Enqueue(llmtest.ToolCall("call_read", "fs__read_text_file", string(readArgs)))
 		llm.Enqueue(llmtest.TextChunks("All three answered."))
 
-		a, err := app.NewWithStore(t.Context(), config.Config{
-			BootstrapToken: auth.NewToken(), OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
+		h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+			OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
 			MCPConfig: writeMCPConfig(t, string(mcpConfig)),
 			Worker:    worker.Config{SyncInterval: 50 * time.Millisecond},
-		}, newStore(t), io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		require.NoError(t, a.Start(t.Context()))
-		t.Cleanup(a.Stop)
-		tok, _, err := auth.CreateToken(t.Context(), a.Internals().Store, "alice", false, "test", time.Now())
-		require.NoError(t, err)
-		client := sdk.New(srv.URL, tok)
+		}})
+		client := h.NewUser(t, "alice")
 
 		chat, err := client.CreateChat(t.Context(), sdk.CreateChatRequest{Content: sdk.Text("use every server"), Title: "npm servers"})
 		require.NoError(t, err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
@@ -144,30 +143,18 @@ func TestMCPOAuthSurvivesRestart(t *testing.T) {
 		mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{"vault": map[string]any{"url": v.url}}})
 		require.NoError(t, err)
 		cfgPath := writeMCPConfig(t, string(mcpConfig))
-		s := newStore(t)
-		t.Cleanup(func() { _ = s.Close() })
-		token := "bootstrap-" + t.Name()
-
-		// start runs the app on s behind a server whose URL it advertises
-		// (the authorization server sends the browser back there).
+		// start runs the app (the next one on the same database after the
+		// first) behind a server whose URL it advertises (the
+		// authorization server sends the browser back there).
+		var h *apptest.Harness
 		start := func() (*sdk.Client, func()) {
-			a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: token, MCPConfig: cfgPath, SecretKey: testSecretKey},
-				keptStore{s}, io.Discard)
-			require.NoError(t, err)
-			srv := httptest.NewServer(a.Handler())
-			a.SetAdvertiseURL(srv.URL)
-			require.NoError(t, a.Start(ctx))
-			var once sync.Once
-			stop := func() {
-				once.Do(func() {
-					srv.CloseClientConnections()
-					srv.Close()
-					a.Stop()
-					require.NoError(t, a.Close())
-				})
+			if h == nil {
+				h = apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{MCPConfig: cfgPath, SecretKey: testSecretKey}})
+			} else {
+				h = h.Reopen(t)
 			}
-			t.Cleanup(stop)
-			return sdk.New(srv.URL, token), stop
+			this := h
+			return h.Admin, func() { this.Stop(t) }
 		}
 		vault := func(c *sdk.Client) sdk.MCPServer {
 			t.Helper()

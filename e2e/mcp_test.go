@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -13,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/mcp"
 	"github.com/chatd/chatd/app/sdk"
@@ -29,6 +29,8 @@ func writeMCPConfig(t *testing.T, body string) string {
 	return path
 }
 
+// TestMCPConfigErrorStopsStartup: app.New refuses a bad MCP config, so
+// there is no running app to harness.
 func TestMCPConfigErrorStopsStartup(t *testing.T) {
 	t.Parallel()
 	path := writeMCPConfig(t, `{"mcpServers": {"fs": {"command": "node", "timeout": "forever"}}}`)
@@ -46,12 +48,9 @@ func TestMCPWiring(t *testing.T) {
 	path := writeMCPConfig(t, `{"mcpServers": {
 		"broken": {"command": "/nonexistent/mcp-server"},
 		"off": {"url": "http://127.0.0.1:1/mcp", "disabled": true}}}`)
-	const token = "chatd_mcp_wiring_admin_token_0123456789"
-	a, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db"), MCPConfig: path, BootstrapToken: token}, io.Discard)
-	require.NoError(t, err)
-	defer a.Close()
-	require.Empty(t, a.Internals().MCP.Tools(t.Context(), anAdmin, nil), "a server that cannot start offers nothing")
-	st := a.Internals().MCP.Status(t.Context(), anAdmin)
+	h := apptest.Start(t, apptest.Options{NoStart: true, Config: config.Config{MCPConfig: path}})
+	require.Empty(t, h.MCP.Tools(t.Context(), anAdmin, nil), "a server that cannot start offers nothing")
+	st := h.MCP.Status(t.Context(), anAdmin)
 	require.Len(t, st, 2)
 	require.Equal(t, mcp.ServerID("broken"), st[0].ID)
 	require.Equal(t, sdk.MCPStateFailed, st[0].State)
@@ -59,11 +58,9 @@ func TestMCPWiring(t *testing.T) {
 	require.Equal(t, sdk.MCPStateDisabled, st[1].State)
 	require.Equal(t, sdk.MCPTransportStreamableHTTP, st[1].Transport)
 
-	srv := httptest.NewServer(a.Handler())
-	defer srv.Close()
-	req, err := http.NewRequest("GET", srv.URL+"/metrics", nil)
+	req, err := http.NewRequest("GET", h.URL+"/metrics", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Authorization", "Bearer "+h.Token)
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
@@ -76,10 +73,8 @@ func TestMCPWiring(t *testing.T) {
 // the API) but has no servers.
 func TestNoMCPConfigNoServers(t *testing.T) {
 	t.Parallel()
-	a, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
-	require.NoError(t, err)
-	defer a.Close()
-	require.Empty(t, a.Internals().MCP.Status(t.Context(), anAdmin))
+	h := apptest.Start(t, apptest.Options{NoStart: true})
+	require.Empty(t, h.MCP.Status(t.Context(), anAdmin))
 }
 
 func TestMCPConfigFromEnv(t *testing.T) {

@@ -2,17 +2,14 @@ package e2e_test
 
 import (
 	"context"
-	"io"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/config"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/store"
-	"github.com/chatd/chatd/store/dbtest"
 )
 
 // families is what a registry holds: each family's type and the label
@@ -43,10 +40,8 @@ type family struct {
 // dashboard built on them does not break silently. Change this test only
 // together with docs/observability.md and docs/grafana-dashboard.json.
 func TestRuntimeMetricNames(t *testing.T) {
-	a, err := app.NewWithStore(context.Background(), config.Config{}, dbtest.NewSQLite(t), io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	got := families(t, a.Internals().Metrics.Registry)
+	h := apptest.Start(t, apptest.Options{NoStart: true})
+	got := families(t, h.Metrics.Registry)
 	for name, want := range map[string]family{
 		"chatd_queue_depth":                {dto.MetricType_GAUGE, nil},
 		"chatd_running_chats":              {dto.MetricType_GAUGE, []string{"pool"}},
@@ -65,10 +60,8 @@ func TestRuntimeMetricNames(t *testing.T) {
 // TestStoreMetrics: every transaction of the app's store is timed by kind
 // under the store's name, and one failing on a conflict is counted.
 func TestStoreMetrics(t *testing.T) {
-	a, err := app.NewWithStore(context.Background(), config.Config{}, dbtest.NewSQLite(t), io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	reg := a.Internals().Metrics.Registry
+	h := apptest.Start(t, apptest.Options{NoStart: true})
+	reg := h.Metrics.Registry
 	count := func(name string, labels map[string]string) float64 {
 		fams, err := reg.Gather()
 		require.NoError(t, err)
@@ -94,8 +87,8 @@ func TestStoreMetrics(t *testing.T) {
 	reads := count("chatd_store_tx_duration_seconds", map[string]string{"store": "sqlite", "tx": "read"})
 	writes := count("chatd_store_tx_duration_seconds", map[string]string{"store": "sqlite", "tx": "write"})
 	ctx := context.Background()
-	require.NoError(t, a.Internals().Store.ReadTx(ctx, func(store.Reader) error { return nil }))
-	require.ErrorIs(t, a.Internals().Store.InTx(ctx, func(store.Tx) error { return store.ErrConflict }), store.ErrConflict)
+	require.NoError(t, h.Store.ReadTx(ctx, func(store.Reader) error { return nil }))
+	require.ErrorIs(t, h.Store.InTx(ctx, func(store.Tx) error { return store.ErrConflict }), store.ErrConflict)
 	require.Equal(t, reads+1, count("chatd_store_tx_duration_seconds", map[string]string{"store": "sqlite", "tx": "read"}))
 	require.Equal(t, writes+1, count("chatd_store_tx_duration_seconds", map[string]string{"store": "sqlite", "tx": "write"}))
 	require.Equal(t, 1.0, count("chatd_store_tx_conflicts_total", map[string]string{"store": "sqlite"}))

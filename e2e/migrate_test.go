@@ -36,6 +36,9 @@ func schemaVersions(t *testing.T, ctx context.Context, db string) (dbVersion, kn
 	return dbVersion, known
 }
 
+// The tests here are of construction: app.New opening and migrating a
+// database, or refusing it, so they call it directly.
+
 // TestConcurrentStartsMigrateOnce: replicas starting at once on one fresh
 // Postgres schema all come up (the migration advisory lock serialises
 // them; without it goose's table creation and inserts race) and leave the

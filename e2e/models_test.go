@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/modelconfig"
@@ -33,18 +32,10 @@ func TestRunningChatSurvivesModelEdit(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		fake := llmtest.NewOpenAI(t, llmtest.ToolCall("call_1", "lookup", `{}`), llmtest.TextChunks("done"))
-		adminToken := auth.NewToken()
-		a, err := app.NewWithStore(ctx, config.Config{
-			BootstrapToken: adminToken, OpenAIBaseURL: fake.URL, DefaultModel: "openai/test-model",
+		admin := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+			OpenAIBaseURL: fake.URL, DefaultModel: "openai/test-model",
 			Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
-		}, newStore(t), io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		require.NoError(t, a.Start(ctx))
-		t.Cleanup(a.Stop)
-		admin := sdk.New(srv.URL, adminToken)
+		}}).Admin
 
 		id := modelconfig.ModelID("openai", "test-model")
 		created, err := admin.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("look it up"), Title: "no title call", ModelConfigID: &id,
@@ -70,7 +61,8 @@ func TestRunningChatSurvivesModelEdit(t *testing.T) {
 }
 
 // Without CHATD_SECRET_KEY, PostgreSQL refuses to start; SQLite creates a
-// private key file next to the database and reuses it.
+// private key file next to the database and reuses it. A construction
+// test: app.New on a database path, as chatd serve opens it.
 func TestSecretKeyRequirements(t *testing.T) {
 	_, err := app.New(context.Background(), config.Config{DB: "postgres://nowhere.invalid/chatd"}, io.Discard)
 	require.ErrorContains(t, err, "CHATD_SECRET_KEY is required with PostgreSQL")

@@ -1,14 +1,11 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -17,19 +14,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/config"
+	"github.com/chatd/chatd/app/apptest"
 )
 
 // openAPIDoc fetches the served document without credentials.
-func openAPIDoc(t *testing.T) (*app.App, map[string]any) {
+func openAPIDoc(t *testing.T) (*apptest.Harness, map[string]any) {
 	t.Helper()
-	a, err := app.New(context.Background(), config.Config{DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = a.Close() })
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	resp, err := http.Get(srv.URL + "/api/v2/openapi.json")
+	h := apptest.Start(t, apptest.Options{NoStart: true})
+	resp, err := http.Get(h.URL + "/api/v2/openapi.json")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -37,14 +29,14 @@ func openAPIDoc(t *testing.T) (*app.App, map[string]any) {
 	var doc map[string]any
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
 	require.Equal(t, "3.1.0", doc["openapi"])
-	return a, doc
+	return h, doc
 }
 
 // TestOpenAPIMatchesRoutes: the document's paths and methods are exactly
 // the /api/v2 routes registered on the mux, WebSockets included.
 func TestOpenAPIMatchesRoutes(t *testing.T) {
 	t.Parallel()
-	a, doc := openAPIDoc(t)
+	h, doc := openAPIDoc(t)
 
 	var documented []string
 	for path, item := range doc["paths"].(map[string]any) {
@@ -53,7 +45,7 @@ func TestOpenAPIMatchesRoutes(t *testing.T) {
 		}
 	}
 	var registered []string
-	for _, p := range a.Internals().Routes {
+	for _, p := range h.Routes {
 		method, path, ok := strings.Cut(p, " ")
 		if !ok || !strings.HasPrefix(path, "/api/v2/") {
 			continue // the catch-alls and the routes outside the API

@@ -4,17 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
@@ -26,7 +23,7 @@ import (
 // with an admin and alice, who owns the seeded chats.
 type review struct {
 	ctx          context.Context
-	app          *app.App
+	h            *apptest.Harness
 	admin, alice *sdk.Client
 	aliceID      uuid.UUID
 }
@@ -35,20 +32,11 @@ func newReview(t *testing.T, newStore func(t testing.TB) store.Store) *review {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
-	token := auth.NewToken()
-	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: token, NoWorker: true}, newStore(t), io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	require.NoError(t, a.Start(ctx))
-	t.Cleanup(a.Stop)
-	tok, _, err := auth.CreateToken(ctx, a.Internals().Store, "alice", false, "test", time.Now())
-	require.NoError(t, err)
-	alice := sdk.New(srv.URL, tok)
+	h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{NoWorker: true}})
+	alice := h.NewUser(t, "alice")
 	me, err := alice.Me(ctx)
 	require.NoError(t, err)
-	return &review{ctx: ctx, app: a, admin: sdk.New(srv.URL, token), alice: alice, aliceID: me.ID}
+	return &review{ctx: ctx, h: h, admin: h.Admin, alice: alice, aliceID: me.ID}
 }
 
 // seed leaves a chat of alice stopped for review the way a crash during
@@ -56,7 +44,7 @@ func newReview(t *testing.T, newStore func(t testing.TB) store.Store) *review {
 // a turn sent without one, the journal entry alone.
 func (r *review) seed(t *testing.T, withRequest bool) (chatID uuid.UUID, request uuid.NullUUID, call string) {
 	t.Helper()
-	m := r.app.Internals().Machine
+	m := r.h.Machine
 	chatID, call = uuid.New(), "call_"+uuid.NewString()[:8]
 	if withRequest {
 		request = uuid.NullUUID{UUID: uuid.New(), Valid: true}
@@ -124,7 +112,7 @@ func (r *review) toolResult(t *testing.T, chatID uuid.UUID, call string) *sdk.Ch
 func (r *review) journal(t *testing.T, chatID uuid.UUID, call string) store.JournalEntry {
 	t.Helper()
 	var e store.JournalEntry
-	require.NoError(t, r.app.Internals().Store.ReadTx(r.ctx, func(tx store.Reader) error {
+	require.NoError(t, r.h.Store.ReadTx(r.ctx, func(tx store.Reader) error {
 		var err error
 		e, err = tx.JournalGet(r.ctx, chatID, call)
 		return err

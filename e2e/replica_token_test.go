@@ -2,9 +2,7 @@ package e2e_test
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/stream"
 	"github.com/chatd/chatd/store"
-	"github.com/chatd/chatd/store/dbtest"
 )
 
 // The replica row holds a hash: what is stored does not open another
@@ -28,23 +24,15 @@ func TestReplicaTokenStoredHashed(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s := dbtest.NewPostgres(t)
-	admin := auth.NewToken()
-	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: admin, NoWorker: true}, s, io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	a.SetAdvertiseURL(srv.URL)
-	require.NoError(t, a.Start(ctx))
-	t.Cleanup(a.Stop)
+	rig := apptest.Start(t, apptest.Options{Postgres: true, Config: config.Config{NoWorker: true}})
+	s, srv := rig.Store, rig.Server
 
-	chat, err := sdk.New(srv.URL, admin).CreateChat(ctx, sdk.CreateChatRequest{Title: "relayed"})
+	chat, err := rig.Admin.CreateChat(ctx, sdk.CreateChatRequest{Title: "relayed"})
 	require.NoError(t, err)
 	var row store.Replica
 	require.NoError(t, s.ReadTx(ctx, func(tx store.Reader) error {
 		var err error
-		row, err = tx.ReplicaGet(ctx, a.Internals().Worker.ID())
+		row, err = tx.ReplicaGet(ctx, rig.Worker.ID())
 		return err
 	}))
 	require.Len(t, row.TokenHash, 64)

@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -13,8 +11,7 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/pubsub"
@@ -32,16 +29,14 @@ import (
 func TestReplicaAddressOnlyOnSharedStores(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		ctx := context.Background()
-		s := newStore(t)
-		a, err := app.NewWithStore(ctx, config.Config{NoWorker: true}, s, io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
+		h := apptest.Start(t, apptest.Options{Store: newStore, NoStart: true, Config: config.Config{NoWorker: true}})
+		s, a := h.Store, h.App
 		a.SetAdvertiseURL("http://replica.test:8080")
 		replica := func() (store.Replica, error) {
 			var r store.Replica
 			err := s.ReadTx(ctx, func(tx store.Reader) error {
 				var err error
-				r, err = tx.ReplicaGet(ctx, a.Internals().Worker.ID())
+				r, err = tx.ReplicaGet(ctx, h.Worker.ID())
 				return err
 			})
 			return r, err
@@ -104,14 +99,9 @@ func TestPostgresNotificationsReachOtherProcesses(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(stop)
 
-	token := auth.NewToken()
-	a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: token, NoWorker: true}, s, io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
+	h := apptest.Start(t, apptest.Options{Store: func(testing.TB) store.Store { return s }, NoStart: true, Config: config.Config{NoWorker: true}})
 
-	chat, err := sdk.New(srv.URL, token).CreateChat(ctx, sdk.CreateChatRequest{
+	chat, err := h.Admin.CreateChat(ctx, sdk.CreateChatRequest{
 		Content: []sdk.ChatMessagePart{{Type: sdk.PartText, Text: "hello"}},
 	})
 	require.NoError(t, err)

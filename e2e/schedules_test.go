@@ -11,8 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/demo"
@@ -29,20 +28,12 @@ import (
 func TestScheduleAndWebhookEndToEnd(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		t.Cleanup(cancel)
 		c := clock.NewFake(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
-		a, err := app.NewWithStore(ctx, config.Config{BootstrapToken: auth.NewToken(), Clock: c, DemoTokenDelay: demo.NoDelay,
-			Webhooks: webhooks.Config{AllowPrivate: true}}, newStore(t), io.Discard)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		require.NoError(t, a.Start(ctx))
-		t.Cleanup(a.Stop)
-		tok, _, err := auth.CreateToken(ctx, a.Internals().Store, "alice", false, "test", c.Now())
-		require.NoError(t, err)
-		alice := sdk.New(srv.URL, tok)
+		h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{Clock: c, DemoTokenDelay: demo.NoDelay,
+			Webhooks: webhooks.Config{AllowPrivate: true}}})
+		ctx, cancel := context.WithTimeout(h.Ctx, time.Minute)
+		t.Cleanup(cancel)
+		alice := h.NewUser(t, "alice")
 
 		events := make(chan sdk.WebhookEvent, 8)
 		var secret string

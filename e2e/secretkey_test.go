@@ -14,6 +14,9 @@ import (
 	"github.com/chatd/chatd/store"
 )
 
+// The tests here are of construction: app.New finding, creating or
+// refusing the secret key of a database path, so they call it directly.
+
 // sealingConfig is a SQLite config whose first start seals a provider
 // API key (the OPENAI_API_KEY preset) in the database.
 func sealingConfig(db string) config.Config {

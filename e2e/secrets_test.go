@@ -15,9 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
 	"github.com/chatd/chatd/app/apptest"
-	"github.com/chatd/chatd/app/auth"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	"github.com/chatd/chatd/app/sdk"
@@ -58,24 +56,13 @@ func TestSecretsNeverLeaveInErrors(t *testing.T) {
 		fake.FailModels(llmtest.EchoHeaders(http.StatusUnauthorized, "invalid credentials"))
 		mcpConfig := writeMCPConfig(t, fmt.Sprintf(`{"mcpServers": {"h": {"url": %q, "headers": {"X-Api-Key": %q}}}}`,
 			quotingMCPServer(t), header))
-		logs := &apptest.LogBuffer{}
-		s := newStore(t)
-		adminToken := auth.NewToken()
-		a, err := app.NewWithStore(ctx, config.Config{
-			BootstrapToken: adminToken, OpenAIAPIKey: key, OpenAIBaseURL: fake.URL, DefaultModel: "openai/test-model",
+		h := apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+			OpenAIAPIKey: key, OpenAIBaseURL: fake.URL, DefaultModel: "openai/test-model",
 			LogFormat: "json", MCPConfig: mcpConfig,
 			Worker: worker.Config{BackoffBase: time.Millisecond, BackoffMax: 5 * time.Millisecond, SyncInterval: 50 * time.Millisecond},
-		}, s, logs)
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, a.Close()) })
-		srv := httptest.NewServer(a.Handler())
-		t.Cleanup(srv.Close)
-		require.NoError(t, a.Start(ctx))
-		t.Cleanup(a.Stop)
-		admin := sdk.New(srv.URL, adminToken)
-		bobToken, _, err := auth.CreateToken(ctx, s, "bob", false, "test", time.Now())
-		require.NoError(t, err)
-		bob := sdk.New(srv.URL, bobToken)
+		}})
+		bobToken := h.NewUserToken(t, "bob")
+		s, srv, logs, admin, bob := h.Store, h.Server, h.Log, h.Admin, h.Client(bobToken)
 		noSecret := func(what, text string) {
 			t.Helper()
 			require.NotContains(t, text, key, "%s holds the provider key", what)

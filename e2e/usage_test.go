@@ -3,16 +3,13 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	"github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
@@ -21,39 +18,32 @@ import (
 )
 
 // budgetRig is an API (no worker: turns are admitted and stay pending)
-// on a fake clock, with an admin and a user bob.
+// on a fake clock, with an admin root and a user bob.
 type budgetRig struct {
 	ctx        context.Context
 	clock      *clock.Fake
-	app        *app.App
+	h          *apptest.Harness
 	admin, bob *sdk.Client
 	adminUser  store.User
 }
 
-func newBudgetRig(t *testing.T, s store.Store, cfg config.Config) *budgetRig {
+func newBudgetRig(t *testing.T, newStore func(t testing.TB) store.Store, cfg config.Config) *budgetRig {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	r := &budgetRig{ctx: ctx, clock: clock.NewFake(time.Date(2026, 5, 31, 20, 0, 0, 0, time.UTC))}
+	r := &budgetRig{clock: clock.NewFake(time.Date(2026, 5, 31, 20, 0, 0, 0, time.UTC))}
 	cfg.Clock = r.clock
-	a, err := app.NewWithStore(ctx, cfg, s, io.Discard)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, a.Close()) })
-	r.app = a
-	srv := httptest.NewServer(a.Handler())
-	t.Cleanup(srv.Close)
-	adminTok, admin, err := auth.CreateToken(ctx, s, "root", true, "test", r.clock.Now())
-	require.NoError(t, err)
-	bobTok, _, err := auth.CreateToken(ctx, s, "bob", false, "test", r.clock.Now())
-	require.NoError(t, err)
-	r.admin, r.bob, r.adminUser = sdk.New(srv.URL, adminTok), sdk.New(srv.URL, bobTok), admin
+	r.h = apptest.Start(t, apptest.Options{Store: newStore, Config: cfg, NoStart: true})
+	ctx, cancel := context.WithTimeout(r.h.Ctx, time.Minute)
+	t.Cleanup(cancel)
+	r.ctx = ctx
+	adminTok, admin := r.h.CreateToken(t, "root", true)
+	r.admin, r.bob, r.adminUser = r.h.Client(adminTok), r.h.NewUser(t, "bob"), admin
 	return r
 }
 
 // spend records usage of user at the fake clock's now, as a step would.
 func (r *budgetRig) spend(t *testing.T, user uuid.UUID, model string, tokens store.UsageTokens) {
 	t.Helper()
-	require.NoError(t, r.app.Internals().Store.InTx(r.ctx, func(tx store.Tx) error {
+	require.NoError(t, r.h.Store.InTx(r.ctx, func(tx store.Tx) error {
 		_, err := tx.UsageRecord(r.ctx, store.UsageRecord{Key: uuid.NewString(), UserID: user, ChatID: uuid.New(),
 			Kind: store.UsageKindStep, Provider: "openai", Model: model, UsageTokens: tokens, CreatedAt: r.clock.Now()})
 		return err
@@ -76,7 +66,7 @@ func requireAPICode(t *testing.T, err error, status int, code string) *sdk.Error
 // next UTC day (fake clock) lets the turn in.
 func TestBudgetsRefuseAndReset(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		r := newBudgetRig(t, newStore(t), config.Config{BudgetTokensPerDay: 100})
+		r := newBudgetRig(t, newStore, config.Config{BudgetTokensPerDay: 100})
 		r.spend(t, r.adminUser.ID, "gpt", store.UsageTokens{InputTokens: 80, OutputTokens: 20})
 
 		_, err := r.admin.CreateChat(r.ctx, sdk.CreateChatRequest{Content: sdk.Text("hi")})
@@ -140,7 +130,7 @@ func TestBudgetsRefuseAndReset(t *testing.T) {
 // the admin's report of everyone by user, and who may read which.
 func TestUsageReports(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
-		r := newBudgetRig(t, newStore(t), config.Config{})
+		r := newBudgetRig(t, newStore, config.Config{})
 		bob, err := r.bob.Me(r.ctx)
 		require.NoError(t, err)
 		r.spend(t, bob.ID, "gpt", store.UsageTokens{InputTokens: 10, OutputTokens: 2, CachedTokens: 4, ReasoningTokens: 1, CostNanos: 1_500_000_000})

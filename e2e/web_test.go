@@ -1,18 +1,16 @@
 package e2e_test
 
 import (
-	"context"
 	"encoding/json"
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/sdk"
 )
@@ -46,19 +44,11 @@ func requireJSONCode(t *testing.T, resp *http.Response, body []byte, status int,
 // scrapers without auth, and nothing else.
 func TestMetricsAddr(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	const token = "chatd_metrics_test_admin_token_0123456789"
-	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", MetricsAddr: "127.0.0.1:0", BootstrapToken: token,
-		DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
-	require.NoError(t, err)
-	defer a.Close()
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, func(addr net.Addr) { addrc <- addr }) }()
-	main := "http://" + (<-addrc).String()
-	require.NotNil(t, a.Internals().MetricsAddr)
-	scrape := "http://" + a.Internals().MetricsAddr.String()
+	h := apptest.Start(t, apptest.Options{Run: true, Config: config.Config{MetricsAddr: "127.0.0.1:0", BootstrapToken: token}})
+	main := h.URL
+	require.NotNil(t, h.MetricsAddr)
+	scrape := "http://" + h.MetricsAddr.String()
 
 	resp, _ := send(t, "GET", main+"/healthz") // something to count
 	require.Equal(t, http.StatusOK, resp.StatusCode)
@@ -80,26 +70,16 @@ func TestMetricsAddr(t *testing.T) {
 		requireJSONCode(t, resp, body, http.StatusNotFound, sdk.CodeNotFound)
 	}
 
-	cancel()
-	require.NoError(t, <-done, "graceful shutdown stops both servers")
-	_, err = http.Get(scrape + "/metrics")
+	require.NoError(t, h.Shutdown(), "graceful shutdown stops both servers")
+	_, err := http.Get(scrape + "/metrics")
 	require.Error(t, err, "the metrics server is closed")
 }
 
 func TestMetricsAddrOffByDefault(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
-	require.NoError(t, err)
-	defer a.Close()
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(ctx, func(addr net.Addr) { addrc <- addr }) }()
-	<-addrc
-	require.Nil(t, a.Internals().MetricsAddr)
-	cancel()
-	require.NoError(t, <-done)
+	h := apptest.Start(t, apptest.Options{Run: true})
+	require.Nil(t, h.MetricsAddr)
+	require.NoError(t, h.Shutdown())
 }
 
 func TestMetricsAddrInUse(t *testing.T) {
@@ -107,12 +87,9 @@ func TestMetricsAddrInUse(t *testing.T) {
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	defer busy.Close()
-	ctx := context.Background()
-	a, err := app.New(ctx, config.Config{Addr: "127.0.0.1:0", MetricsAddr: busy.Addr().String(),
-		DB: filepath.Join(t.TempDir(), "chatd.db")}, io.Discard)
-	require.NoError(t, err)
-	defer a.Close()
-	err = a.Run(ctx, nil)
+	// Served by the test (NoStart): App.Run itself must fail.
+	h := apptest.Start(t, apptest.Options{NoStart: true, Config: config.Config{Addr: "127.0.0.1:0", MetricsAddr: busy.Addr().String()}})
+	err = h.App.Run(h.Ctx, nil)
 	require.Error(t, err)
 	require.True(t, strings.Contains(err.Error(), "metrics"), "%v", err)
 }

@@ -1,6 +1,7 @@
 package apptest_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -49,4 +50,53 @@ func TestReplicasShareTheDatabase(t *testing.T) {
 	got, err := other.Client(tok).Chat(other.Ctx, chat.ID)
 	require.NoError(t, err)
 	require.Equal(t, chat.ID, got.ID)
+}
+
+// TestReopenKeepsState: an app reopened on a stopped app's database has
+// what the first committed (a user's chat, a sealed provider key it can
+// open) while the first no longer answers; on both stores.
+func TestReopenKeepsState(t *testing.T) {
+	t.Parallel()
+	for name, opts := range map[string]apptest.Options{
+		"sqlite":   {},
+		"postgres": {Postgres: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			opts.Config = config.Config{NoWorker: true, OpenAIAPIKey: "sk-sealed-0123456789", OpenAIBaseURL: "http://127.0.0.1:1/v1"}
+			h := apptest.Start(t, opts)
+			tok := h.NewUserToken(t, "alice")
+			chat, err := h.Client(tok).CreateChat(h.Ctx, sdk.CreateChatRequest{Title: "kept"})
+			require.NoError(t, err)
+			h.Stop(t)
+			_, err = h.Admin.Me(h.Ctx)
+			require.Error(t, err, "a stopped app's server is closed")
+
+			r := h.Reopen(t)
+			require.NotEqual(t, h.URL, r.URL)
+			got, err := r.Client(tok).Chat(r.Ctx, chat.ID)
+			require.NoError(t, err, "the token and the chat survived")
+			require.Equal(t, "kept", got.Title)
+			models, err := r.Admin.Models(r.Ctx)
+			require.NoError(t, err)
+			require.NotEmpty(t, models.Models, "the sealed preset opened (a reopened app refuses a key that opens none)")
+		})
+	}
+}
+
+// TestRunServesAndShutsDown: with Options.Run the app is served by
+// App.Run on a loopback port, and Shutdown ends it without an error.
+func TestRunServesAndShutsDown(t *testing.T) {
+	t.Parallel()
+	h := apptest.Start(t, apptest.Options{Run: true, Config: config.Config{NoWorker: true}})
+	require.Nil(t, h.Server)
+	require.True(t, strings.HasPrefix(h.URL, "http://127.0.0.1:"), h.URL)
+	me, err := h.Admin.Me(h.Ctx)
+	require.NoError(t, err)
+	require.True(t, me.Admin)
+	require.Contains(t, h.Log.String(), "chatd serving", "App.Run serves it")
+	require.NoError(t, h.Shutdown())
+	_, err = h.Admin.Me(h.Ctx)
+	require.Error(t, err, "shut down")
+	require.NoError(t, h.Shutdown(), "again: the same answer")
 }
