@@ -43,7 +43,6 @@ import (
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
 	"github.com/chatd/chatd/store/postgres"
-	"github.com/chatd/chatd/store/sqlite"
 )
 
 // Options say what to start. The zero value is an app on a fresh SQLite
@@ -137,7 +136,7 @@ func Start(t testing.TB, opts Options) *Harness {
 		s = opts.Store(t)
 	default:
 		path := filepath.Join(t.TempDir(), "chatd.db")
-		s = openSQLite(t, path)
+		s = dbtest.OpenSQLite(t, path)
 		if h.opts.Config.DB == "" {
 			h.opts.Config.DB = path // App.Run puts its admin socket beside it
 		}
@@ -153,21 +152,6 @@ func (h *Harness) openPostgres(t testing.TB) store.Store {
 	ctx := context.Background()
 	s, err := postgres.Open(ctx, h.dsn, postgres.Options{SearchPath: h.schema})
 	require.NoError(t, err)
-	p, err := s.Migrations()
-	require.NoError(t, err)
-	_, err = p.Up(ctx)
-	require.NoError(t, err)
-	return s
-}
-
-// openSQLite opens (and migrates) a SQLite store at path, closed when
-// the test ends.
-func openSQLite(t testing.TB, path string) store.Store {
-	t.Helper()
-	ctx := context.Background()
-	s, err := sqlite.Open(ctx, path, sqlite.Options{})
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	p, err := s.Migrations()
 	require.NoError(t, err)
 	_, err = p.Up(ctx)

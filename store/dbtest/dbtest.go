@@ -38,7 +38,14 @@ func PostgresDSN(t testing.TB) string {
 // NewSQLite opens a migrated SQLite store in a temp dir.
 func NewSQLite(t testing.TB) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "chatd.db"), sqlite.Options{})
+	return OpenSQLite(t, filepath.Join(t.TempDir(), "chatd.db"))
+}
+
+// OpenSQLite opens (and migrates) the SQLite store at path, closed when
+// the test ends.
+func OpenSQLite(t testing.TB, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path, sqlite.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, s.Close()) })
 	migrateUp(t, s.Migrations)
