@@ -94,7 +94,7 @@ type serverAuth struct {
 	// interactive: the user's Connect runs it, so a person is there to
 	// consent; a chat's call that needs consent fails at once instead.
 	interactive atomic.Bool
-	waiting atomic.Bool // a person's consent is awaited: no connect timeout
+	waiting     atomic.Bool // a person's consent is awaited: no connect timeout
 
 	mu     sync.Mutex
 	status sdk.MCPAuthStatus

@@ -58,9 +58,9 @@ type userConn struct {
 
 	session    *session
 	connecting chan struct{} // closed when the attempt in progress ends; nil when none
-	err        error // how the last attempt failed (nil: it did not)
-	stopIdle   func() bool // the idle timer of session
-	idleGen    int         // which idle timer is current
+	err        error         // how the last attempt failed (nil: it did not)
+	stopIdle   func() bool   // the idle timer of session
+	idleGen    int           // which idle timer is current
 }
 
 // conn returns s's connection of user (made empty on first use). Under
