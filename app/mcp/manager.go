@@ -445,12 +445,13 @@ func (m *Manager) Close() error {
 	return nil
 }
 
-// start launches s's connection loop once.
+// start launches s's connection loop once. A per-user server has none:
+// its connections are its users' (peruser.go).
 func (m *Manager) start(s *server) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || s.ctx.Err() != nil {
-		return // closed, or s was retired
+	if m.closed || s.ctx.Err() != nil || s.perUser() {
+		return // closed, s was retired, or no shared connection
 	}
 	s.once.Do(func() {
 		s.started = true

@@ -152,6 +152,12 @@ func TestPerUserSessions(t *testing.T) {
 	require.Contains(t, out, "you are alice")
 	_, err = run(bob)
 	needs(err)
+	// Resources and prompts too ask the caller's own connection.
+	_, err = m.Resources(t.Context(), bob, id, "")
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorContains(t, err, "connect vault in Settings")
+	_, err = m.Resources(t.Context(), alice, id, "")
+	require.ErrorIs(t, err, ErrUnsupported, "alice's session answers: the vault has no resources")
 	tool := find(t, m.Tools(t.Context(), alice, []uuid.UUID{id}), "vault__whoami")
 	_, err = tool.Run(t.Context(), json.RawMessage(`{}`))
 	needs(err) // no chat, no owner: nobody's connection
