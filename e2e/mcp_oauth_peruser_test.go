@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app"
@@ -37,7 +38,8 @@ func TestMCPOAuthPerUser(t *testing.T) {
 		defer cancel()
 		v := mcptest.StartPersonVault(t)
 		mcpConfig, err := json.Marshal(map[string]any{"mcpServers": map[string]any{
-			"vault": map[string]any{"url": v.URL, "oauth": map[string]any{"per_user": true}}}})
+			"vault":  map[string]any{"url": v.URL, "oauth": map[string]any{"per_user": true}},
+			"shared": map[string]any{"url": v.URL}}})
 		require.NoError(t, err)
 		cfgPath := writeMCPConfig(t, string(mcpConfig))
 		s := newStore(t)
@@ -84,8 +86,10 @@ func TestMCPOAuthPerUser(t *testing.T) {
 			t.Helper()
 			list, err := c.MCPServers(ctx)
 			require.NoError(t, err)
-			require.Len(t, list, 1)
-			return list[0]
+			require.Len(t, list, 2)
+			require.Equal(t, "vault", list[1].Name)
+			require.Nil(t, list[0].Auth, "a shared server's authorization is the admins' to see")
+			return list[1]
 		}
 		connected := func(c *sdk.Client) {
 			t.Helper()
@@ -122,7 +126,7 @@ func TestMCPOAuthPerUser(t *testing.T) {
 			t.Helper()
 			llm.Enqueue(llmtest.ToolCall("call_who", "vault__whoami", `{}`))
 			llm.Enqueue(llmtest.TextChunks("done"))
-			chat, err := c.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("who am I?"), Title: "whoami"})
+			chat, err := c.CreateChat(ctx, sdk.CreateChatRequest{Content: sdk.Text("who am I?"), Title: "whoami", MCPServerIDs: []uuid.UUID{vaultID}})
 			require.NoError(t, err)
 			require.Eventually(t, func() bool {
 				got, err := c.Chat(ctx, chat.ID)
@@ -160,6 +164,9 @@ func TestMCPOAuthPerUser(t *testing.T) {
 		// A shared server is no user's to connect; an unknown one is 404.
 		_, err = alice.ConnectMCPServer(ctx, chatdmcp.ServerID("nope"))
 		requireCode(t, err, http.StatusNotFound, sdk.CodeNotFound)
+		_, err = alice.ConnectMCPServer(ctx, chatdmcp.ServerID("shared"))
+		requireCode(t, err, http.StatusConflict, sdk.CodeInvalidState)
+		requireCode(t, bob.DisconnectMCPServer(ctx, chatdmcp.ServerID("shared")), http.StatusConflict, sdk.CodeInvalidState)
 
 		connect(alice, "alice")
 		asUser(alice, "alice")
