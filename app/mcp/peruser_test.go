@@ -184,13 +184,23 @@ func TestPerUserSessions(t *testing.T) {
 	require.Contains(t, out, "you are alice")
 	require.Equal(t, 1, v.Consents("alice"))
 
+	v.ShortTokens() // bob's expire at once: every use refreshes them
 	b, err := m.ConnectUser(t.Context(), id, bob)
 	require.NoError(t, err)
 	mcptest.Consent(t, b.AuthorizationURL, "bob")
 	require.Eventually(t, func() bool { return vault(bob).State == sdk.MCPStateConnected }, 10*time.Second, 10*time.Millisecond)
+	tokens.mu.Lock()
+	granted := tokens.users[[2]uuid.UUID{id, bob.ID}].Token.RefreshToken
+	tokens.mu.Unlock()
 	out, err = run(bob)
 	require.NoError(t, err)
 	require.Contains(t, out, "you are bob")
+	require.Positive(t, v.Refreshes("bob"), "bob's expired token was refreshed")
+	tokens.mu.Lock()
+	refreshed := tokens.users[[2]uuid.UUID{id, bob.ID}].Token.RefreshToken
+	tokens.mu.Unlock()
+	require.NotEqual(t, granted, refreshed, "and the refreshed pair stored as bob's")
+	require.Zero(t, v.Refreshes("alice"))
 
 	s.usersMu.Lock()
 	live := s.users[alice.ID].session

@@ -28,16 +28,18 @@ type PersonVault struct {
 	// URL is the MCP endpoint.
 	URL string
 
-	mu       sync.Mutex
-	consents map[string]int
-	issued   map[string]string // access token -> person
-	n        int
+	mu        sync.Mutex
+	expiresIn int            // of the tokens it issues (3600 when 0)
+	refreshes map[string]int // refresh grants, by person
+	consents  map[string]int
+	issued    map[string]string // access token -> person
+	n         int
 }
 
 // StartPersonVault starts one, stopped when the test ends.
 func StartPersonVault(t testing.TB) *PersonVault {
 	t.Helper()
-	v := &PersonVault{consents: map[string]int{}, issued: map[string]string{}}
+	v := &PersonVault{consents: map[string]int{}, issued: map[string]string{}, refreshes: map[string]int{}}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "vault", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "whoami", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -112,6 +114,9 @@ func StartPersonVault(t testing.TB) *PersonVault {
 		case "refresh_token":
 			who, _ = strings.CutPrefix(r.PostForm.Get("refresh_token"), "ref-")
 			who, _, _ = strings.Cut(who, "-")
+			if who != "" {
+				v.refreshes[who]++
+			}
 		}
 		if who == "" {
 			w.WriteHeader(http.StatusBadRequest)
@@ -121,8 +126,12 @@ func StartPersonVault(t testing.TB) *PersonVault {
 		v.n++
 		tok := fmt.Sprintf("tok-%s-%d", who, v.n)
 		v.issued[tok] = who
+		expires := v.expiresIn
+		if expires == 0 {
+			expires = 3600
+		}
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer",
-			"expires_in": 3600, "refresh_token": fmt.Sprintf("ref-%s-%d", who, v.n)})
+			"expires_in": expires, "refresh_token": fmt.Sprintf("ref-%s-%d", who, v.n)})
 	})
 	t.Cleanup(func() {
 		for ss := range srv.Sessions() {
@@ -133,6 +142,21 @@ func StartPersonVault(t testing.TB) *PersonVault {
 	})
 	v.URL = base + "/mcp"
 	return v
+}
+
+// ShortTokens makes the tokens issued from now on expire within oauth2's
+// expiry margin, so that every use refreshes them.
+func (v *PersonVault) ShortTokens() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.expiresIn = 5
+}
+
+// Refreshes is how many refresh grants who's tokens had.
+func (v *PersonVault) Refreshes(who string) int {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.refreshes[who]
 }
 
 // Consents is how many times who consented.
