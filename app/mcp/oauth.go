@@ -226,9 +226,9 @@ func (m *Manager) fetcher(s *server, a *serverAuth) auth.AuthorizationCodeFetche
 		if err != nil {
 			return nil, fmt.Errorf("authorization URL: %w", err)
 		}
-		if a.user != uuid.Nil && !a.interactive.Load() {
-			// A chat's call, not the user's Connect: nobody is there to
-			// consent.
+		if s.perUser() && !a.interactive.Load() {
+			// A chat's call (or an admin's Test), not the user's Connect:
+			// nobody is there to consent as the user.
 			return nil, needsUserAuth(s)
 		}
 		state := u.Query().Get("state")

@@ -129,6 +129,12 @@ func TestPerUserSessions(t *testing.T) {
 		require.Contains(t, err.Error(), "connect vault in Settings")
 	}
 
+	// An admin's Test of the server does not wait for a consent nobody
+	// gives: it says the server is each user's to connect.
+	res := m.Test(t.Context(), m.byID[id].cfg)
+	require.False(t, res.OK)
+	require.Contains(t, *res.Error, "connect vault in Settings")
+
 	st := vault(alice)
 	require.Equal(t, &sdk.MCPAuthStatus{Status: sdk.MCPAuthNeedsUserAuthorization, PerUser: true}, st.Auth)
 	require.Equal(t, sdk.MCPStateFailed, st.State)
