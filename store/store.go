@@ -72,6 +72,7 @@ type Reader interface {
 	WebhookReader
 	ElicitationReader
 	MCPTokenReader
+	MCPUserTokenReader
 	SystemPromptReader
 	ImportReader
 
@@ -100,6 +101,7 @@ type Tx interface {
 	WebhookTx
 	ElicitationTx
 	MCPTokenTx
+	MCPUserTokenTx
 	SystemPromptTx
 	ImportTx
 	// Providers and model configs: only app/modelconfig writes them.

@@ -194,6 +194,8 @@ func (s *Server) routes() {
 	chat("DELETE", "/chats/mcp-servers/{id}", s.deleteMCPServer)
 	chat("POST", "/chats/mcp-servers/{id}/test", s.testMCPServer)
 	chat("POST", "/chats/mcp-servers/{id}/reconnect", s.reconnectMCPServer)
+	chat("POST", "/chats/mcp-servers/{id}/connect", s.connectMCPServer)
+	chat("POST", "/chats/mcp-servers/{id}/disconnect", s.disconnectMCPServer)
 	s.mcpCatalogRoutes(chat) // mcpresources.go
 	s.providerRoutes(chat)
 	chat("POST", "/chats/model-configs/{modelConfig}/test", s.testModelConfig)

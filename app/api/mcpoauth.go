@@ -1,12 +1,15 @@
 package api
 
 import (
+	"context"
+	"errors"
 	"html"
 	"net/http"
 
 	"github.com/google/uuid"
 
 	"github.com/chatd/chatd/app/sdk"
+	"github.com/chatd/chatd/app/tools"
 )
 
 // MCPOAuthCallbackPath is where MCP authorization servers send the
@@ -19,6 +22,62 @@ type MCPOAuth interface {
 	// Reconnect forgets a server's tokens and connects it again (false:
 	// no such server).
 	Reconnect(id uuid.UUID) bool
+	// ConnectUser begins the caller's own authorization of a server whose
+	// identity is each user's; DisconnectUser ends the caller's own
+	// connection and forgets its tokens. An error with NotFound() true
+	// is a server the caller may not use (404); any other is 409.
+	ConnectUser(ctx context.Context, id uuid.UUID, u tools.User) (sdk.MCPAuthStatus, error)
+	DisconnectUser(id uuid.UUID, u tools.User) error
+}
+
+// errNoSuchMCPServer answers a server the caller may not use.
+var errNoSuchMCPServer = errors.New("no such MCP server")
+
+// connectMCPServer answers POST /chats/mcp-servers/{id}/connect (any user
+// who may use the server): the caller's own authorization of a per-user
+// server begins, and the answer carries the consent page to open.
+func (s *Server) connectMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+	id, err := mcpServerID(r)
+	if err != nil {
+		return err
+	}
+	if s.deps.MCPOAuth == nil {
+		return mcpUserAnswer(id, errNoSuchMCPServer)
+	}
+	st, err := s.deps.MCPOAuth.ConnectUser(r.Context(), id, c.toolUser())
+	if err != nil {
+		return mcpUserAnswer(id, err)
+	}
+	writeJSON(w, http.StatusOK, st)
+	return nil
+}
+
+// disconnectMCPServer answers POST /chats/mcp-servers/{id}/disconnect:
+// the caller's own connection to a per-user server ends and its tokens
+// are forgotten.
+func (s *Server) disconnectMCPServer(w http.ResponseWriter, r *http.Request, c *caller) error {
+	id, err := mcpServerID(r)
+	if err != nil {
+		return err
+	}
+	if s.deps.MCPOAuth == nil {
+		return mcpUserAnswer(id, errNoSuchMCPServer)
+	}
+	if err := s.deps.MCPOAuth.DisconnectUser(id, c.toolUser()); err != nil {
+		return mcpUserAnswer(id, err)
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// mcpUserAnswer turns ConnectUser's and DisconnectUser's errors into
+// answers.
+func mcpUserAnswer(id uuid.UUID, err error) error {
+	var nf interface{ NotFound() bool }
+	if errors.Is(err, errNoSuchMCPServer) || errors.As(err, &nf) && nf.NotFound() {
+		return newError(http.StatusNotFound, sdk.CodeNotFound, "Not found.", "no MCP server "+id.String())
+	}
+	return newError(http.StatusConflict, sdk.CodeInvalidState, "The MCP server cannot be connected now.", err.Error())
 }
 
 // reconnectMCPServer answers POST /chats/mcp-servers/{id}/reconnect

@@ -63,6 +63,8 @@ var operations = []operation{
 	{method: "DELETE", path: "/chats/mcp-servers/{id}", summary: "Delete an MCP server (admin)", status: 204},
 	{method: "POST", path: "/chats/mcp-servers/{id}/test", summary: "Test an MCP server (admin)", status: 200, response: sdk.MCPServerTest{}},
 	{method: "POST", path: "/chats/mcp-servers/{id}/reconnect", summary: "Reconnect an MCP server, authorizing it again (admin)", status: 204},
+	{method: "POST", path: "/chats/mcp-servers/{id}/connect", summary: "Connect a per-user MCP server as the caller", status: 200, response: sdk.MCPAuthStatus{}},
+	{method: "POST", path: "/chats/mcp-servers/{id}/disconnect", summary: "Disconnect the caller from a per-user MCP server", status: 204},
 	{method: "GET", path: "/chats/mcp-servers/{id}/resources", summary: "List an MCP server's resources and resource templates", status: 200, response: sdk.MCPResourceList{}},
 	{method: "GET", path: "/chats/mcp-servers/{id}/resources/read", summary: "Read an MCP server's resource (?uri=)", status: 200, response: sdk.MCPResourceRead{}},
 	{method: "GET", path: "/chats/mcp-servers/{id}/prompts", summary: "List an MCP server's prompts", status: 200, response: sdk.MCPPromptList{}},

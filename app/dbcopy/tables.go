@@ -30,6 +30,7 @@ var Tables = []Table{
 	{Name: "model_configs"},
 	{Name: "mcp_servers"},
 	{Name: "mcp_oauth_tokens"},
+	{Name: "mcp_user_oauth_tokens"},
 	{Name: "projects"},
 	{Name: "chats"}, // parents before children, see sortChats
 	{Name: "chat_files"},

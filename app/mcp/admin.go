@@ -326,6 +326,9 @@ func (a *Servers) Update(ctx context.Context, id uuid.UUID, body []byte) (sdk.MC
 		if err := keepSecrets(fields, cur.Env, cur.Headers); err != nil {
 			return err
 		}
+		if err := keepOAuthSecret(fields, cur.OAuth); err != nil {
+			return err
+		}
 		o := cur.object()
 		for _, k := range editable {
 			raw, ok := fields[k]
@@ -408,6 +411,29 @@ func keepSecrets(fields map[string]json.RawMessage, env, headers map[string]stri
 		}
 		fields[key], _ = json.Marshal(out) // a map of strings always encodes
 	}
+	return nil
+}
+
+// keepOAuthSecret gives a body's "oauth": {"client_secret": null} the
+// stored client secret (never shown), like env and headers' nulls: an
+// admin changes the other oauth fields without giving it again.
+func keepOAuthSecret(fields map[string]json.RawMessage, stored *OAuth) error {
+	raw, ok := fields["oauth"]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	var o map[string]json.RawMessage
+	if json.Unmarshal(raw, &o) != nil {
+		return nil // parseServer says what is wrong
+	}
+	if v, ok := o["client_secret"]; !ok || string(v) != "null" {
+		return nil
+	}
+	if stored == nil || stored.ClientSecret == "" {
+		return fmt.Errorf("%w: oauth.client_secret: null keeps the stored value, and none is stored (give a value)", ErrInvalid)
+	}
+	o["client_secret"], _ = json.Marshal(stored.ClientSecret)
+	fields["oauth"], _ = json.Marshal(o)
 	return nil
 }
 

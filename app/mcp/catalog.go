@@ -50,7 +50,13 @@ func (m *Manager) live(ctx context.Context, u tools.User, id uuid.UUID) (*server
 	if s.cfg.Disabled {
 		return nil, nil, fmt.Errorf("%w: MCP server %s is disabled", ErrUnavailable, s.cfg.Name)
 	}
-	c, err := m.current(ctx, s)
+	var c *session
+	var err error
+	if s.perUser() {
+		c, err = m.userSession(ctx, s, u.ID) // the caller's own connection
+	} else {
+		c, err = m.current(ctx, s)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil, ctx.Err()

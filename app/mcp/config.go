@@ -99,6 +99,10 @@ type OAuth struct {
 	// a path), used as the client id where the authorization server
 	// supports it.
 	ClientMetadataURL string `json:"client_metadata_url,omitempty"`
+	// PerUser says the server's identity is each user's: every user
+	// connects it for themselves (their own authorization and tokens),
+	// and a chat's calls use its owner's connection only.
+	PerUser bool `json:"per_user,omitempty"`
 }
 
 // Who may use a server's tools (Server.Access).
@@ -278,7 +282,7 @@ func parseServer(name string, raw json.RawMessage) (Server, error) {
 		get("approvals", &s.Approvals, "an object of tool name to never, effectful or always"),
 		get("timeout", &timeout, `a duration string such as "60s"`),
 		get("disabled", &s.Disabled, "true or false"),
-		get("oauth", &s.OAuth, `an object {"client_id", "client_secret", "client_metadata_url"}`),
+		get("oauth", &s.OAuth, `an object {"client_id", "client_secret", "client_metadata_url", "per_user"}`),
 	} {
 		if err != nil {
 			return s, err

@@ -70,6 +70,8 @@ type Options struct {
 	// Tokens, when set, keeps the servers' OAuth tokens across restarts
 	// (tokens.go); without it a restart asks for a new authorization.
 	Tokens TokenStore
+	// UserSessionIdle: DefaultUserSessionIdle when zero.
+	UserSessionIdle time.Duration
 }
 
 // Manager holds the connections to the configured MCP servers, shared by
@@ -85,6 +87,7 @@ type Manager struct {
 	authTimeout                            time.Duration
 	flows                                  oauthFlows
 	tokens                                 TokenStore
+	userIdle                               time.Duration
 
 	cfgMu   sync.RWMutex // guards servers and byID, which Apply replaces
 	servers []*server    // sorted by name
@@ -111,7 +114,7 @@ var (
 func NewManager(cfg Config, opts Options) *Manager {
 	m := &Manager{
 		log: opts.Log, clock: opts.Clock, byID: map[uuid.UUID]*server{}, secrets: opts.Secrets, elicitor: opts.Elicitor,
-		oauthRedirect: opts.OAuthRedirectURL, authTimeout: opts.AuthorizationTimeout, tokens: opts.Tokens,
+		oauthRedirect: opts.OAuthRedirectURL, authTimeout: opts.AuthorizationTimeout, tokens: opts.Tokens, userIdle: opts.UserSessionIdle,
 		connectTimeout: opts.ConnectTimeout, minBackoff: opts.MinBackoff, maxBackoff: opts.MaxBackoff,
 	}
 	if m.log == nil {
@@ -122,6 +125,9 @@ func NewManager(cfg Config, opts Options) *Manager {
 	}
 	if m.authTimeout <= 0 {
 		m.authTimeout = DefaultAuthorizationTimeout
+	}
+	if m.userIdle <= 0 {
+		m.userIdle = DefaultUserSessionIdle
 	}
 	if m.connectTimeout <= 0 {
 		m.connectTimeout = DefaultConnectTimeout
@@ -219,6 +225,7 @@ func (m *Manager) retire(s *server) {
 	if started {
 		<-s.stopped
 	}
+	s.closeUsers()
 }
 
 // snapshot is the current servers, sorted by name.
@@ -276,9 +283,13 @@ func (m *Manager) Tools(ctx context.Context, owner tools.User, ids []uuid.UUID) 
 	if ids != nil && len(ids) == 0 || m.ctx.Err() != nil {
 		return nil // none asked for, or closed
 	}
-	var selected []*server
+	var selected, perUser []*server
 	for _, s := range m.snapshot() {
 		if s.cfg.Disabled || ids != nil && !slices.Contains(ids, s.cfg.ID) || !s.allows(owner) {
+			continue
+		}
+		if s.perUser() {
+			perUser = append(perUser, s)
 			continue
 		}
 		m.start(s)
@@ -286,6 +297,11 @@ func (m *Manager) Tools(ctx context.Context, owner tools.User, ids []uuid.UUID) 
 	}
 	m.awaitSettled(ctx, selected)
 	var out []tools.Tool
+	for _, s := range perUser {
+		for _, t := range m.userTools(ctx, s, owner) {
+			out = append(out, t)
+		}
+	}
 	for _, s := range selected {
 		s.mu.Lock()
 		if s.state == sdk.MCPStateConnected {
@@ -336,6 +352,10 @@ func (m *Manager) Status(_ context.Context, u tools.User) []sdk.MCPServer {
 	out := make([]sdk.MCPServer, 0, len(servers))
 	for _, s := range servers {
 		if !s.allows(u) {
+			continue
+		}
+		if s.perUser() {
+			out = append(out, m.userStatus(s, u))
 			continue
 		}
 		if !s.cfg.Disabled {
@@ -396,7 +416,7 @@ func (m *Manager) Test(ctx context.Context, sc Server) sdk.MCPServerTest {
 	defer s.cancel()
 	stop := context.AfterFunc(ctx, s.cancel)
 	defer stop()
-	c, err := m.connect(s)
+	c, err := m.connect(s, nil)
 	if err != nil {
 		msg := s.redact(err.Error())
 		if ctx.Err() != nil {
@@ -416,15 +436,22 @@ func (m *Manager) Close() error {
 	m.mu.Unlock()
 	m.cancel()
 	m.wg.Wait()
+	m.cfgMu.RLock()
+	servers := m.servers
+	m.cfgMu.RUnlock()
+	for _, s := range servers {
+		s.closeUsers()
+	}
 	return nil
 }
 
-// start launches s's connection loop once.
+// start launches s's connection loop once. A per-user server has none:
+// its connections are its users' (peruser.go).
 func (m *Manager) start(s *server) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.closed || s.ctx.Err() != nil {
-		return // closed, or s was retired
+	if m.closed || s.ctx.Err() != nil || s.perUser() {
+		return // closed, s was retired, or no shared connection
 	}
 	s.once.Do(func() {
 		s.started = true
@@ -441,7 +468,7 @@ func (m *Manager) run(s *server) {
 	log := m.log.With("mcp_server", s.cfg.Name)
 	failures := 0
 	for s.ctx.Err() == nil {
-		c, err := m.connect(s)
+		c, err := m.connect(s, nil)
 		if err != nil {
 			if s.ctx.Err() != nil {
 				return
@@ -574,12 +601,17 @@ type server struct {
 	authMu sync.Mutex
 	auth   *serverAuth // a URL server's OAuth, made on first connect
 
+	// usersMu guards users: the users' connections of a per-user server.
+	usersMu sync.Mutex
+	users   map[uuid.UUID]*userConn
+
 	mu        sync.Mutex
 	state     string
 	transport string
 	lastErr   string
 	session   *session      // while connected
 	tools     []*Tool       // while connected, sorted by name
+	known     []*Tool       // a per-user server's tools as a user's session last listed them
 	changed   chan struct{} // closed and replaced on every change
 }
 

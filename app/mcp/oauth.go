@@ -88,7 +88,13 @@ func (m *Manager) OAuthCallback(state, code, iss, errCode, errDesc string) error
 // exchange and refresh), kept across reconnections, and its status.
 type serverAuth struct {
 	handler *auth.AuthorizationCodeHandler
-	waiting atomic.Bool // a person's consent is awaited: no connect timeout
+	// user is the user whose authorization this is on a per-user server
+	// (uuid.Nil: the server's shared one).
+	user uuid.UUID
+	// interactive: the user's Connect runs it, so a person is there to
+	// consent; a chat's call that needs consent fails at once instead.
+	interactive atomic.Bool
+	waiting     atomic.Bool // a person's consent is awaited: no connect timeout
 
 	mu     sync.Mutex
 	status sdk.MCPAuthStatus
@@ -133,16 +139,7 @@ func (a *serverAuth) Authorize(ctx context.Context, req *http.Request, resp *htt
 // cannot use OAuth: a stdio server, one given an Authorization header, or
 // a manager with no callback URL.
 func (m *Manager) authOf(s *server) (*serverAuth, error) {
-	if s.cfg.Stdio() || m.oauthRedirect == nil {
-		return nil, nil
-	}
-	for k := range s.cfg.Headers {
-		if http.CanonicalHeaderKey(k) == "Authorization" {
-			return nil, nil
-		}
-	}
-	redirect := m.oauthRedirect()
-	if redirect == "" {
+	if m.redirectURL(s) == "" {
 		return nil, nil
 	}
 	s.authMu.Lock()
@@ -150,7 +147,38 @@ func (m *Manager) authOf(s *server) (*serverAuth, error) {
 	if s.auth != nil {
 		return s.auth, nil
 	}
-	a := &serverAuth{}
+	a, err := m.newAuth(s, uuid.Nil)
+	if err != nil {
+		return nil, err
+	}
+	s.auth = a
+	return a, nil
+}
+
+// redirectURL is chatd's OAuth callback URL for s; empty when s cannot use
+// OAuth: a stdio server, one given an Authorization header, or a manager
+// with no callback URL.
+func (m *Manager) redirectURL(s *server) string {
+	if s.cfg.Stdio() || m.oauthRedirect == nil {
+		return ""
+	}
+	for k := range s.cfg.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			return ""
+		}
+	}
+	return m.oauthRedirect()
+}
+
+// newAuth makes an authorization of s: the server's shared one (user
+// uuid.Nil) or one user's of a per-user server, with that one's stored
+// tokens when there are some.
+func (m *Manager) newAuth(s *server, user uuid.UUID) (*serverAuth, error) {
+	redirect := m.redirectURL(s)
+	if redirect == "" {
+		return nil, fmt.Errorf("MCP server %s: chatd has no OAuth callback URL (set its advertised URL) or the server has an Authorization header", s.cfg.Name)
+	}
+	a := &serverAuth{user: user}
 	cfg := &auth.AuthorizationCodeHandlerConfig{
 		RedirectURL: redirect,
 		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{Metadata: &oauthex.ClientRegistrationMetadata{
@@ -175,10 +203,10 @@ func (m *Manager) authOf(s *server) (*serverAuth, error) {
 		// Every token the handler gets (the exchange's, and each refresh)
 		// is stored; a stored one lets a restart go on without consent.
 		cfg.NewTokenSource = func(_ context.Context, oc *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
-			return m.savingSource(s, oc, tok, false), nil
+			return m.savingSource(s, user, oc, tok, false), nil
 		}
-		if st := m.loadToken(s); st != nil {
-			cfg.InitialTokenSource = m.savingSource(s, st.config(), st.Token, true)
+		if st := m.loadToken(s, user); st != nil {
+			cfg.InitialTokenSource = m.savingSource(s, user, st.config(), st.Token, true)
 			a.set(sdk.MCPAuthStatus{Status: sdk.MCPAuthAuthorized})
 		}
 	}
@@ -187,7 +215,6 @@ func (m *Manager) authOf(s *server) (*serverAuth, error) {
 		return nil, fmt.Errorf("oauth: %w", err)
 	}
 	a.handler = h
-	s.auth = a
 	return a, nil
 }
 
@@ -199,13 +226,20 @@ func (m *Manager) fetcher(s *server, a *serverAuth) auth.AuthorizationCodeFetche
 		if err != nil {
 			return nil, fmt.Errorf("authorization URL: %w", err)
 		}
+		if s.perUser() && !a.interactive.Load() {
+			// A chat's call (or an admin's Test), not the user's Connect:
+			// nobody is there to consent as the user.
+			return nil, needsUserAuth(s)
+		}
 		state := u.Query().Get("state")
 		ch, forget := m.flows.wait(state)
 		defer forget()
 		a.waiting.Store(true)
 		defer a.waiting.Store(false)
 		a.set(sdk.MCPAuthStatus{Status: sdk.MCPAuthNeedsAuthorization, AuthorizationURL: args.URL})
-		m.log.Info("MCP server asks for authorization; an admin connects it from Settings", "mcp_server", s.cfg.Name)
+		if a.user == uuid.Nil {
+			m.log.Info("MCP server asks for authorization; an admin connects it from Settings", "mcp_server", s.cfg.Name)
+		}
 		s.mu.Lock()
 		s.notifyLocked()
 		s.mu.Unlock()
@@ -227,10 +261,10 @@ func (m *Manager) fetcher(s *server, a *serverAuth) auth.AuthorizationCodeFetche
 
 // loadToken reads s's stored token, nil when it has none that applies (its
 // URL changed since) or it cannot be read.
-func (m *Manager) loadToken(s *server) *StoredToken {
+func (m *Manager) loadToken(s *server, user uuid.UUID) *StoredToken {
 	ctx, cancel := context.WithTimeout(m.ctx, 10*time.Second)
 	defer cancel()
-	st, err := m.tokens.LoadToken(ctx, s.cfg.ID)
+	st, err := m.tokenLoad(ctx, s.cfg.ID, user)
 	switch {
 	case err != nil:
 		m.log.Warn("read an MCP server's OAuth token; it asks for authorization again", "mcp_server", s.cfg.Name, "err", err)

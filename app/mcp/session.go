@@ -49,10 +49,11 @@ func (c *session) close() {
 }
 
 // connect opens a session to s and lists its tools, within the connect
-// timeout.
-func (m *Manager) connect(s *server) (*session, error) {
+// timeout. ua is a user's authorization on a per-user server (nil: the
+// server's shared one).
+func (m *Manager) connect(s *server, ua *serverAuth) (*session, error) {
 	connCtx, cancelConn := context.WithCancelCause(s.ctx)
-	stopWatch := m.watchConnect(s, func() {
+	stopWatch := m.watchConnect(s, ua, func() {
 		cancelConn(fmt.Errorf("no answer within %s", m.connectTimeout))
 	})
 	opts := &mcp.ClientOptions{
@@ -66,7 +67,7 @@ func (m *Manager) connect(s *server) (*session, error) {
 		}}
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "chatd", Version: "1"}, opts)
-	cs, transport, cleanup, err := m.open(connCtx, client, s)
+	cs, transport, cleanup, err := m.open(connCtx, client, s, ua)
 	var list []*Tool
 	if err == nil {
 		if list, err = m.listTools(connCtx, s, cs); err != nil {
@@ -98,7 +99,7 @@ func (m *Manager) connect(s *server) (*session, error) {
 // unless stop comes first; while the server's authorization waits for a
 // person's consent the timeout starts over. stop reports whether fn ran
 // and waits for it.
-func (m *Manager) watchConnect(s *server, fn func()) (stop func() bool) {
+func (m *Manager) watchConnect(s *server, ua *serverAuth, fn func()) (stop func() bool) {
 	timer := m.clock.NewTimer(m.connectTimeout)
 	cancel := make(chan struct{})
 	fired := make(chan bool, 1)
@@ -106,9 +107,12 @@ func (m *Manager) watchConnect(s *server, fn func()) (stop func() bool) {
 		for {
 			select {
 			case <-timer.C():
-				s.authMu.Lock()
-				a := s.auth
-				s.authMu.Unlock()
+				a := ua
+				if a == nil {
+					s.authMu.Lock()
+					a = s.auth
+					s.authMu.Unlock()
+				}
 				if a != nil && a.waiting.Load() {
 					timer.Reset(m.connectTimeout)
 					continue
@@ -154,7 +158,7 @@ func (m *Manager) after(d time.Duration, fn func()) (stop func() bool) {
 // open connects client over s's transport: stdio for a command; for a
 // URL Streamable HTTP, then HTTP+SSE when the server answered the
 // Streamable POST with a 4xx, as the MCP spec says for old servers.
-func (m *Manager) open(ctx context.Context, client *mcp.Client, s *server) (cs *mcp.ClientSession, transport string, cleanup func(), err error) {
+func (m *Manager) open(ctx context.Context, client *mcp.Client, s *server, ua *serverAuth) (cs *mcp.ClientSession, transport string, cleanup func(), err error) {
 	cleanup = func() {}
 	switch {
 	case m.dial != nil:
@@ -175,7 +179,10 @@ func (m *Manager) open(ctx context.Context, client *mcp.Client, s *server) (cs *
 	cleanup = rt.base.CloseIdleConnections
 	hc := &http.Client{Transport: rt}
 	st := &mcp.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc}
-	a, err := m.authOf(s)
+	a, err := ua, error(nil)
+	if a == nil {
+		a, err = m.authOf(s)
+	}
 	if err != nil {
 		return nil, sdk.MCPTransportStreamableHTTP, cleanup, err
 	}

@@ -215,5 +215,5 @@ func oauthConfigOf(o *OAuth) *sdk.MCPOAuthConfig {
 	if o == nil {
 		return nil
 	}
-	return &sdk.MCPOAuthConfig{ClientID: o.ClientID, HasClientSecret: o.ClientSecret != "", ClientMetadataURL: o.ClientMetadataURL}
+	return &sdk.MCPOAuthConfig{ClientID: o.ClientID, HasClientSecret: o.ClientSecret != "", ClientMetadataURL: o.ClientMetadataURL, PerUser: o.PerUser}
 }

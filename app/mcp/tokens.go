@@ -27,6 +27,50 @@ type TokenStore interface {
 	ForgetToken(ctx context.Context, serverID uuid.UUID) error
 }
 
+// UserTokenStore keeps the per-user tokens of servers whose identity is
+// each user's (oauth.per_user). A TokenStore without it keeps them in
+// memory only.
+type UserTokenStore interface {
+	LoadUserToken(ctx context.Context, serverID, userID uuid.UUID) (*StoredToken, error)
+	SaveUserToken(ctx context.Context, serverID, userID uuid.UUID, t StoredToken) error
+	ForgetUserToken(ctx context.Context, serverID, userID uuid.UUID) error
+}
+
+// tokenLoad, tokenSave and tokenForget are the token store's methods for
+// the server's shared tokens (user uuid.Nil) or a user's.
+func (m *Manager) tokenLoad(ctx context.Context, serverID, user uuid.UUID) (*StoredToken, error) {
+	if user == uuid.Nil {
+		return m.tokens.LoadToken(ctx, serverID)
+	}
+	if us, ok := m.tokens.(UserTokenStore); ok {
+		return us.LoadUserToken(ctx, serverID, user)
+	}
+	return nil, nil
+}
+
+func (m *Manager) tokenSave(ctx context.Context, serverID, user uuid.UUID, t StoredToken) error {
+	if user == uuid.Nil {
+		return m.tokens.SaveToken(ctx, serverID, t)
+	}
+	if us, ok := m.tokens.(UserTokenStore); ok {
+		return us.SaveUserToken(ctx, serverID, user, t)
+	}
+	return nil
+}
+
+func (m *Manager) tokenForget(ctx context.Context, serverID, user uuid.UUID) error {
+	if m.tokens == nil {
+		return nil
+	}
+	if user == uuid.Nil {
+		return m.tokens.ForgetToken(ctx, serverID)
+	}
+	if us, ok := m.tokens.(UserTokenStore); ok {
+		return us.ForgetUserToken(ctx, serverID, user)
+	}
+	return nil
+}
+
 // StoredToken is a server's OAuth client (as registered or configured, and
 // the authorization server's endpoints) and its current token: what a
 // refresh needs without a new discovery.
@@ -69,7 +113,10 @@ type StoreTokens struct {
 	Clock  clock.Clock
 }
 
-var _ TokenStore = StoreTokens{}
+var (
+	_ TokenStore     = StoreTokens{}
+	_ UserTokenStore = StoreTokens{}
+)
 
 // LoadToken reads and opens a server's tokens.
 func (s StoreTokens) LoadToken(ctx context.Context, serverID uuid.UUID) (*StoredToken, error) {
@@ -128,6 +175,78 @@ func (s StoreTokens) ForgetToken(ctx context.Context, serverID uuid.UUID) error 
 	})
 }
 
+// LoadUserToken reads and opens a user's tokens for a per-user server.
+func (s StoreTokens) LoadUserToken(ctx context.Context, serverID, userID uuid.UUID) (*StoredToken, error) {
+	var row store.MCPUserToken
+	err := s.Store.ReadTx(ctx, func(tx store.Reader) error {
+		var err error
+		row, err = tx.MCPUserTokenGet(ctx, serverID, userID)
+		return err
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s.open(row.Sealed, serverID)
+}
+
+// SaveUserToken seals and stores a user's tokens for a per-user server; a
+// server or user no longer stored has none to keep.
+func (s StoreTokens) SaveUserToken(ctx context.Context, serverID, userID uuid.UUID, t StoredToken) error {
+	sealed, err := s.seal(t, serverID)
+	if err != nil {
+		return err
+	}
+	err = s.Store.InTx(ctx, func(tx store.Tx) error {
+		return tx.MCPUserTokenPut(ctx, store.MCPUserToken{ServerID: serverID, UserID: userID, Sealed: sealed, UpdatedAt: s.now()})
+	})
+	if errors.Is(err, store.ErrForeignKey) {
+		return nil
+	}
+	return err
+}
+
+// ForgetUserToken deletes a user's tokens for a per-user server.
+func (s StoreTokens) ForgetUserToken(ctx context.Context, serverID, userID uuid.UUID) error {
+	return s.Store.InTx(ctx, func(tx store.Tx) error {
+		_, err := tx.MCPUserTokenDelete(ctx, serverID, userID)
+		return err
+	})
+}
+
+func (s StoreTokens) open(sealed []byte, serverID uuid.UUID) (*StoredToken, error) {
+	plain, err := s.sealer().Open(sealed)
+	if err != nil {
+		return nil, fmt.Errorf("open the OAuth tokens of MCP server %s: %w", serverID, err)
+	}
+	var t StoredToken
+	if err := json.Unmarshal(plain, &t); err != nil {
+		return nil, fmt.Errorf("decode the OAuth tokens of MCP server %s: %w", serverID, err)
+	}
+	return &t, nil
+}
+
+func (s StoreTokens) seal(t StoredToken, serverID uuid.UUID) ([]byte, error) {
+	plain, err := json.Marshal(t)
+	if err != nil {
+		return nil, err
+	}
+	sealed, err := s.sealer().Seal(plain)
+	if err != nil {
+		return nil, fmt.Errorf("seal the OAuth tokens of MCP server %s: %w", serverID, err)
+	}
+	return sealed, nil
+}
+
+func (s StoreTokens) now() time.Time {
+	if s.Clock != nil {
+		return s.Clock.Now()
+	}
+	return time.Now()
+}
+
 func (s StoreTokens) sealer() Sealer {
 	if s.Sealer == nil {
 		return PlainSealer{}
@@ -143,6 +262,7 @@ func (s StoreTokens) sealer() Sealer {
 type savingSource struct {
 	m        *Manager
 	serverID uuid.UUID
+	user     uuid.UUID // uuid.Nil: the server's shared tokens
 	url      string
 
 	mu   sync.Mutex
@@ -151,8 +271,8 @@ type savingSource struct {
 	last *oauth2.Token // the token last stored (nil: none yet)
 }
 
-func (m *Manager) savingSource(s *server, cfg *oauth2.Config, tok *oauth2.Token, stored bool) *savingSource {
-	p := &savingSource{m: m, serverID: s.cfg.ID, url: s.cfg.URL, cfg: cfg, base: cfg.TokenSource(refreshContext(), tok)}
+func (m *Manager) savingSource(s *server, user uuid.UUID, cfg *oauth2.Config, tok *oauth2.Token, stored bool) *savingSource {
+	p := &savingSource{m: m, serverID: s.cfg.ID, user: user, url: s.cfg.URL, cfg: cfg, base: cfg.TokenSource(refreshContext(), tok)}
 	if stored {
 		p.last = tok
 	}
@@ -184,7 +304,7 @@ func (p *savingSource) Token() (*oauth2.Token, error) {
 		// may have rotated the refresh token already.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(p.m.ctx), 10*time.Second)
 		defer cancel()
-		if err := p.m.tokens.SaveToken(ctx, p.serverID, storedToken(p.url, p.cfg, t)); err != nil {
+		if err := p.m.tokenSave(ctx, p.serverID, p.user, storedToken(p.url, p.cfg, t)); err != nil {
 			p.m.log.Warn("store an MCP server's OAuth token", "mcp_server_id", p.serverID, "err", err)
 		} else {
 			p.last = t
@@ -197,7 +317,7 @@ func (p *savingSource) Token() (*oauth2.Token, error) {
 func (p *savingSource) load() *StoredToken {
 	ctx, cancel := context.WithTimeout(p.m.ctx, 10*time.Second)
 	defer cancel()
-	st, err := p.m.tokens.LoadToken(ctx, p.serverID)
+	st, err := p.m.tokenLoad(ctx, p.serverID, p.user)
 	if err != nil {
 		p.m.log.Warn("read an MCP server's OAuth token", "mcp_server_id", p.serverID, "err", err)
 		return nil

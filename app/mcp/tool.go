@@ -99,7 +99,15 @@ func (t *Tool) run(ctx context.Context, args json.RawMessage) (json.RawMessage, 
 		}
 		arguments = json.RawMessage(args)
 	}
-	c, err := t.m.current(ctx, t.server)
+	var c *session
+	var err error
+	if t.server.perUser() {
+		// The chat owner's own connection; never another user's.
+		call, _ := tools.CallFrom(ctx)
+		c, err = t.m.userSession(ctx, t.server, call.OwnerID)
+	} else {
+		c, err = t.m.current(ctx, t.server)
+	}
 	if err != nil {
 		return nil, err
 	}

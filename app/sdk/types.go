@@ -586,7 +586,9 @@ type MCPServer struct {
 	// Config is the server's stored settings, shown to admins only.
 	Config *MCPServerConfig `json:"config,omitempty"`
 	// Auth is the server's MCP authorization (OAuth) status, shown to
-	// admins only; absent while the server asked for none.
+	// admins only; absent while the server asked for none. For a server
+	// whose identity is each user's (PerUser) it is the caller's own
+	// connection, shown to every user who may use it.
 	Auth *MCPAuthStatus `json:"auth,omitempty"`
 }
 

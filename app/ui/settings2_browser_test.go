@@ -29,7 +29,9 @@ func (b *browser) clickIn(rowJS, css string) {
 	b.t.Helper()
 	b.waitJS("the element "+css, rowJS+`?.querySelector(`+jsString(css)+`)`)
 	eval[chromedp.Void](b, `(() => { document.querySelectorAll('[data-test-click]').forEach(e => e.removeAttribute('data-test-click'));
-		`+rowJS+`.querySelector(`+jsString(css)+`).dataset.testClick = '1'; })()`)
+		const e = `+rowJS+`.querySelector(`+jsString(css)+`);
+		e.dataset.testClick = '1';
+		e.scrollIntoView({block: 'center'}); })()`) // not under the sticky table of contents
 	b.do(chromedp.Click(chromedp.CSS(`[data-test-click]`)))
 }
 

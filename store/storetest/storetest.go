@@ -95,7 +95,7 @@ func Run(t *testing.T, newStore func(t *testing.T) (store.Store, Exec)) {
 		{"MCPServers", testMCPServers},
 		{"ProvidersAndModelConfigs", testProvidersAndModelConfigs},
 		{"Files", testFiles},
-		{"Elicitations", testElicitations}, {"ElicitationReleasesSlot", testElicitationReleasesSlot}, {"MCPOAuthTokens", testMCPOAuthTokens},
+		{"Elicitations", testElicitations}, {"ElicitationReleasesSlot", testElicitationReleasesSlot}, {"MCPOAuthTokens", testMCPOAuthTokens}, {"MCPUserOAuthTokens", testMCPUserOAuthTokens},
 		{"OwnerCounts", testOwnerCounts},
 		{"MessageTree", testMessageTree}, {"MessageTreePruned", testMessageTreePruned},
 		{"UsageLedger", testUsageLedger}, {"UserBudgets", testUserBudgets},

@@ -9,7 +9,8 @@ import { api } from './api.js';
 import { dialog, toast } from './widgets.js';
 import { effectBadge } from './mcp.js';
 import { WebhooksSection } from './webhooks.js';
-import { authLine, authPending } from './mcpauth.js';
+import { authLine, authPending, oauthBody } from './mcpauth.js';
+import { MCPConnectionsSection } from './mcpconnections.js';
 
 const EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'];
 const PROVIDER_TYPES = [['openai', 'OpenAI'], ['openai-compat', 'OpenAI-compatible (Ollama, vLLM, …)'], ['anthropic', 'Anthropic']];
@@ -511,7 +512,7 @@ class MCPSection extends Section {
     return h('li', { class: 'set-row mcp-row' + (cfg.enabled === false ? ' off' : ''), dataset: { id: s.id, name: s.name } },
       h('div', { class: 'set-main' },
         h('div', { class: 'set-name' }, s.name, ' ', h('span', { class: `mcp-state mcp-state-${s.state}`, text: MCP_STATE[s.state] || s.state })),
-        h('div', { class: 'muted small set-facts', text: [s.transport, cfg.url || [cfg.command, ...(cfg.args || [])].filter(Boolean).join(' '), cfg.source === 'config_file' ? 'from the config file' : null, accessText(cfg)].filter(Boolean).join(' · ') }),
+        h('div', { class: 'muted small set-facts', text: [s.transport, cfg.url || [cfg.command, ...(cfg.args || [])].filter(Boolean).join(' '), cfg.source === 'config_file' ? 'from the config file' : null, accessText(cfg), cfg.oauth && cfg.oauth.per_user ? 'each user connects it' : null].filter(Boolean).join(' · ') }),
         s.last_error ? h('div', { class: 'mcp-error', text: s.last_error }) : null,
         authLine(s, () => this.load().catch((e) => this.fail(e))),
         s.tools.length ? tools : null, result),
@@ -568,7 +569,9 @@ class MCPSection extends Section {
     const exclude = nameList('exclude', 'Never these tools', (cfg.tools && cfg.tools.exclude) || [], offered);
     const perTool = toolSettings(offered, cfg.effects || {}, cfg.approvals || {}, tools);
     const cmdFields = h('div', { class: 'set-grid' }, field('Command', command), field('Arguments', args), env.el);
-    const urlFields = h('div', { class: 'set-grid' }, field('URL', url), headers.el);
+    const perUser = h('input', { type: 'checkbox', name: 'per_user', checked: !!(cfg.oauth && cfg.oauth.per_user) });
+    const urlFields = h('div', { class: 'set-grid' }, field('URL', url), headers.el,
+      h('label', { class: 'set-check' }, perUser, ' Each user connects it with their own account (OAuth identity per user)'));
     const sync = () => { cmdFields.hidden = kind.value !== 'stdio'; urlFields.hidden = kind.value === 'stdio'; };
     kind.addEventListener('change', sync);
     sync();
@@ -584,9 +587,9 @@ class MCPSection extends Section {
       const body = { enabled: enabled.checked, approval: approval.value || null, timeout: timeout.value.trim() || null };
       body.access = access.value === 'users' ? accessUsers.value.split(',').map((u) => u.trim()).filter(Boolean) : access.value || null;
       if (kind.value === 'stdio') {
-        Object.assign(body, { command: command.value.trim(), args: args.value.split('\n').map((a) => a.trim()).filter(Boolean), env: env.value(), url: null, headers: null });
+        Object.assign(body, { command: command.value.trim(), args: args.value.split('\n').map((a) => a.trim()).filter(Boolean), env: env.value(), url: null, headers: null, oauth: null });
       } else {
-        Object.assign(body, { url: url.value.trim(), headers: headers.value(), command: null, args: null, env: null });
+        Object.assign(body, { url: url.value.trim(), headers: headers.value(), command: null, args: null, env: null, oauth: oauthBody(cfg.oauth, perUser.checked) });
       }
       const inc = include.values();
       const exc = exclude.values();
@@ -738,7 +741,7 @@ export class SettingsView {
     this.models = new ModelsSection(this);
     this.sections = this.admin
       ? [this.models, new ProvidersSection(this), new MCPSection(this), new UsersSection(this), new TokensSection(this), new WebhooksSection(this)]
-      : [this.models, new TokensSection(this), new WebhooksSection(this)];
+      : [this.models, new MCPConnectionsSection(this), new TokensSection(this), new WebhooksSection(this)];
     const toc = h('nav', { class: 'set-toc', 'aria-label': 'Settings sections' },
       this.sections.map((s) => h('a', { href: `#${s.el.id}`, class: 'set-toc-link', text: s.el.querySelector('h2').textContent,
         onclick: (e) => { e.preventDefault(); s.el.scrollIntoView({ block: 'start' }); s.el.querySelector('h2').focus(); } })));
