@@ -3,18 +3,14 @@ package e2e_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app"
-	chatdauth "github.com/chatd/chatd/app/auth"
+	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
 	"github.com/chatd/chatd/app/llm/llmtest"
 	chatdmcp "github.com/chatd/chatd/app/mcp"
@@ -42,41 +38,28 @@ func TestMCPOAuthPerUser(t *testing.T) {
 			"shared": map[string]any{"url": v.URL}}})
 		require.NoError(t, err)
 		cfgPath := writeMCPConfig(t, string(mcpConfig))
-		s := newStore(t)
-		t.Cleanup(func() { _ = s.Close() })
 		llm := llmtest.NewOpenAI(t)
-		adminTok := "bootstrap-" + t.Name()
 		vaultID := chatdmcp.ServerID("vault")
 
+		// start runs the app (the next one on the same database after the
+		// first) behind a server whose URL it advertises (the
+		// authorization server sends the browser back there).
+		var h *apptest.Harness
 		start := func() (srvURL string, stop func()) {
-			a, err := app.NewWithStore(ctx, config.Config{
-				BootstrapToken: adminTok, MCPConfig: cfgPath, SecretKey: testSecretKey,
-				OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
-				Worker: worker.Config{SyncInterval: 50 * time.Millisecond},
-			}, keptStore{s}, io.Discard)
-			require.NoError(t, err)
-			srv := httptest.NewServer(a.Handler())
-			a.SetAdvertiseURL(srv.URL)
-			require.NoError(t, a.Start(ctx))
-			var once sync.Once
-			stop = func() {
-				once.Do(func() {
-					srv.CloseClientConnections()
-					srv.Close()
-					a.Stop()
-					require.NoError(t, a.Close())
-				})
+			if h == nil {
+				h = apptest.Start(t, apptest.Options{Store: newStore, Config: config.Config{
+					MCPConfig: cfgPath, SecretKey: testSecretKey,
+					OpenAIBaseURL: llm.URL, DefaultModel: "openai/test-model",
+					Worker: worker.Config{SyncInterval: 50 * time.Millisecond},
+				}})
+			} else {
+				h = h.Reopen(t)
 			}
-			t.Cleanup(stop)
-			return srv.URL, stop
+			this := h
+			return h.URL, func() { this.Stop(t) }
 		}
 		srvURL, stop := start()
-		tokens := map[string]string{}
-		for _, name := range []string{"alice", "bob"} {
-			tok, _, err := chatdauth.CreateToken(ctx, s, name, false, "test", time.Now())
-			require.NoError(t, err)
-			tokens[name] = tok
-		}
+		tokens := map[string]string{"alice": h.NewUserToken(t, "alice"), "bob": h.NewUserToken(t, "bob")}
 		clients := func(base string) (alice, bob *sdk.Client) {
 			return sdk.New(base, tokens["alice"]), sdk.New(base, tokens["bob"])
 		}
