@@ -1,3 +1,5 @@
+//go:build unix
+
 package stream
 
 import (
@@ -9,7 +11,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/coder/websocket"
 	"github.com/google/uuid"
@@ -19,8 +23,9 @@ import (
 // catches up: the writer gets the parts that waited for it (what
 // takeLocal hands over after a slow write) and writes them to a peer that
 // reads and counts. pending=1 is a viewer that keeps up, one token per
-// write. frames/op, events/op and wire-B/op are per catch-up; ns/op and
-// allocs/op include the peer's reads.
+// write. frames/op, events/op and wire-B/op are per catch-up; ns/op,
+// cpu-ns/op (the process's user and system time) and allocs/op include
+// the peer's reads.
 //
 //	go test -run '^$' -bench WriterBehind -benchmem ./app/stream/
 func BenchmarkWriterBehind(b *testing.B) {
@@ -65,6 +70,7 @@ func BenchmarkWriterBehind(b *testing.B) {
 			seq := int64(0)
 			b.ReportAllocs()
 			b.ResetTimer()
+			cpu0 := processCPU(b)
 			for range b.N {
 				for j := range batch {
 					seq++
@@ -75,11 +81,22 @@ func BenchmarkWriterBehind(b *testing.B) {
 				}
 			}
 			b.StopTimer()
+			cpu := processCPU(b) - cpu0
 			// The peer has read everything once the closing handshake is done.
 			conn.Close(websocket.StatusNormalClosure, "")
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 			b.ReportMetric(float64(frames.Load())/float64(b.N), "frames/op")
 			b.ReportMetric(float64(events.Load())/float64(b.N), "events/op")
 			b.ReportMetric(float64(wire.Load())/float64(b.N), "wire-B/op")
 		})
 	}
+}
+
+// processCPU is the process's user plus system CPU time so far.
+func processCPU(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
