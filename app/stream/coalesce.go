@@ -43,7 +43,10 @@ func delta(part []byte) (head int, ok bool) {
 	for i := head; i < end; i++ {
 		switch part[i] {
 		case '\\':
-			i++ // the escaped byte (an escape never ends the body)
+			i++ // the escaped byte, which must not be the closing quote
+			if i == end {
+				return 0, false
+			}
 		case '"':
 			return 0, false
 		}

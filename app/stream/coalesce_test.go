@@ -25,6 +25,7 @@ func TestDelta(t *testing.T) {
 		`{"type":"text","text":"a\""}`:            true, // an escaped quote ends nothing
 		`{"type":"text","text":"a\\"}`:            true, // an escaped backslash
 		`{"type":"text","text":"\u003c\u2028🙂"}`:  true,
+		`{"type":"text","text":"a\"}`:             false, // not JSON: the close is escaped
 		`{"type":"text"}`:                         false, // no text
 		`{"type":"text","text":"a","name":"b"}`:   false, // another field after the text
 		`{"type":"text","text":"a\","name":"b"}`:  false, // a quote inside the body: not one string
