@@ -265,7 +265,7 @@ func (d *deliveryEnv) streamDelivery(ctx context.Context, viewers, tokens int, i
 	}
 	defer d.buffer.CloseEpisode(ep)
 	return deliver(ctx, d.url(chat), viewers, tokens, interval, func(_ int64, sent time.Duration) error {
-		return d.buffer.AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: strconv.FormatInt(int64(sent), 10)})
+		return d.buffer.AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: " " + strconv.FormatInt(int64(sent), 10)})
 	})
 }
 
@@ -276,14 +276,15 @@ func baselineDelivery(ctx context.Context, viewers, tokens int, interval time.Du
 	raw := rawws.New(tokens)
 	defer raw.Close()
 	return deliver(ctx, raw.URL, viewers, tokens, interval, func(seq int64, sent time.Duration) error {
-		return raw.Send(seq, strconv.FormatInt(int64(sent), 10))
+		return raw.Send(seq, " "+strconv.FormatInt(int64(sent), 10))
 	})
 }
 
 // deliver connects viewers to url, waits until each has seen
 // preview_reset, then emits tokens parts, one per interval, and returns
-// every viewer's latency for every part. A part's text is its emission
-// time since the start, so readers share nothing.
+// every viewer's latency for every part. A part's text is a space and its
+// emission time since the start, so readers share nothing and read each
+// token of a merged part.
 func deliver(ctx context.Context, url string, viewers, tokens int, interval time.Duration,
 	emit func(seq int64, sent time.Duration) error,
 ) ([]time.Duration, error) {
@@ -330,8 +331,12 @@ func deliver(ctx context.Context, url string, viewers, tokens int, interval time
 				for _, e := range frame {
 					switch {
 					case e.Type == sdk.StreamMessagePart && e.MessagePart != nil:
-						sent, _ := strconv.ParseInt(e.MessagePart.Part.Text, 10, 64)
-						lat = append(lat, now-time.Duration(sent))
+						// A viewer that fell behind gets tokens merged
+						// into one part (API.md, Stream): read each.
+						for f := range strings.FieldsSeq(e.MessagePart.Part.Text) {
+							sent, _ := strconv.ParseInt(f, 10, 64)
+							lat = append(lat, now-time.Duration(sent))
+						}
 					case e.Type == sdk.StreamPreviewReset && !isReady:
 						isReady = true
 						ready.Done()

@@ -438,6 +438,8 @@ type writer struct {
 	// deadline bounds each frame's write (WriteTimeout), made at the
 	// first write.
 	deadline *writeDeadline
+	// run is the merged delta the batch ends with (coalesce.go).
+	run run
 }
 
 // maxKeptBuffer is the largest buffer a writer keeps between writes.
@@ -490,24 +492,36 @@ func appendEvent(dst []byte, e *sdk.ChatStreamEvent) ([]byte, error) {
 }
 
 // writeParts applies parts to the loop and sends the message_part
-// events it emits, built from the parts' shared JSON.
+// events it emits, built from the parts' shared JSON. Several parts are
+// a viewer catching up: runs of text or reasoning deltas among them go
+// out merged (coalesce.go). A single part, a viewer keeping up, goes out
+// as it is.
 func (w *writer) writeParts(ctx context.Context, loop *Loop, parts []relayPart) error {
 	w.reset()
+	merge := len(parts) > 1
 	for _, p := range parts {
 		ok, err := loop.accept(p.HistoryVersion, p.GenerationAttempt, p.Seq)
 		if err != nil {
 			return err
 		}
-		if ok {
-			w.batch = appendPartEvent(w.batch, w.partPrefix, p)
-			w.ends = append(w.ends, len(w.batch))
+		if !ok {
+			continue
 		}
+		if merge {
+			if head, ok := delta(p.Part); ok {
+				w.appendDelta(p, head)
+				continue
+			}
+		}
+		w.run.open = false
+		w.batch = appendPartEvent(w.batch, w.partPrefix, p)
+		w.ends = append(w.ends, len(w.batch))
 	}
 	return w.flush(ctx)
 }
 
 func (w *writer) reset() {
-	w.batch, w.ends = w.batch[:0], w.ends[:0]
+	w.batch, w.ends, w.run = w.batch[:0], w.ends[:0], run{}
 }
 
 // flush sends the batch in frames.

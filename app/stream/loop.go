@@ -358,6 +358,12 @@ func appendPartEvent(b, prefix []byte, p relayPart) []byte {
 	} else {
 		b = append(b, p.Part...)
 	}
+	return appendPartTail(b, p)
+}
+
+// appendPartTail appends what follows the part in p's message_part event:
+// its place in the episode.
+func appendPartTail(b []byte, p relayPart) []byte {
 	b = append(b, `,"history_version":`...)
 	b = strconv.AppendInt(b, p.HistoryVersion, 10)
 	b = append(b, `,"generation_attempt":`...)

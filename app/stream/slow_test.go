@@ -10,13 +10,10 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
-	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/chatd/chatd/app/chatstate"
 	"github.com/chatd/chatd/app/clock"
 	"github.com/chatd/chatd/app/config"
-	"github.com/chatd/chatd/app/partbuf"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -26,23 +23,15 @@ import (
 // goroutine nor the other viewers: every part reaches the reading viewer,
 // once and in order, while the stalled one has not read a frame. The
 // parts wait in the episode, not in a per-viewer queue the producer
-// fills.
+// fills. When the stalled viewer reads again, what waited for it comes
+// coalesced: the same text in fewer events than parts.
 func TestStalledViewerBlocksNobody(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		ctx := context.Background()
 		r := startApp(t, newStore(t), config.Config{NoWorker: true})
 		chat := createChat(t, r.client, "go")
-		require.NoError(t, r.app.Internals().Machine.Do(ctx, func(tx *chatstate.Tx) error {
-			if _, err := tx.Acquire(chat.ID, r.app.Internals().Worker.ID(), uuid.New()); err != nil {
-				return err
-			}
-			_, err := tx.RecordGenerationAttempt(chat.ID)
-			return err
-		}))
-		row := chatRow(t, r.app.Internals().Store, chat.ID)
-		ep := partbuf.Episode{ChatID: chat.ID, HistoryVersion: row.HistoryVersion, GenerationAttempt: row.GenerationAttempt}
-		require.NoError(t, r.app.Internals().Buffer.CreateEpisode(ep))
+		ep := generating(t, r, chat.ID)
 
 		// The stalled viewer reads its bootstrap, up to preview_reset,
 		// then nothing.
@@ -51,12 +40,16 @@ func TestStalledViewerBlocksNobody(t *testing.T) {
 		})
 		require.NoError(t, err)
 		defer stalled.CloseNow()
-		for booted := false; !booted; {
+		stalled.SetReadLimit(8 << 20)
+		readFrame := func() []sdk.ChatStreamEvent {
 			_, data, err := stalled.Read(ctx)
 			require.NoError(t, err)
 			var frame []sdk.ChatStreamEvent
 			require.NoError(t, json.Unmarshal(data, &frame))
-			for _, e := range frame {
+			return frame
+		}
+		for booted := false; !booted; {
+			for _, e := range readFrame() {
 				booted = booted || e.Type == sdk.StreamPreviewReset
 			}
 		}
@@ -67,21 +60,32 @@ func TestStalledViewerBlocksNobody(t *testing.T) {
 		// stalled connection take.
 		const n = 900
 		filler := strings.Repeat("x", 1000)
+		var want strings.Builder
 		for i := 1; i <= n; i++ {
-			require.NoError(t, r.app.Internals().Buffer.AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: fmt.Sprintf("%d %s", i, filler)}))
+			tok := fmt.Sprintf("%d %s|", i, filler)
+			want.WriteString(tok)
+			require.NoError(t, r.app.Internals().Buffer.AddPart(ep, sdk.ChatMessagePart{Type: sdk.PartText, Text: tok}))
 		}
-		events := reader.untilPart(n)
-		var seqs []int64
-		for _, e := range events {
-			if e.Type == sdk.StreamMessagePart {
-				seqs = append(seqs, e.MessagePart.Seq)
-				require.True(t, strings.HasPrefix(e.MessagePart.Part.Text, fmt.Sprint(e.MessagePart.Seq, " ")))
+		text, _, last := partText(t, reader.untilPart(n))
+		require.Equal(t, want.String(), text)
+		require.Equal(t, int64(n), last)
+
+		var events []sdk.ChatStreamEvent
+		frames := 0
+		for last = 0; last < n; {
+			frame := readFrame()
+			frames++
+			events = append(events, frame...)
+			for _, e := range frame {
+				if e.Type == sdk.StreamMessagePart {
+					last = e.MessagePart.Seq
+				}
 			}
 		}
-		require.Len(t, seqs, n)
-		for i, s := range seqs {
-			require.Equal(t, int64(i+1), s)
-		}
+		text, parts, _ := partText(t, events)
+		require.Equal(t, want.String(), text, "the stalled viewer gets the same text")
+		require.Less(t, parts, n, "in fewer events than parts")
+		require.Less(t, frames, n, "and fewer frames")
 	})
 }
 
