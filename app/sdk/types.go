@@ -509,7 +509,9 @@ type ChatStreamApprovalRequired struct {
 }
 
 // ChatStreamMessagePart is a live part of the episode (history_version,
-// generation_attempt); seq starts at 1 with no gaps.
+// generation_attempt). Seq numbers the episode's parts from 1 and only
+// increases; for a viewer that is behind, consecutive text (or reasoning)
+// deltas arrive merged, carrying the last one's seq (API.md, Stream).
 type ChatStreamMessagePart struct {
 	Role              string          `json:"role"`
 	Part              ChatMessagePart `json:"part"`
