@@ -74,6 +74,14 @@ func TestBrowserSearchJumps(t *testing.T) {
 			require.Equal(t, "/chats/"+chat.ID.String(), eval[string](b, `location.pathname + location.search`), "the jump parameter is dropped (%s)", tc.name)
 			b.checkLayout(tc, ".search-hit .search-mark", ".chat-header .chat-title-h")
 			b.shot("71-search-jump-" + tc.name)
+			if tc.name == everyView[0].name {
+				// A turn rebuilds the chat's messages (their actions follow
+				// whether it runs): the hit keeps its highlight and mark.
+				_, err := b.api.SendMessage(b.ctx, chat.ID, sdk.CreateChatMessageRequest{Content: sdk.Text("one more")})
+				require.NoError(t, err)
+				b.waitJS("the new turn answered", `document.querySelectorAll('.msg-user').length === 6 && `+jsIdle)
+				require.Equal(t, "marmalade", eval[string](b, `document.querySelector('.search-hit .search-mark')?.textContent ?? 'no mark'`))
+			}
 		}
 	}
 	b.desktop()

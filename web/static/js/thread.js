@@ -150,11 +150,11 @@ export class Thread {
 
   follow(stick) {
     if (this.jump) {
-      const { node } = this.jump;
+      const { node, key } = this.jump;
       this.jump = null;
       if (node) {
-        node.classList.add('search-hit');
-        (markMatch(node, this.jumpQuery) || node).scrollIntoView({ block: 'center' });
+        this.hitKey = key;
+        (this.markHit(node) || node).scrollIntoView({ block: 'center' });
         this.pinned = this.isAtBottom();
         this.jumpBtn.hidden = this.pinned;
         return;
@@ -163,6 +163,13 @@ export class Thread {
     }
     if (stick) this.scrollToBottom();
     else if (this.scroller.scrollHeight - this.scroller.scrollTop - this.scroller.clientHeight > AT_BOTTOM_PX) this.jumpBtn.hidden = false;
+  }
+
+  // markHit highlights the message a search opened and marks the term in
+  // it; it returns the mark (null when the text has no match).
+  markHit(node) {
+    node.classList.add('search-hit');
+    return markMatch(node, this.jumpQuery);
   }
 
   reasoningFor(m) {
@@ -324,7 +331,8 @@ export class Thread {
     if (this.refocus && refocus(this.scroller, this.refocus.id, this.refocus.label)) this.refocus = null;
     if (this.jumpTo && msgs.length) {
       const id = this.jumpTo;
-      const hit = this.nodes.get('u' + id) || this.nodes.get('a' + id);
+      const key = this.nodes.has('u' + id) ? 'u' + id : 'a' + id;
+      const hit = this.nodes.get(key);
       // A hit older than the pages shown: load pages until it is in.
       if (!hit && o && id < msgs[0].id && (o.more || o.loading) && !o.error) {
         queueMicrotask(() => this.loadOlder()); // after this render, not inside it
@@ -333,7 +341,7 @@ export class Thread {
         return;
       }
       this.jumpTo = 0;
-      this.jump = { node: hit ? hit.node : null };
+      this.jump = { node: hit ? hit.node : null, key };
       const url = new URL(location.href);
       url.searchParams.delete('message');
       url.searchParams.delete('q');
@@ -402,6 +410,9 @@ export class Thread {
         }
         cached = { sig: it.sig, node };
         this.nodes.set(it.key, cached);
+        // A rebuilt search hit (its author's name arrived, say) keeps its
+        // highlight.
+        if (it.key === this.hitKey) this.markHit(node);
       }
       const expected = prev ? prev.nextSibling : this.list.firstChild;
       if (cached.node !== expected) this.list.insertBefore(cached.node, expected);
