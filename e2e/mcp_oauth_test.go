@@ -5,19 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/require"
 
 	"github.com/chatd/chatd/app/apptest"
 	"github.com/chatd/chatd/app/config"
+	"github.com/chatd/chatd/app/mcp/mcptest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/store"
 	"github.com/chatd/chatd/store/dbtest"
@@ -45,9 +43,6 @@ func startRotatingVault(t *testing.T) *rotatingVault {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "42"}}}, nil
 		})
-	mux := http.NewServeMux()
-	hs := httptest.NewServer(mux)
-	base := hs.URL
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		v.mu.Lock()
 		ok := v.issued > 0 && token == fmt.Sprintf("tok-%d", v.issued)
@@ -57,43 +52,14 @@ func startRotatingVault(t *testing.T) *rotatingVault {
 		}
 		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp",
-	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
-	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource: base + "/mcp", AuthorizationServers: []string{base},
-	}))
-	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
-			"registration_endpoint": base + "/register", "response_types_supported": []string{"code"},
-			"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
-			"token_endpoint_auth_methods_supported": []string{"none"},
-		})
-	})
-	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
-		var meta struct {
-			RedirectURIs []string `json:"redirect_uris"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&meta)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "dyn-1", "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": "none"})
-	})
-	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
+	ps := mcptest.ServeProtected(t, srv, verify, nil)
+	ps.Mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
 		v.mu.Lock()
 		v.consents++
 		v.mu.Unlock()
-		back, _ := url.Parse(q.Get("redirect_uri"))
-		bq := back.Query()
-		bq.Set("code", "code-1")
-		bq.Set("state", q.Get("state"))
-		back.RawQuery = bq.Encode()
-		http.Redirect(w, r, back.String(), http.StatusFound)
+		mcptest.RedirectWithCode(w, r, "code-1")
 	})
-	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+	ps.Mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -112,14 +78,7 @@ func startRotatingVault(t *testing.T) *rotatingVault {
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": fmt.Sprintf("tok-%d", v.issued), "token_type": "Bearer",
 			"expires_in": 5, "refresh_token": fmt.Sprintf("ref-%d", v.issued)})
 	})
-	t.Cleanup(func() {
-		for ss := range srv.Sessions() {
-			_ = ss.Close()
-		}
-		hs.CloseClientConnections()
-		hs.Close()
-	})
-	v.url = base + "/mcp"
+	v.url = ps.Base + "/mcp"
 	return v
 }
 

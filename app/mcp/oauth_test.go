@@ -6,16 +6,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/require"
 
+	"github.com/chatd/chatd/app/mcp/mcptest"
 	"github.com/chatd/chatd/app/sdk"
 	"github.com/chatd/chatd/app/tools"
 )
@@ -59,10 +58,6 @@ func startProtected(t *testing.T) *protected {
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "42"}}}, nil
 		})
-	mux := http.NewServeMux()
-	hs := httptest.NewServer(mux)
-	t.Cleanup(hs.Close)
-	base := hs.URL
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		p.mu.Lock()
 		ok := token != "" && token == p.current
@@ -72,46 +67,19 @@ func startProtected(t *testing.T) *protected {
 		}
 		return &auth.TokenInfo{Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp",
-	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
-	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource: base + "/mcp", AuthorizationServers: []string{base},
-	}))
-	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
-			"registration_endpoint": base + "/register", "response_types_supported": []string{"code"},
-			"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
-			"token_endpoint_auth_methods_supported": []string{"none"},
-		})
-	})
-	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
-		var meta struct {
-			RedirectURIs []string `json:"redirect_uris"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&meta)
+	ps := mcptest.ServeProtected(t, srv, verify, func(uris []string) {
 		p.mu.Lock()
-		p.registered = append(p.registered, meta.RedirectURIs...)
+		p.registered = append(p.registered, uris...)
 		p.mu.Unlock()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "dyn-1", "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": "none"})
 	})
-	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+	ps.Mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		p.mu.Lock()
 		p.challenges = append(p.challenges, q.Get("code_challenge")+"/"+q.Get("code_challenge_method"))
 		p.mu.Unlock()
-		back, _ := url.Parse(q.Get("redirect_uri"))
-		v := back.Query()
-		v.Set("code", "code-1")
-		v.Set("state", q.Get("state"))
-		back.RawQuery = v.Encode()
-		http.Redirect(w, r, back.String(), http.StatusFound)
+		mcptest.RedirectWithCode(w, r, "code-1")
 	})
-	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+	ps.Mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		p.mu.Lock()
 		defer p.mu.Unlock()
@@ -135,7 +103,7 @@ func startProtected(t *testing.T) *protected {
 		}
 		p.issue(w)
 	})
-	p.url = base + "/mcp"
+	p.url = ps.Base + "/mcp"
 	return p
 }
 

@@ -19,6 +19,78 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Protected is an MCP server's Streamable HTTP endpoint (Base + "/mcp")
+// behind bearer tokens, with what an MCP client discovers before it
+// authorizes: the protected resource metadata, the authorization server
+// metadata (PKCE S256, authorization code and refresh grants, public
+// clients) and dynamic client registration. The test adds the
+// authorization server's own /authorize and /token to Mux.
+type Protected struct {
+	Mux  *http.ServeMux
+	Base string
+}
+
+// ServeProtected serves srv as Protected, tokens checked by verify;
+// registered (when set) hears the redirect URIs of each registration. It
+// stops when the test ends.
+func ServeProtected(t testing.TB, srv *mcp.Server, verify auth.TokenVerifier, registered func(redirectURIs []string)) *Protected {
+	t.Helper()
+	mux := http.NewServeMux()
+	hs := httptest.NewServer(mux)
+	base := hs.URL
+	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
+		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp",
+	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
+	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+		Resource: base + "/mcp", AuthorizationServers: []string{base},
+	}))
+	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{
+			"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
+			"registration_endpoint": base + "/register", "response_types_supported": []string{"code"},
+			"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
+			"token_endpoint_auth_methods_supported": []string{"none"},
+		})
+	})
+	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
+		var meta struct {
+			RedirectURIs []string `json:"redirect_uris"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&meta)
+		if registered != nil {
+			registered(meta.RedirectURIs)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "dyn-1", "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": "none"})
+	})
+	t.Cleanup(func() {
+		for ss := range srv.Sessions() {
+			_ = ss.Close()
+		}
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	return &Protected{Mux: mux, Base: base}
+}
+
+// RedirectWithCode is an authorize endpoint's consent: it sends the
+// browser back to the request's redirect_uri with code and its state.
+func RedirectWithCode(w http.ResponseWriter, r *http.Request, code string) {
+	q := r.URL.Query()
+	back, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil {
+		http.Error(w, "bad redirect_uri", http.StatusBadRequest)
+		return
+	}
+	bq := back.Query()
+	bq.Set("code", code)
+	bq.Set("state", q.Get("state"))
+	back.RawQuery = bq.Encode()
+	http.Redirect(w, r, back.String(), http.StatusFound)
+}
+
 // PersonVault is an OAuth-protected MCP server whose identity is the
 // person's: its authorize endpoint consents as whoever the browser says
 // it is (header X-Person), the tokens it issues carry that person, and
@@ -49,9 +121,6 @@ func StartPersonVault(t testing.TB) *PersonVault {
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you are " + who}}}, nil
 		})
-	mux := http.NewServeMux()
-	hs := httptest.NewServer(mux)
-	base := hs.URL
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		v.mu.Lock()
 		who, ok := v.issued[token]
@@ -61,48 +130,19 @@ func StartPersonVault(t testing.TB) *PersonVault {
 		}
 		return &auth.TokenInfo{UserID: who, Expiration: time.Now().Add(time.Hour)}, nil
 	}
-	mux.Handle("/mcp", auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{
-		ResourceMetadataURL: base + "/.well-known/oauth-protected-resource/mcp",
-	})(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)))
-	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
-		Resource: base + "/mcp", AuthorizationServers: []string{base},
-	}))
-	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"issuer": base, "authorization_endpoint": base + "/authorize", "token_endpoint": base + "/token",
-			"registration_endpoint": base + "/register", "response_types_supported": []string{"code"},
-			"code_challenge_methods_supported": []string{"S256"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
-			"token_endpoint_auth_methods_supported": []string{"none"},
-		})
-	})
-	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
-		var meta struct {
-			RedirectURIs []string `json:"redirect_uris"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&meta)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(map[string]any{"client_id": "dyn-1", "redirect_uris": meta.RedirectURIs, "token_endpoint_auth_method": "none"})
-	})
-	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+	ps := ServeProtected(t, srv, verify, nil)
+	ps.Mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
 		who := r.Header.Get("X-Person")
 		if who == "" {
 			http.Error(w, "who are you?", http.StatusUnauthorized)
 			return
 		}
-		q := r.URL.Query()
 		v.mu.Lock()
 		v.consents[who]++
 		v.mu.Unlock()
-		back, _ := url.Parse(q.Get("redirect_uri"))
-		bq := back.Query()
-		bq.Set("code", "code-"+who)
-		bq.Set("state", q.Get("state"))
-		back.RawQuery = bq.Encode()
-		http.Redirect(w, r, back.String(), http.StatusFound)
+		RedirectWithCode(w, r, "code-"+who)
 	})
-	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
+	ps.Mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
 		_ = r.ParseForm()
 		v.mu.Lock()
 		defer v.mu.Unlock()
@@ -133,14 +173,7 @@ func StartPersonVault(t testing.TB) *PersonVault {
 		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer",
 			"expires_in": expires, "refresh_token": fmt.Sprintf("ref-%s-%d", who, v.n)})
 	})
-	t.Cleanup(func() {
-		for ss := range srv.Sessions() {
-			_ = ss.Close()
-		}
-		hs.CloseClientConnections()
-		hs.Close()
-	})
-	v.URL = base + "/mcp"
+	v.URL = ps.Base + "/mcp"
 	return v
 }
 
