@@ -132,34 +132,18 @@ func (s StoreTokens) LoadToken(ctx context.Context, serverID uuid.UUID) (*Stored
 	if err != nil {
 		return nil, err
 	}
-	plain, err := s.sealer().Open(row.Sealed)
-	if err != nil {
-		return nil, fmt.Errorf("open the OAuth tokens of MCP server %s: %w", serverID, err)
-	}
-	var t StoredToken
-	if err := json.Unmarshal(plain, &t); err != nil {
-		return nil, fmt.Errorf("decode the OAuth tokens of MCP server %s: %w", serverID, err)
-	}
-	return &t, nil
+	return s.open(row.Sealed, serverID)
 }
 
 // SaveToken seals and stores a server's tokens; a server no longer stored
 // (deleted meanwhile) has none to keep.
 func (s StoreTokens) SaveToken(ctx context.Context, serverID uuid.UUID, t StoredToken) error {
-	plain, err := json.Marshal(t)
+	sealed, err := s.seal(t, serverID)
 	if err != nil {
 		return err
 	}
-	sealed, err := s.sealer().Seal(plain)
-	if err != nil {
-		return fmt.Errorf("seal the OAuth tokens of MCP server %s: %w", serverID, err)
-	}
-	now := time.Now()
-	if s.Clock != nil {
-		now = s.Clock.Now()
-	}
 	err = s.Store.InTx(ctx, func(tx store.Tx) error {
-		return tx.MCPTokenPut(ctx, store.MCPToken{ServerID: serverID, Sealed: sealed, UpdatedAt: now})
+		return tx.MCPTokenPut(ctx, store.MCPToken{ServerID: serverID, Sealed: sealed, UpdatedAt: s.now()})
 	})
 	if errors.Is(err, store.ErrForeignKey) {
 		return nil
