@@ -50,6 +50,20 @@ func (p *protected) issue(w http.ResponseWriter) {
 		"refresh_token": fmt.Sprintf("ref-%d", p.issued)})
 }
 
+// serveCallback serves chatd's OAuth callback for the manager *m (set
+// after: the manager is made with the URL) and returns its redirect URL.
+func serveCallback(t *testing.T, m **Manager) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		q := r.URL.Query()
+		if err := (*m).OAuthCallback(q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"), q.Get("error_description")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/cb"
+}
+
 func startProtected(t *testing.T) *protected {
 	t.Helper()
 	p := &protected{}
@@ -116,15 +130,9 @@ func TestOAuthAuthorizesAServer(t *testing.T) {
 	t.Parallel()
 	p := startProtected(t)
 	var m *Manager
-	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		if err := m.OAuthCallback(q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"), q.Get("error_description")); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-		}
-	}))
-	t.Cleanup(callback.Close)
+	redirect := serveCallback(t, &m)
 	m = NewManager(Config{Servers: []Server{{Name: "vault", ID: ServerID("vault"), URL: p.url, Timeout: DefaultTimeout}}},
-		Options{OAuthRedirectURL: func() string { return callback.URL + "/cb" }})
+		Options{OAuthRedirectURL: func() string { return redirect }})
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 	require.ErrorIs(t, m.OAuthCallback("nobody-asked", "c", "", "", ""), ErrUnknownOAuthState)
 
@@ -150,7 +158,7 @@ func TestOAuthAuthorizesAServer(t *testing.T) {
 	require.Equal(t, sdk.MCPStateConnected, st.State)
 	require.Equal(t, &sdk.MCPAuthStatus{Status: sdk.MCPAuthAuthorized}, st.Auth)
 	p.mu.Lock()
-	require.Equal(t, []string{callback.URL + "/cb"}, p.registered)
+	require.Equal(t, []string{redirect}, p.registered)
 	require.Len(t, p.challenges, 1)
 	require.Regexp(t, `^.{43,}/S256$`, p.challenges[0])
 	require.Len(t, p.verifiers, 1)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -89,20 +87,14 @@ func TestPerUserSessions(t *testing.T) {
 	t.Parallel()
 	v := mcptest.StartPersonVault(t)
 	var m *Manager
-	callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		if err := m.OAuthCallback(q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"), q.Get("error_description")); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-		}
-	}))
-	t.Cleanup(callback.Close)
+	redirect := serveCallback(t, &m)
 	clk := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	tokens := &memTokens{shared: map[uuid.UUID]StoredToken{}, users: map[[2]uuid.UUID]StoredToken{}}
 	id := ServerID("vault")
 	m = NewManager(Config{Servers: []Server{
 		{Name: "vault", ID: id, URL: v.URL, Timeout: DefaultTimeout, OAuth: &OAuth{PerUser: true}},
 		{Name: "shared", ID: ServerID("shared"), URL: v.URL, Timeout: DefaultTimeout},
-	}}, Options{OAuthRedirectURL: func() string { return callback.URL + "/cb" }, Tokens: tokens, Clock: clk})
+	}}, Options{OAuthRedirectURL: func() string { return redirect }, Tokens: tokens, Clock: clk})
 	t.Cleanup(func() { require.NoError(t, m.Close()) })
 	alice := tools.User{ID: uuid.New(), Name: "alice"}
 	bob := tools.User{ID: uuid.New(), Name: "bob"}

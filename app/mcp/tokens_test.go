@@ -3,7 +3,6 @@ package mcp
 import (
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
@@ -27,18 +26,12 @@ func TestOAuthTokensSurviveARestart(t *testing.T) {
 		st := newStore(t)
 		tokens := StoreTokens{Store: st, Sealer: reverseSealer{}}
 		var m *Manager
-		callback := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			q := r.URL.Query()
-			if err := m.OAuthCallback(q.Get("state"), q.Get("code"), q.Get("iss"), q.Get("error"), q.Get("error_description")); err != nil {
-				http.Error(w, err.Error(), http.StatusBadRequest)
-			}
-		}))
-		t.Cleanup(callback.Close)
+		redirect := serveCallback(t, &m)
 		closers := map[*Manager]func() error{}
 		// start runs a process's manager on st, with its stored servers.
 		start := func() *Manager {
 			t.Helper()
-			m = NewManager(Config{}, Options{OAuthRedirectURL: func() string { return callback.URL + "/cb" }, Tokens: tokens})
+			m = NewManager(Config{}, Options{OAuthRedirectURL: func() string { return redirect }, Tokens: tokens})
 			a := NewServers(m, ServersOptions{Store: st, Sealer: reverseSealer{},
 				File: Config{Servers: []Server{{Name: "vault", ID: ServerID("vault"), URL: p.url, Timeout: DefaultTimeout}}}})
 			require.NoError(t, a.Seed(t.Context()))
