@@ -2,13 +2,10 @@ package stream_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 
-	"github.com/coder/websocket"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -89,24 +86,7 @@ func TestBehindViewerGetsPartsCoalesced(t *testing.T) {
 
 	// The slow viewer's frames are read one by one: a viewer's reader
 	// reads ahead of the events a test takes.
-	slow, _, err := websocket.Dial(ctx, streamURL(r.srv.URL, chat.ID), &websocket.DialOptions{
-		HTTPHeader: http.Header{"Coder-Session-Token": {token}},
-	})
-	require.NoError(t, err)
-	defer slow.CloseNow()
-	slow.SetReadLimit(8 << 20)
-	readFrame := func() []sdk.ChatStreamEvent {
-		_, data, err := slow.Read(ctx)
-		require.NoError(t, err)
-		var frame []sdk.ChatStreamEvent
-		require.NoError(t, json.Unmarshal(data, &frame))
-		return frame
-	}
-	for booted := false; !booted; {
-		for _, e := range readFrame() {
-			booted = booted || e.Type == sdk.StreamPreviewReset
-		}
-	}
+	readFrame := bootedFrames(t, ctx, r.srv.URL, chat.ID)
 	text, parts, last := partText(t, readFrame())
 	require.Equal(t, want.String(), text, "the same text")
 	require.Equal(t, int64(n), last)

@@ -436,3 +436,30 @@ func (tr *turn) ended(t *testing.T) {
 		t.Fatal("timed out waiting for the model request to be cancelled")
 	}
 }
+
+// bootedFrames dials a chat's stream as a viewer that reads only when
+// the test says, reads its bootstrap (up to preview_reset) and returns
+// the reader of its next frame.
+func bootedFrames(t *testing.T, ctx context.Context, baseURL string, chatID uuid.UUID) func() []sdk.ChatStreamEvent {
+	t.Helper()
+	conn, _, err := websocket.Dial(ctx, streamURL(baseURL, chatID), &websocket.DialOptions{
+		HTTPHeader: http.Header{"Coder-Session-Token": {token}},
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { conn.CloseNow() })
+	conn.SetReadLimit(8 << 20)
+	readFrame := func() []sdk.ChatStreamEvent {
+		t.Helper()
+		_, data, err := conn.Read(ctx)
+		require.NoError(t, err)
+		var frame []sdk.ChatStreamEvent
+		require.NoError(t, json.Unmarshal(data, &frame))
+		return frame
+	}
+	for booted := false; !booted; {
+		for _, e := range readFrame() {
+			booted = booted || e.Type == sdk.StreamPreviewReset
+		}
+	}
+	return readFrame
+}

@@ -2,7 +2,6 @@ package stream_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -35,24 +34,7 @@ func TestStalledViewerBlocksNobody(t *testing.T) {
 
 		// The stalled viewer reads its bootstrap, up to preview_reset,
 		// then nothing.
-		stalled, _, err := websocket.Dial(ctx, streamURL(r.srv.URL, chat.ID), &websocket.DialOptions{
-			HTTPHeader: http.Header{"Coder-Session-Token": {token}},
-		})
-		require.NoError(t, err)
-		defer stalled.CloseNow()
-		stalled.SetReadLimit(8 << 20)
-		readFrame := func() []sdk.ChatStreamEvent {
-			_, data, err := stalled.Read(ctx)
-			require.NoError(t, err)
-			var frame []sdk.ChatStreamEvent
-			require.NoError(t, json.Unmarshal(data, &frame))
-			return frame
-		}
-		for booted := false; !booted; {
-			for _, e := range readFrame() {
-				booted = booted || e.Type == sdk.StreamPreviewReset
-			}
-		}
+		readFrame := bootedFrames(t, ctx, r.srv.URL, chat.ID)
 		reader := dial(t, r.srv.URL, chat.ID)
 		reader.untilType(sdk.StreamPreviewReset)
 
