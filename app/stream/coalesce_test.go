@@ -3,12 +3,9 @@ package stream
 import (
 	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/coder/websocket"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
@@ -37,37 +34,6 @@ func TestDelta(t *testing.T) {
 	} {
 		_, ok := delta([]byte(part))
 		require.Equal(t, want, ok, "%s", part)
-	}
-}
-
-// writeCapture runs fn with a writer whose peer records every frame, and
-// returns the frames.
-func writeCapture(t *testing.T, chatID uuid.UUID, fn func(ctx context.Context, w *writer)) [][]byte {
-	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.CloseNow()
-		fn(r.Context(), &writer{conn: conn, partPrefix: partEventPrefix(chatID)})
-		conn.Close(websocket.StatusNormalClosure, "")
-	}))
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), relayWait)
-	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	require.NoError(t, err)
-	defer conn.CloseNow()
-	conn.SetReadLimit(4 << 20)
-	var frames [][]byte
-	for {
-		_, data, err := conn.Read(ctx)
-		if err != nil {
-			require.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(err), "%v", err)
-			return frames
-		}
-		frames = append(frames, data)
 	}
 }
 
@@ -130,8 +96,8 @@ func TestWriterMergesPendingDeltas(t *testing.T) {
 		{Type: sdk.PartText, Text: "."},
 	}
 	chatID := uuid.New()
-	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) {
-		require.NoError(t, w.writeParts(ctx, NewLoop(chatID, nil), relayed(t, parts)))
+	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) error {
+		return w.writeParts(ctx, NewLoop(chatID, nil), relayed(t, parts))
 	})
 	require.Len(t, frames, 1)
 	got, events, last := preview(t, frames)
@@ -147,11 +113,14 @@ func TestWriterMergesPendingDeltas(t *testing.T) {
 // oneByOne writes each part alone, as to a viewer that keeps up.
 func oneByOne(t *testing.T, chatID uuid.UUID, parts []sdk.ChatMessagePart) [][]byte {
 	t.Helper()
-	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) {
+	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) error {
 		loop := NewLoop(chatID, nil)
 		for _, p := range relayed(t, parts) {
-			require.NoError(t, w.writeParts(ctx, loop, []relayPart{p}))
+			if err := w.writeParts(ctx, loop, []relayPart{p}); err != nil {
+				return err
+			}
 		}
+		return nil
 	})
 	require.Len(t, frames, len(parts), "a frame per part")
 	for i, p := range relayed(t, parts) {
@@ -173,8 +142,8 @@ func TestWriterMergeIsBounded(t *testing.T) {
 		text.WriteString(s)
 	}
 	chatID := uuid.New()
-	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) {
-		require.NoError(t, w.writeParts(ctx, NewLoop(chatID, nil), relayed(t, parts)))
+	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) error {
+		return w.writeParts(ctx, NewLoop(chatID, nil), relayed(t, parts))
 	})
 	got, events, last := preview(t, frames)
 	require.Equal(t, []sdk.ChatMessagePart{{Type: sdk.PartText, Text: text.String()}}, got)
@@ -194,16 +163,18 @@ func TestWriterMergeIsBounded(t *testing.T) {
 func TestWriterMergeSkipsRejected(t *testing.T) {
 	t.Parallel()
 	chatID := uuid.New()
-	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) {
+	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) error {
 		loop := NewLoop(chatID, nil)
 		text := func(seq int64, s string) relayPart {
 			b, _ := json.Marshal(sdk.ChatMessagePart{Type: sdk.PartText, Text: s})
 			return relayPart{Seq: seq, Part: b}
 		}
-		require.NoError(t, w.writeParts(ctx, loop, []relayPart{text(1, "a")}))
+		if err := w.writeParts(ctx, loop, []relayPart{text(1, "a")}); err != nil {
+			return err
+		}
 		other := text(1, "X")
 		other.HistoryVersion = 9
-		require.NoError(t, w.writeParts(ctx, loop, []relayPart{text(1, "dup"), text(2, "b"), other, text(2, "dup"), text(3, "c")}))
+		return w.writeParts(ctx, loop, []relayPart{text(1, "dup"), text(2, "b"), other, text(2, "dup"), text(3, "c")})
 	})
 	got, events, last := preview(t, frames)
 	require.Equal(t, []sdk.ChatMessagePart{{Type: sdk.PartText, Text: "abc"}}, got)

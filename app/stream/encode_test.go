@@ -87,39 +87,9 @@ func TestWriterFrames(t *testing.T) {
 		}
 		events = append(events, e)
 	}
-	frames := make(chan []byte, 64)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		conn, err := websocket.Accept(w, r, nil)
-		if err != nil {
-			return
-		}
-		defer conn.CloseNow()
-		wr := &writer{conn: conn, partPrefix: partEventPrefix(chatID)}
-		if wr.write(r.Context(), events) == nil {
-			conn.Close(websocket.StatusNormalClosure, "")
-		}
-	}))
-	defer srv.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), relayWait)
-	defer cancel()
-	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
-	require.NoError(t, err)
-	defer conn.CloseNow()
-	conn.SetReadLimit(4 << 20)
-	go func() {
-		defer close(frames)
-		for {
-			_, data, err := conn.Read(ctx)
-			if err != nil {
-				return
-			}
-			frames <- data
-		}
-	}()
+	frames := writeCapture(t, chatID, func(ctx context.Context, w *writer) error { return w.write(ctx, events) })
 	var got []json.RawMessage
-	n := 0
-	for data := range frames {
-		n++
+	for _, data := range frames {
 		require.LessOrEqual(t, len(data), MaxFrameBytes)
 		var frame []json.RawMessage
 		require.NoError(t, json.Unmarshal(data, &frame))
@@ -128,7 +98,7 @@ func TestWriterFrames(t *testing.T) {
 		got = append(got, frame...)
 	}
 	require.Len(t, got, len(events))
-	require.Greater(t, n, 3, "split by count and by size")
+	require.Greater(t, len(frames), 3, "split by count and by size")
 	for i, e := range events {
 		want, err := json.Marshal(e)
 		require.NoError(t, err)
@@ -200,5 +170,38 @@ func TestAppendEventSplicesRawContent(t *testing.T) {
 		want, err := json.Marshal(&e)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(got))
+	}
+}
+
+// writeCapture runs fn with a writer whose peer records every frame, and
+// returns the frames; the connection closes normally only when fn
+// returns nil (the test fails otherwise).
+func writeCapture(t *testing.T, chatID uuid.UUID, fn func(ctx context.Context, w *writer) error) [][]byte {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conn, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer conn.CloseNow()
+		if fn(r.Context(), &writer{conn: conn, partPrefix: partEventPrefix(chatID)}) == nil {
+			conn.Close(websocket.StatusNormalClosure, "")
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), relayWait)
+	defer cancel()
+	conn, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(srv.URL, "http"), nil)
+	require.NoError(t, err)
+	defer conn.CloseNow()
+	conn.SetReadLimit(4 << 20)
+	var frames [][]byte
+	for {
+		_, data, err := conn.Read(ctx)
+		if err != nil {
+			require.Equal(t, websocket.StatusNormalClosure, websocket.CloseStatus(err), "%v", err)
+			return frames
+		}
+		frames = append(frames, data)
 	}
 }
