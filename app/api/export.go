@@ -202,7 +202,7 @@ func exportMarkdown(e sdk.ChatExport) string {
 				if p.IsError {
 					label = "**Tool error**"
 				}
-				fmt.Fprintf(&b, "%s `%s` (%s)\n\n%s\n", label, oneLine(p.ToolName), oneLine(p.ToolCallID), fence("json", prettyJSON(p.Result)))
+				fmt.Fprintf(&b, "%s `%s` (%s)\n\n%s\n", label, oneLine(p.ToolName), oneLine(p.ToolCallID), fence("json", prettyJSON(withoutMedia(p.Result))))
 			case sdk.PartFile:
 				name := p.Name
 				if p.FileID != nil && names[*p.FileID] != "" {
@@ -237,6 +237,41 @@ func quote(s string) string {
 		lines[i] = "> " + l
 	}
 	return strings.Join(lines, "\n")
+}
+
+// withoutMedia replaces the base64 data of a tool result's image and audio
+// blocks ({"content": [{"type": "image", "mimeType", "data"}]}, as MCP
+// tools answer) with a note of its size, so the Markdown a person reads
+// does not hold pages of base64. The JSON export keeps the data.
+func withoutMedia(raw json.RawMessage) json.RawMessage {
+	var v struct {
+		Content []map[string]any `json:"content"`
+	}
+	if json.Unmarshal(raw, &v) != nil || len(v.Content) == 0 {
+		return raw
+	}
+	var whole map[string]any
+	if json.Unmarshal(raw, &whole) != nil {
+		return raw
+	}
+	changed := false
+	for _, block := range v.Content {
+		data, ok := block["data"].(string)
+		if kind := block["type"]; !ok || (kind != "image" && kind != "audio") {
+			continue
+		}
+		block["data"] = fmt.Sprintf("[%d characters of base64]", len(data))
+		changed = true
+	}
+	if !changed {
+		return raw
+	}
+	whole["content"] = v.Content
+	out, err := json.Marshal(whole)
+	if err != nil {
+		return raw
+	}
+	return out
 }
 
 func prettyJSON(raw json.RawMessage) string {
