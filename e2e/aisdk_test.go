@@ -34,7 +34,7 @@ type aisdkRig struct {
 	aliceAPI   *sdk.Client
 }
 
-func startAISDK(t *testing.T, newStore func(t testing.TB) store.Store) *aisdkRig {
+func startAISDK(t testing.TB, newStore func(t testing.TB) store.Store) *aisdkRig {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)

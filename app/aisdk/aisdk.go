@@ -132,7 +132,20 @@ func (h *Handler) resolveChat(ctx context.Context, c *sdk.Client, user uuid.UUID
 	}
 	for gen := 0; gen < maxGenerations; gen++ {
 		rid := chatRequestID(user, clientID, gen)
-		id, err := h.chatOf(ctx, c, rid, clientID, create)
+		id, made, err := h.madeChat(ctx, user, rid)
+		switch {
+		case err != nil:
+			return uuid.Nil, err
+		case made == chatLive:
+			return id, nil
+		case made == chatDeleted:
+			continue // the id's next chat
+		case made == chatNone && create == nil:
+			return uuid.Nil, nil
+		}
+		// Not read plainly from the store (nothing admitted yet, or an
+		// answer only the API's lookup explains): the API decides.
+		id, err = h.chatOf(ctx, c, rid, clientID, create)
 		if err != nil || id == uuid.Nil {
 			return id, err
 		}
@@ -144,6 +157,50 @@ func (h *Handler) resolveChat(ctx context.Context, c *sdk.Client, user uuid.UUID
 		// That chat was deleted: the id's next chat.
 	}
 	return uuid.Nil, validation("id", "this chat id was used for too many deleted chats; use a new one")
+}
+
+// What the store says of a client chat id's create request.
+type made int
+
+const (
+	chatUnclear made = iota // left to the API's lookup
+	chatNone                // nothing admitted under the request id
+	chatLive                // the chat it made, which the caller owns
+	chatDeleted             // the chat it made was deleted since
+)
+
+// madeChat reads the chat the caller's create request rid made, in one
+// read transaction instead of the API's lookup and chat reads (a resume
+// or a send resolves its chat this way on every request). What it cannot
+// answer plainly (a request of another caller or without a chat, a chat
+// the caller does not own) is chatUnclear.
+func (h *Handler) madeChat(ctx context.Context, user, rid uuid.UUID) (uuid.UUID, made, error) {
+	var (
+		id   uuid.UUID
+		what = chatUnclear
+	)
+	err := h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
+		inv, err := tx.InvocationGet(ctx, rid)
+		if errors.Is(err, store.ErrNotFound) {
+			what = chatNone
+			return nil
+		}
+		if err != nil || inv.CallerID != user || inv.ChatID == uuid.Nil {
+			return err
+		}
+		chat, err := tx.ChatGet(ctx, inv.ChatID)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			id, what = inv.ChatID, chatDeleted
+			return nil
+		case err != nil:
+			return err
+		case chat.OwnerID == user:
+			id, what = chat.ID, chatLive
+		}
+		return nil
+	})
+	return id, what, err
 }
 
 // chatOf returns the chat a create request made, making it when create is
@@ -186,22 +243,32 @@ func (h *Handler) chatOf(ctx context.Context, c *sdk.Client, rid uuid.UUID, clie
 
 // clientTools are the names of the chat's client-side (dynamic) tools.
 func (h *Handler) clientTools(ctx context.Context, chatID uuid.UUID) (map[string]bool, error) {
-	names := map[string]bool{}
+	var names map[string]bool
 	err := h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		chat, err := tx.ChatGet(ctx, chatID)
-		if err != nil || len(chat.DynamicTools) == 0 {
+		if err != nil {
 			return err
 		}
-		var tools []sdk.DynamicTool
-		if err := json.Unmarshal(chat.DynamicTools, &tools); err != nil {
-			return fmt.Errorf("decode dynamic tools: %w", err)
-		}
-		for _, t := range tools {
-			names[t.Name] = true
-		}
-		return nil
+		names, err = toolNames(chat)
+		return err
 	})
 	return names, err
+}
+
+// toolNames are the names of chat's client-side (dynamic) tools.
+func toolNames(chat store.Chat) (map[string]bool, error) {
+	names := map[string]bool{}
+	if len(chat.DynamicTools) == 0 {
+		return names, nil
+	}
+	var tools []sdk.DynamicTool
+	if err := json.Unmarshal(chat.DynamicTools, &tools); err != nil {
+		return nil, fmt.Errorf("decode dynamic tools: %w", err)
+	}
+	for _, t := range tools {
+		names[t.Name] = true
+	}
+	return names, nil
 }
 
 // interrupted reports whether a request's turn has ended by an
@@ -221,17 +288,13 @@ func (h *Handler) interrupted(ctx context.Context, requestID uuid.UUID) bool {
 // errFinished ends a watch whose turn is over.
 var errFinished = errors.New("turn finished")
 
-// stream answers the UI message stream of one turn.
-func (h *Handler) stream(w http.ResponseWriter, r *http.Request, chatID uuid.UUID, t Target) {
-	tools, err := h.clientTools(r.Context(), chatID)
-	if err != nil {
-		h.writeError(w, r, err)
-		return
-	}
+// stream answers the UI message stream of one turn; tools are the chat's
+// client-side tools (clientTools).
+func (h *Handler) stream(w http.ResponseWriter, r *http.Request, chatID uuid.UUID, t Target, tools map[string]bool) {
 	out := startSSE(w, h.deps.Clock.Now)
 	rd := newRenderer(chatID, t, tools, out.chunk)
 	rd.interrupted = func(requestID uuid.UUID) bool { return h.interrupted(r.Context(), requestID) }
-	err = h.deps.Streams.Watch(r.Context(), chatID, func(ctx context.Context, events []sdk.ChatStreamEvent) error {
+	err := h.deps.Streams.Watch(r.Context(), chatID, func(ctx context.Context, events []sdk.ChatStreamEvent) error {
 		if events == nil {
 			out.ping()
 			return out.err

@@ -31,6 +31,7 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, user uuid.UUID)
 	var (
 		active bool
 		anchor int64
+		tools  map[string]bool
 	)
 	err = h.deps.Store.ReadTx(ctx, func(tx store.Reader) error {
 		chat, err := tx.ChatGet(ctx, chatID)
@@ -41,13 +42,10 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, user uuid.UUID)
 		if !active {
 			return nil
 		}
-		ms, err := tx.MessageList(ctx, chatID, store.MessageListParams{PeopleOnly: true, Descending: true})
-		for _, m := range ms {
-			if m.Role == store.RoleUser {
-				anchor = m.ID
-				break
-			}
+		if tools, err = toolNames(chat); err != nil {
+			return err
 		}
+		anchor, err = latestUserMessage(ctx, tx, chatID)
 		return err
 	})
 	if err != nil {
@@ -58,7 +56,26 @@ func (h *Handler) resume(w http.ResponseWriter, r *http.Request, user uuid.UUID)
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	h.stream(w, r, chatID, Target{MessageID: anchor})
+	h.stream(w, r, chatID, Target{MessageID: anchor}, tools)
+}
+
+// latestUserMessage is the id of the newest user message people see in
+// the chat (0: none), read newest first a page at a time: the running
+// turn's is near the end, whatever the history's length.
+func latestUserMessage(ctx context.Context, tx store.Reader, chatID uuid.UUID) (int64, error) {
+	p := store.MessageListParams{PeopleOnly: true, Descending: true, Limit: 32}
+	for {
+		ms, err := tx.MessageList(ctx, chatID, p)
+		if err != nil || len(ms) == 0 {
+			return 0, err
+		}
+		for _, m := range ms {
+			if m.Role == store.RoleUser {
+				return m.ID, nil
+			}
+		}
+		p.BeforeID = ms[len(ms)-1].ID
+	}
 }
 
 // messages is GET /ai-sdk/chat/{id}/messages: the history as UIMessage[],

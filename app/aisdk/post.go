@@ -96,7 +96,12 @@ func (h *Handler) post(w http.ResponseWriter, r *http.Request, user uuid.UUID) {
 		h.writeError(w, r, err)
 		return
 	}
-	h.stream(w, r, chatID, t)
+	tools, err := h.clientTools(r.Context(), chatID)
+	if err != nil {
+		h.writeError(w, r, err)
+		return
+	}
+	h.stream(w, r, chatID, t, tools)
 }
 
 // submit turns the request into native API calls and returns the turn to
