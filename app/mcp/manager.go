@@ -316,7 +316,9 @@ func (m *Manager) Tools(ctx context.Context, owner tools.User, ids []uuid.UUID) 
 }
 
 // awaitSettled waits until none of servers is connecting, at most the
-// connect timeout and while ctx lasts.
+// connect timeout and while ctx lasts. A server whose connection waits
+// for a person's OAuth consent is not waited for: the consent may take
+// hours, and the turn goes on without it.
 func (m *Manager) awaitSettled(ctx context.Context, servers []*server) {
 	var timer clock.Timer
 	for _, s := range servers {
@@ -324,7 +326,7 @@ func (m *Manager) awaitSettled(ctx context.Context, servers []*server) {
 			s.mu.Lock()
 			state, changed := s.state, s.changed
 			s.mu.Unlock()
-			if state != sdk.MCPStateConnecting {
+			if state != sdk.MCPStateConnecting || s.awaitsConsent() {
 				break
 			}
 			if timer == nil {
@@ -659,6 +661,7 @@ func (m *Manager) current(ctx context.Context, s *server) (*session, error) {
 	if s.ctx.Err() != nil {
 		return nil, fmt.Errorf("MCP server %s was removed or changed", s.cfg.Name)
 	}
+	consent := s.awaitsConsent()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.session != nil {
@@ -667,11 +670,23 @@ func (m *Manager) current(ctx context.Context, s *server) (*session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if consent {
+		return nil, fmt.Errorf("MCP server %s needs authorization: an admin connects it in Settings, MCP servers", s.cfg.Name)
+	}
 	msg := s.state
 	if s.lastErr != "" {
 		msg += ": " + s.lastErr
 	}
 	return nil, fmt.Errorf("MCP server %s is not connected (%s)", s.cfg.Name, msg)
+}
+
+// awaitsConsent reports whether the server's connection waits for a
+// person to complete its OAuth authorization (status needs_authorization).
+func (s *server) awaitsConsent() bool {
+	s.authMu.Lock()
+	a := s.auth
+	s.authMu.Unlock()
+	return a != nil && a.waiting.Load()
 }
 
 // redact removes the configured URL's credentials and query from a

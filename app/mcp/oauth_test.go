@@ -175,6 +175,35 @@ func TestOAuthAuthorizesAServer(t *testing.T) {
 	}, 10*time.Second, 10*time.Millisecond)
 }
 
+// While a shared server waits for an admin's consent, neither a turn's
+// tool list nor a call on the server waits for it: with a connect timeout
+// of an hour, the tool list comes back at once without its tools, and a
+// catalog read says what is missing instead of "connecting".
+func TestOAuthConsentIsNotWaitedFor(t *testing.T) {
+	t.Parallel()
+	p := startProtected(t)
+	var m *Manager
+	redirect := serveCallback(t, &m)
+	m = NewManager(Config{Servers: []Server{{Name: "vault", ID: ServerID("vault"), URL: p.url, Timeout: DefaultTimeout}}},
+		Options{OAuthRedirectURL: func() string { return redirect }, ConnectTimeout: time.Hour})
+	t.Cleanup(func() { require.NoError(t, m.Close()) })
+	require.Eventually(t, func() bool {
+		a := m.Status(t.Context(), anAdmin)[0].Auth
+		return a != nil && a.Status == sdk.MCPAuthNeedsAuthorization
+	}, 10*time.Second, 10*time.Millisecond)
+
+	// The deadline only guards the test: waiting for the consent would
+	// reach it (and the connect timeout never would).
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.Empty(t, m.Tools(ctx, anAdmin, nil))
+	require.NoError(t, ctx.Err(), "the tool list waited for the consent")
+	_, err := m.Resources(ctx, anAdmin, ServerID("vault"), "")
+	require.NoError(t, ctx.Err(), "the catalog read waited for the consent")
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.ErrorContains(t, err, "MCP server vault needs authorization: an admin connects it in Settings")
+}
+
 // The oauth field parses, keeps its client secret out of the stored spec
 // (sealed with the other secrets) and comes back whole from the row.
 func TestOAuthConfigIsSealed(t *testing.T) {
