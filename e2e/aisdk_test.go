@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -278,10 +279,22 @@ func TestAISDKClientToolRoundTrip(t *testing.T) {
 	t.Parallel()
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		r := startAISDK(t, newStore)
-		r.llm.Enqueue(llmtest.ToolCallChunks("call_w", "get_weather", `{"city":`, `"Paris"}`), llmtest.TextChunks("It is sunny."))
+		// The model answers once the POST's stream has begun, so the tool
+		// call's argument deltas reach it live: a step streamed and
+		// committed before the stream subscribed comes whole, without
+		// deltas (tool-input-start, then tool-input-available).
+		release := make(chan struct{})
+		r.llm.Enqueue(llmtest.Join(llmtest.Pause(release), llmtest.ToolCallChunks("call_w", "get_weather", `{"city":`, `"Paris"}`)),
+			llmtest.TextChunks("It is sunny."))
 		body := submit("tools", userMsg("m1", "weather?"))
 		body["tools"] = []any{map[string]any{"name": "get_weather", "description": "weather", "input_schema": map[string]any{"type": "object"}}}
-		s := r.do(t, r.alice, http.MethodPost, "", body)
+		var begun sync.Once
+		s, err := r.try(r.alice, http.MethodPost, "", body, func(c map[string]any) {
+			if c["type"] == "start" {
+				begun.Do(func() { close(release) })
+			}
+		})
+		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, s.status, string(s.body))
 		in := s.first("tool-input-available")
 		require.NotNil(t, in, "%v", s.types())
