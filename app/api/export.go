@@ -244,18 +244,14 @@ func quote(s string) string {
 // tools answer) with a note of its size, so the Markdown a person reads
 // does not hold pages of base64. The JSON export keeps the data.
 func withoutMedia(raw json.RawMessage) json.RawMessage {
-	var v struct {
-		Content []map[string]any `json:"content"`
-	}
-	if json.Unmarshal(raw, &v) != nil || len(v.Content) == 0 {
-		return raw
-	}
 	var whole map[string]any
 	if json.Unmarshal(raw, &whole) != nil {
 		return raw
 	}
+	content, _ := whole["content"].([]any)
 	changed := false
-	for _, block := range v.Content {
+	for _, b := range content {
+		block, _ := b.(map[string]any)
 		data, ok := block["data"].(string)
 		if kind := block["type"]; !ok || (kind != "image" && kind != "audio") {
 			continue
@@ -266,7 +262,6 @@ func withoutMedia(raw json.RawMessage) json.RawMessage {
 	if !changed {
 		return raw
 	}
-	whole["content"] = v.Content
 	out, err := json.Marshal(whole)
 	if err != nil {
 		return raw

@@ -107,13 +107,7 @@ func (m *Manager) watchConnect(s *server, ua *serverAuth, fn func()) (stop func(
 		for {
 			select {
 			case <-timer.C():
-				a := ua
-				if a == nil {
-					s.authMu.Lock()
-					a = s.auth
-					s.authMu.Unlock()
-				}
-				if a != nil && a.waiting.Load() {
+				if ua != nil && ua.waiting.Load() || ua == nil && s.awaitsConsent() {
 					timer.Reset(m.connectTimeout)
 					continue
 				}
