@@ -94,9 +94,9 @@ export class Thread {
     if (o && o.more && !o.loading && !o.error && !this.destroyed) o.loadOlder();
   }
 
-  // rerender shows a change of the older pages at once, with the last
-  // render's state: the message at the top of the view stays where it
-  // is (the page goes above it), the bottom stays the bottom.
+  // rerender shows a change of the older pages (or of authors' names) at
+  // once, with the last render's state: the message at the top of the view
+  // stays where it is (the page goes above it), the bottom stays the bottom.
   rerender() {
     if (!this.last || this.destroyed) return;
     const stick = this.pinned && this.isAtBottom();
@@ -150,11 +150,13 @@ export class Thread {
 
   follow(stick) {
     if (this.jump) {
-      const { node, key } = this.jump;
+      // The hit's node as it is now: a render between the one that found
+      // it and this call may have rebuilt it (reconcile marked the new one).
+      const cached = this.jump.found ? this.nodes.get(this.jump.key) : null;
       this.jump = null;
-      if (node) {
-        this.hitKey = key;
-        (this.markHit(node) || node).scrollIntoView({ block: 'center' });
+      if (cached) {
+        const node = cached.node;
+        (node.querySelector('.search-mark') || node).scrollIntoView({ block: 'center' });
         this.pinned = this.isAtBottom();
         this.jumpBtn.hidden = this.pinned;
         return;
@@ -169,7 +171,7 @@ export class Thread {
   // it; it returns the mark (null when the text has no match).
   markHit(node) {
     node.classList.add('search-hit');
-    return markMatch(node, this.jumpQuery);
+    return node.querySelector('.search-mark') || markMatch(node, this.jumpQuery);
   }
 
   reasoningFor(m) {
@@ -326,7 +328,7 @@ export class Thread {
         h('p', { class: 'muted', text: 'Send a message below to start; replies stream in as they are written.' })) });
     }
     this.reconcile(items);
-    learnAuthors([...users.values()].map((u) => u.created_by), () => { if (this.last) this.render(this.last[0], this.last[1], true); });
+    learnAuthors([...users.values()].map((u) => u.created_by), () => this.rerender());
     // After a switch from the keyboard, the focus follows to the version shown.
     if (this.refocus && refocus(this.scroller, this.refocus.id, this.refocus.label)) this.refocus = null;
     if (this.jumpTo && msgs.length) {
@@ -341,7 +343,13 @@ export class Thread {
         return;
       }
       this.jumpTo = 0;
-      this.jump = { node: hit ? hit.node : null, key };
+      // Marked now, and again whenever reconcile rebuilds it; follow()
+      // scrolls to it once everything around the thread is laid out.
+      this.jump = { found: !!hit, key };
+      if (hit) {
+        this.hitKey = key;
+        this.markHit(hit.node);
+      }
       const url = new URL(location.href);
       url.searchParams.delete('message');
       url.searchParams.delete('q');
