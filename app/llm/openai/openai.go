@@ -121,7 +121,11 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, onPart func(
 	if err != nil {
 		return llm.Response{}, &llm.Error{Kind: sdk.ChatErrorConfig, Provider: p.name, Message: err.Error(), Err: err}
 	}
-	stream := p.client.Chat.Completions.NewStreaming(ctx, params)
+	// The SDK makes the request (auth, "stream": true, errors) and hands
+	// over the response; the stream decodes its events as chatChunk.
+	var res *http.Response
+	sent := p.client.Chat.Completions.NewStreaming(ctx, params, option.WithResponseBodyInto(&res))
+	stream := ssestream.NewStream[chatChunk](ssestream.NewDecoder(res), sent.Err())
 	defer stream.Close()
 
 	var (
@@ -141,8 +145,7 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, onPart func(
 		if resp.ID == "" {
 			resp.ID, resp.Model = chunk.ID, chunk.Model
 		}
-		if chunk.JSON.Usage.Valid() {
-			u := chunk.Usage
+		if u := chunk.Usage; u != nil {
 			resp.Usage = llm.Usage{
 				InputTokens:         u.PromptTokens,
 				OutputTokens:        u.CompletionTokens,
@@ -156,7 +159,7 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, onPart func(
 				continue
 			}
 			d := choice.Delta
-			if r := reasoningDelta(d); r != "" {
+			if r := d.reasoning(); r != "" {
 				emit(sdk.ChatMessagePart{Type: sdk.PartReasoning, Text: r})
 			}
 			if d.Content != "" {
@@ -209,23 +212,6 @@ func (p *Provider) streamChat(ctx context.Context, req llm.Request, onPart func(
 		resp.FinishReason = "tool_calls"
 	}
 	return resp, nil
-}
-
-// reasoningDelta returns the thinking text that OpenAI-compatible servers
-// put beside content: reasoning_content (vLLM, DeepSeek, llama.cpp) or
-// reasoning (Ollama, OpenRouter).
-func reasoningDelta(d sdkopenai.ChatCompletionChunkChoiceDelta) string {
-	for _, key := range []string{"reasoning_content", "reasoning"} {
-		// Extra fields are never Valid (the SDK has no type for them); the
-		// raw JSON is there.
-		if f, ok := d.JSON.ExtraFields[key]; ok {
-			var s string
-			if json.Unmarshal([]byte(f.Raw()), &s) == nil && s != "" {
-				return s
-			}
-		}
-	}
-	return ""
 }
 
 func (p *Provider) classify(ctx context.Context, err error) error {

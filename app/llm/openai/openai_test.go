@@ -198,6 +198,41 @@ func TestRequestNoReasoningWithoutEffort(t *testing.T) {
 	}
 }
 
+// TestChatChunkShapes: chunks compatible servers send beside OpenAI's own
+// are read: Ollama's "reasoning" field, a refusal, a tool call split over
+// chunks, usage with its details, and a chunk whose id is a number (the
+// plain decoder refuses it; the SDK's lenient one reads it, as before).
+func TestChatChunkShapes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	b.srv.SetDefault(llmtest.Raw(
+		`{"id":"c1","object":"chat.completion.chunk","model":"m1","choices":[{"index":0,"delta":{"role":"assistant","content":null,"reasoning":"Hmm, "},"finish_reason":null}]}`,
+		`{"id":7,"object":"chat.completion.chunk","model":"m1","choices":[{"index":0,"delta":{"reasoning_content":"yes."},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","model":"m1","choices":[{"index":1,"delta":{"content":"another choice"},"finish_reason":null},{"index":0,"delta":{"content":"Hi","refusal":null},"finish_reason":null}]}`,
+		`{"id":7,"object":"chat.completion.chunk","model":"m1","choices":[{"index":0,"delta":{"content":" there"},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","model":"m1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function","function":{"name":"lookup","arguments":"{\"q\":"}}]},"finish_reason":null}]}`,
+		`{"id":"c1","object":"chat.completion.chunk","model":"m1","choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"1}"}}]},"finish_reason":"tool_calls"}],"usage":null}`,
+		`{"id":"c1","object":"chat.completion.chunk","model":"m1","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":3,"cache_write_tokens":2},"completion_tokens_details":{"reasoning_tokens":1}}}`,
+	))
+	var streamed []sdk.ChatMessagePart
+	resp, err := b.p.Stream(context.Background(), userRequest("hi"), func(p sdk.ChatMessagePart) { streamed = append(streamed, p) })
+	require.NoError(t, err)
+	require.Equal(t, []sdk.ChatMessagePart{
+		{Type: sdk.PartReasoning, Text: "Hmm, "},
+		{Type: sdk.PartReasoning, Text: "yes."},
+		{Type: sdk.PartText, Text: "Hi"},
+		{Type: sdk.PartText, Text: " there"},
+		{Type: sdk.PartToolCall, ToolCallID: "call_a", ToolName: "lookup"},
+		{Type: sdk.PartToolCall, ToolCallID: "call_a", ArgsDelta: `{"q":`},
+		{Type: sdk.PartToolCall, ToolCallID: "call_a", ArgsDelta: "1}"},
+	}, streamed)
+	require.Equal(t, "c1", resp.ID)
+	require.Equal(t, "m1", resp.Model)
+	require.Equal(t, "tool_calls", resp.FinishReason)
+	require.Equal(t, llm.Usage{InputTokens: 9, OutputTokens: 4, ReasoningTokens: 1, CacheReadTokens: 3, CacheCreationTokens: 2}, resp.Usage)
+	require.Len(t, resp.ToolCalls(), 1)
+}
+
 // TestResponsesStreamEvents: the parts of one summary arrive as
 // paragraphs; raw reasoning_text deltas (gpt-oss on Ollama, vLLM) are
 // reasoning too.
