@@ -78,6 +78,11 @@ func TestCapacity(t *testing.T) {
 				require.Zero(t, load.Missing, name)
 				require.Zero(t, load.Stalled, name)
 				require.Positive(t, load.P99, name)
+				// No token comes before the provider's first-token delay,
+				// and a frame that carries tokens carries at least one.
+				require.GreaterOrEqual(t, load.FirstP99, cfg.FirstToken, name)
+				require.GreaterOrEqual(t, load.PerFrame, 1.0, name)
+				require.LessOrEqual(t, load.PerFrame, 6.0, name)
 			}
 			require.True(t, st.HeldLimit)
 		}

@@ -103,6 +103,14 @@ type CapacityLoad struct {
 	CPUPerToken time.Duration
 	// Stalled counts the chats whose turn did not end in time.
 	Stalled int
+	// FirstP99 is the 99th percentile, over the viewers, of the time from
+	// the step's start (its messages being sent) to the viewer's first
+	// token: the provider's first-token delay when every turn starts at
+	// once, more when turns start late (then fewer stream at once).
+	FirstP99 time.Duration
+	// PerFrame is the tokens a viewer received per frame that carried
+	// any: 1 while viewers keep up, more when their parts are coalesced.
+	PerFrame float64
 }
 
 // CapacityStep is one chat count's figures, chatd next to the baseline.
@@ -144,12 +152,13 @@ func (r CapacityReport) Write(w io.Writer) error {
 	c := r.Config
 	fmt.Fprintf(&b, "store: %s; capacity: first token %v, %d tokens/s, %d tokens, %d viewers per chat, p99 limit %v\n",
 		r.Store, c.FirstToken, c.TokensPerSec, c.Tokens, c.Viewers, c.P99Limit)
-	fmt.Fprintf(&b, "%-6s %-22s %-22s %-8s %-20s %-20s %-8s %s\n", "chats", "chatd p50/p99 ms", "raw ws p50/p99 ms", "p99 x",
-		"chatd CPU/token µs", "raw CPU/token µs", "CPU x", "missing/stalled")
+	fmt.Fprintf(&b, "%-6s %-22s %-22s %-8s %-20s %-20s %-8s %-26s %-20s %s\n", "chats", "chatd p50/p99 ms", "raw ws p50/p99 ms", "p99 x",
+		"chatd CPU/token µs", "raw CPU/token µs", "CPU x", "first token p99 ms c/raw", "tokens/frame c/raw", "missing/stalled")
 	for _, s := range r.Steps {
-		fmt.Fprintf(&b, "%-6d %-22s %-22s %-8s %-20s %-20s %-8s %d/%d\n", s.Chats,
+		fmt.Fprintf(&b, "%-6d %-22s %-22s %-8s %-20s %-20s %-8s %-26s %-20s %d/%d\n", s.Chats,
 			ms(s.Chatd.P50)+" / "+ms(s.Chatd.P99), ms(s.Baseline.P50)+" / "+ms(s.Baseline.P99), ratio(s.Chatd.P99, s.Baseline.P99),
 			us(s.Chatd.CPUPerToken), us(s.Baseline.CPUPerToken), ratio(s.Chatd.CPUPerToken, s.Baseline.CPUPerToken),
+			ms(s.Chatd.FirstP99)+" / "+ms(s.Baseline.FirstP99), fmt.Sprintf("%.2f / %.2f", s.Chatd.PerFrame, s.Baseline.PerFrame),
 			s.Chatd.Missing, s.Chatd.Stalled)
 	}
 	fmt.Fprintf(&b, "largest chat count held: %d\n", r.Held)
@@ -294,6 +303,8 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 	defer cancel()
 	viewers := len(urls) * cfg.Viewers
 	lats := make([][]time.Duration, viewers)
+	firsts := make([]time.Duration, viewers)
+	frames := make([]int, viewers)
 	finished := make([]bool, viewers)
 	errs := make([]error, viewers)
 	var ready, done sync.WaitGroup
@@ -331,6 +342,7 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 					return
 				}
 				now := time.Since(start)
+				had := len(lat)
 				// note times each token once, when it first arrives.
 				note := func(text string) {
 					for f := range strings.FieldsSeq(text) {
@@ -348,6 +360,12 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 					errs[i] = err
 					return
 				}
+				if len(lat) > had {
+					if had == 0 {
+						firsts[i] = now
+					}
+					frames[i]++
+				}
 				if replied {
 					break
 				}
@@ -363,6 +381,7 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 		return CapacityLoad{}, errors.Join(errs...)
 	}
 	cpu0 := processCPU()
+	began := time.Since(start)
 	if err := begin(ctx); err != nil {
 		cancel()
 		done.Wait()
@@ -375,9 +394,15 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 	}
 	var load CapacityLoad
 	all := make([]time.Duration, 0, viewers*cfg.Tokens)
+	var firstTokens []time.Duration
+	withTokens := 0
 	stalled := map[int]bool{}
 	for i, lat := range lats {
 		all = append(all, lat...)
+		if len(lat) > 0 {
+			firstTokens = append(firstTokens, firsts[i]-began)
+		}
+		withTokens += frames[i]
 		load.Missing += max(0, cfg.Tokens-len(lat))
 		if !finished[i] {
 			stalled[i/cfg.Viewers] = true
@@ -385,8 +410,10 @@ func measureLoad(ctx context.Context, cfg CapacityConfig, start time.Time, urls 
 	}
 	load.Received, load.Stalled = len(all), len(stalled)
 	load.P50, load.P99 = percentile(all, 50), percentile(all, 99)
+	load.FirstP99 = percentile(firstTokens, 99)
 	if load.Received > 0 {
 		load.CPUPerToken = cpu / time.Duration(load.Received)
+		load.PerFrame = float64(load.Received) / float64(withTokens)
 	}
 	return load, nil
 }
