@@ -27,7 +27,9 @@ var (
 // to an AcquireInterval later.
 func (w *Worker) acquireLoop(ctx context.Context, wake <-chan struct{}) {
 	for w.acquiring() {
-		w.AcquirePass(ctx)
+		if _, more := w.acquirePass(ctx); more {
+			continue
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -76,6 +78,16 @@ func (w *Worker) nextPassIn(ctx context.Context) time.Duration {
 // between users: the next slot goes to the user holding the fewest slots,
 // the oldest of that user's chats first (see admissionOrder).
 func (w *Worker) AcquirePass(ctx context.Context) int {
+	n, _ := w.acquirePass(ctx)
+	return n
+}
+
+// acquirePass is AcquirePass; more reports that the pass read a whole
+// page of candidates (Config.AcquirePage) and took some of them, so
+// more chats may wait beyond the page: the loop runs another pass at once
+// rather than leaving them to a wake-up that may not come (the chats'
+// notices were all consumed) or to the timed pass.
+func (w *Worker) acquirePass(ctx context.Context) (n int, more bool) {
 	var (
 		chats            []store.Chat
 		roots, subagents int64
@@ -97,9 +109,8 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 		if ctx.Err() == nil {
 			w.log.Warn("list acquirable chats", "err", err)
 		}
-		return 0
+		return 0, false
 	}
-	n := 0
 	order := admissionOrder{chats: chats, byOwner: byOwner}
 	for ctx.Err() == nil && w.acquiring() {
 		// A pool that was full when the counts were read is skipped without
@@ -133,7 +144,7 @@ func (w *Worker) AcquirePass(ctx context.Context) int {
 	}
 	w.waiting.Store(waiting)
 	w.deps.Metrics.pass(len(chats)-n, roots, subagents)
-	return n
+	return n, n > 0 && len(chats) >= w.cfg.AcquirePage
 }
 
 // needsSlot reports whether running c counts against the concurrent agent

@@ -226,3 +226,30 @@ func ageLease(t *testing.T, s store.Store, chatID uuid.UUID, d time.Duration) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), tag.RowsAffected(), "the chat has one lease")
 }
+
+// TestAcquisitionPages: more acquirable chats than one pass reads all
+// start at once, with no wake-up and the clock short of a timed pass. A
+// pass that takes some of a whole page runs again; before, the chats
+// beyond the page waited for the next wake-up (a turn ending) or the
+// timed pass: 250 messages sent at once on Postgres, most left to the
+// loop, started up to 11 s late.
+func TestAcquisitionPages(t *testing.T) {
+	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
+		s := newStore(t)
+		g := setupOn(t, s, Config{Leases: s.Dialect() == "postgres", AcquirePage: 2})
+		require.Equal(t, 5, g.w.cfg.RootLimit)
+		chats := map[uuid.UUID]bool{}
+		for range 5 {
+			chats[g.create("hello")] = true // no admitter: left to the loop
+		}
+		require.NoError(t, g.w.Start(g.ctx))
+		t.Cleanup(g.w.Stop)
+		for range chats {
+			call := g.provider.next(t)
+			require.Equal(t, "hello", lastUserText(call.req))
+		}
+		for id := range chats {
+			require.True(t, g.chat(id).WorkerID.Valid, "chat %s is owned", id)
+		}
+	})
+}

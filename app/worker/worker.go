@@ -48,6 +48,7 @@ const (
 	// the MCP client's own connect timeout (mcp.DefaultConnectTimeout), so
 	// a server that starts at all is waited for on the first turn.
 	DefaultMCPToolsWait = 20 * time.Second
+	DefaultAcquirePage  = 100
 )
 
 // Config tunes the worker. Zero values take the Defaults.
@@ -102,6 +103,10 @@ type Config struct {
 	// FileRetentionInterval is the time between passes of the file
 	// retention loop (DefaultFileRetentionInterval).
 	FileRetentionInterval time.Duration
+	// AcquirePage is how many candidates an acquisition pass reads
+	// (DefaultAcquirePage); a pass that takes some of a whole page runs
+	// again at once.
+	AcquirePage int
 }
 
 func (c Config) withDefaults() Config {
@@ -131,6 +136,7 @@ func (c Config) withDefaults() Config {
 	defInt(&c.CompactThresholdPercent, DefaultCompactThresholdPercent)
 	defInt(&c.TitleConcurrency, DefaultTitleConcurrency)
 	defInt(&c.MaxAgentDepth, DefaultMaxAgentDepth)
+	defInt(&c.AcquirePage, DefaultAcquirePage)
 	return c
 }
 
@@ -418,7 +424,7 @@ func (w *Worker) acquiring() bool {
 
 // acquireParams says which owners count as alive right now.
 func (w *Worker) acquireParams() store.AcquirableParams {
-	p := store.AcquirableParams{Self: w.id, Limit: 100}
+	p := store.AcquirableParams{Self: w.id, Limit: w.cfg.AcquirePage}
 	if w.cfg.Leases {
 		lw := w.leaseWindow()
 		p.Leases = &lw
