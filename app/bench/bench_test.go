@@ -67,7 +67,8 @@ func TestRun(t *testing.T) {
 func TestCapacity(t *testing.T) {
 	dbtest.Each(t, func(t *testing.T, newStore func(t testing.TB) store.Store) {
 		s := newStore(t)
-		cfg := bench.CapacityConfig{Steps: []int{1, 3}, FirstToken: 5 * time.Millisecond, TokensPerSec: 500, Tokens: 6, Viewers: 2, P99Limit: time.Hour}
+		// A reply streams for 0.5 s: every step starts its turns well within it.
+		cfg := bench.CapacityConfig{Steps: []int{1, 3}, FirstToken: 5 * time.Millisecond, TokensPerSec: 10, Tokens: 6, Viewers: 2, P99Limit: time.Hour}
 		r, err := bench.Capacity(context.Background(), s, s.Dialect(), cfg)
 		require.NoError(t, err)
 		require.Len(t, r.Steps, 2)

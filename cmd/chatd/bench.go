@@ -33,7 +33,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&cfg.SeqTurns, "turns", bench.DefaultSeqTurns, "sequential turns of one chat")
 	fs.IntVar(&cfg.Delivery.Tokens, "delivery-tokens", bench.DefaultDeliveryTokens, "parts streamed at each viewer count of the token delivery figures")
 	fs.IntVar(&cfg.Delivery.IdleViewers, "idle-viewers", bench.DefaultIdleViewers, "idle viewers (and bare connections) held for the memory figure")
-	capacity := fs.Bool("capacity", false, "run only the capacity steps: concurrent chats streaming from a paced provider to viewers, stepped up until the token p99 passes its limit")
+	capacity := fs.Bool("capacity", false, "run only the capacity steps: concurrent chats streaming from a paced provider to viewers, stepped up until the token p99 passes its limit or the chats no longer stream at once")
 	var ccfg bench.CapacityConfig
 	fs.Func("capacity-steps", "comma-separated concurrent chat counts of the capacity run (default 10,50,100,250,500,1000)", func(v string) (err error) {
 		ccfg.Steps, err = bench.ParseViewers(v)
