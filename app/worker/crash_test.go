@@ -129,24 +129,37 @@ func TestCrashRecoveryKilledProcess(t *testing.T) {
 	require.Len(t, llmSrv.Requests(), 2)
 }
 
-// buildChatd builds cmd/chatd into a temp dir, with the race detector when
-// the tests run with it (so the build reuses the tests' build cache).
+// chatdBuild is the chatd binary the tests that run it share: one build
+// (with -race, a link of about half a minute on two cores) per package run.
+var chatdBuild struct {
+	dir    string // TestMain's, removed after the tests
+	once   sync.Once
+	path   string
+	output []byte
+	err    error
+}
+
+// buildChatd builds cmd/chatd once for the package's tests, with the race
+// detector when the tests have it, and returns its path.
 func buildChatd(t *testing.T) string {
 	t.Helper()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command to build chatd")
 	}
-	out := filepath.Join(t.TempDir(), "chatd")
-	args := []string{"build", "-o", out}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	cmd := exec.Command(goBin, append(args, "./cmd/chatd")...)
-	cmd.Dir = filepath.Join("..", "..") // the module root
-	output, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build: %s", output)
-	return out
+	b := &chatdBuild
+	b.once.Do(func() {
+		b.path = filepath.Join(b.dir, "chatd")
+		args := []string{"build", "-o", b.path}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		cmd := exec.Command(goBin, append(args, "./cmd/chatd")...)
+		cmd.Dir = filepath.Join("..", "..") // the module root
+		b.output, b.err = cmd.CombinedOutput()
+	})
+	require.NoError(t, b.err, "go build: %s", b.output)
+	return b.path
 }
 
 // process is a running chatd binary.
