@@ -76,9 +76,10 @@ export class ChatView {
   build() {
     this.titleEl = h('h1', { class: 'chat-title-h', text: 'Loading…' });
     this.pill = h('span', { class: 'conn-pill', role: 'status', hidden: true }, h('span', { class: 'spinner small' }), 'Reconnecting…');
+    // The chat menu acts on the loaded chat, so it shows once that is here.
     this.menuBtn = h('button', {
       type: 'button', class: 'icon-btn', 'aria-label': 'Chat options', 'aria-haspopup': 'menu', 'aria-expanded': 'false',
-      onclick: (e) => this.chat && this.app.chatMenu(this.chat, e.currentTarget),
+      hidden: true, onclick: (e) => this.chat && this.app.chatMenu(this.chat, e.currentTarget),
     }, icon('dots'));
     // A subagent's view says whose subagent it is, with a link back.
     this.parentEl = h('span', { class: 'subagent-of', hidden: true });
@@ -178,6 +179,8 @@ export class ChatView {
   async loadChat() {
     try {
       this.chat = await api('GET', `/chats/${this.id}`);
+      if (this.closed) return;
+      this.menuBtn.hidden = false;
       this.scheduleRender();
       this.tools.update();
       this.titleEl.textContent = this.chat.title || 'New chat';
