@@ -2,6 +2,7 @@ package ui_test
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,7 +87,7 @@ func TestBrowserApproval(t *testing.T) {
 		b.waitJS("the sidebar dot from the list", dot(id)+`?.classList.contains('dot-requires_action')`)
 
 		note := calls() + `[0]`
-		b.do(chromedp.Click(chromedp.CSS(`.approval-call .approval-deny`)))
+		b.click(`.approval-call .approval-deny`)
 		b.waitJS("the reason field, focused", `document.activeElement === `+note+`.querySelector('.approval-reason')`)
 		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 		b.waitJS("the card within a phone screen", `(() => { const r = `+card+`.getBoundingClientRect(); return r.left >= 0 && r.right <= innerWidth; })()`)
@@ -95,6 +96,22 @@ func TestBrowserApproval(t *testing.T) {
 		b.shot("43-approval-deny-narrow-dark")
 		b.scheme("light")
 		b.do(chromedp.EmulateViewport(1280, 860))
+		// The server list changing (another server added) rebuilds the card
+		// with the new names; the open form, the reason typed so far and the
+		// focus stay.
+		b.setValue(`.approval-call .approval-reason`, "half typ")
+		var spare struct{ ID string }
+		require.NoError(t, b.api.Do(b.ctx, http.MethodPost, "/chats/mcp-servers",
+			map[string]any{"name": "spare", "command": "true", "enabled": false}, &spare))
+		eval[chromedp.Void](b, card+`.dataset.before = '1'`)
+		// (the page's own module: the UI loads from a versioned prefix)
+		eval[chromedp.Void](b, `(async () => { const src = document.querySelector('script[type="module"]').src;
+			await (await import(new URL('mcp.js', src).href)).refreshMCP(); })()`)
+		b.waitJS("the card rebuilt", card+` && !`+card+`.dataset.before`)
+		require.True(t, eval[bool](b, `!`+note+`.querySelector('.approval-deny-form').hidden && `+note+`.querySelector('.approval-deny').hidden &&
+			`+note+`.querySelector('.approval-reason').value === 'half typ' && document.activeElement === `+note+`.querySelector('.approval-reason')`),
+			"the deny form as it was, after a rebuild")
+		require.NoError(t, b.api.Do(b.ctx, http.MethodDelete, "/chats/mcp-servers/"+spare.ID, nil, nil))
 		// A reason over the server's 2,000 characters (typed past
 		// maxlength by script): the 400 shows in the card and the buttons
 		// come back.
@@ -105,7 +122,7 @@ func TestBrowserApproval(t *testing.T) {
 		b.setValue(`.approval-call .approval-reason`, "not today")
 		b.do(pressEnter)
 		b.waitJS("the card with the one call left", calls()+`.length === 1 && `+calls()+`[0].querySelector('.approval-tool').textContent === 'echo' && !`+card+`.querySelector('.approval-all')`)
-		b.do(chromedp.Click(chromedp.CSS(`.approval-card .approval-approve`)))
+		b.click(`.approval-card .approval-approve`)
 		b.waitJS("both results", jsIdle+` && !`+card+` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('denied: not today') && e.textContent.includes('echo: hi'))`)
 		// The denied call's card says so: a denial is no failure of the tool.
 		require.Equal(t, []string{"Denied", "Done"}, eval[[]string](b, `[...document.querySelectorAll('.thread .tool-card .tool-state')].slice(-2).map(e => e.textContent)`))
@@ -115,7 +132,7 @@ func TestBrowserApproval(t *testing.T) {
 		b.t = t
 		newChat(`/tool everything__echo {"text": "one"} /tool everything__echo {"text": "two"}`)
 		b.waitJS("the approval card with Approve all", card+` && `+calls()+`.length === 2 && `+card+`.querySelector('.approval-all')`)
-		b.do(chromedp.Click(chromedp.CSS(`.approval-card .approval-all`)))
+		b.click(`.approval-card .approval-all`)
 		b.waitJS("both results", jsIdle+` && !`+card+` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('echo: one') && e.textContent.includes('echo: two'))`)
 	})
 

@@ -23,10 +23,15 @@ export class ApprovalCard {
   // typed stays.
   show(calls) {
     calls = calls && calls.length ? calls : null;
-    const sig = calls ? JSON.stringify([calls, mcpVersion]) : '';
+    const key = calls ? JSON.stringify(calls) : '';
+    const sig = calls ? JSON.stringify([key, mcpVersion]) : '';
     if (sig === this.sig) return;
+    // The same calls with other MCP names (the server list loaded or
+    // changed): what the person started carries over to the rebuilt card.
+    const kept = key && key === this.key ? this.snapshot() : null;
     this.sig = sig;
-    this.busy = false;
+    this.key = key;
+    if (!kept) this.busy = false;
     if (!calls) {
       this.el.replaceChildren();
       return;
@@ -44,6 +49,33 @@ export class ApprovalCard {
         h('strong', { text: calls.length > 1 ? `${calls.length} tool calls need your approval` : 'A tool call needs your approval' })),
       h('p', { class: 'muted small', text: 'Nothing runs until you answer. A denied call tells the model it was denied, with your reason.' }),
       ...rows, this.errEl, ...foot));
+    if (kept) this.restore(kept);
+  }
+
+  // snapshot is the state of the card a person may have started: per call
+  // an open deny form, its reason and the focus, and the card's error.
+  snapshot() {
+    const active = document.activeElement;
+    const calls = new Map([...this.el.querySelectorAll('.approval-call')].map((row) => [row.dataset.toolCallId, {
+      open: !row.querySelector('.approval-deny-form').hidden,
+      reason: row.querySelector('.approval-reason').value,
+      focus: row.contains(active) ? FOCUSABLE.find((c) => active.classList.contains(c)) : null,
+    }]));
+    return { calls, all: !!(active && active.classList.contains('approval-all')), error: this.errEl ? this.errEl.textContent : '' };
+  }
+
+  restore(kept) {
+    for (const row of this.el.querySelectorAll('.approval-call')) {
+      const k = kept.calls.get(row.dataset.toolCallId);
+      if (!k) continue;
+      row.querySelector('.approval-deny-form').hidden = !k.open;
+      row.querySelector('.approval-deny').hidden = k.open;
+      row.querySelector('.approval-reason').value = k.reason;
+      if (k.focus) row.querySelector('.' + k.focus).focus();
+    }
+    if (kept.all) this.el.querySelector('.approval-all').focus();
+    this.errEl.textContent = kept.error;
+    for (const b of this.buttons) b.disabled = this.busy;
   }
 
   row(c) {
@@ -99,19 +131,23 @@ export class ApprovalCard {
   async answer(approvals) {
     if (this.busy) return;
     this.busy = true;
-    const sig = this.sig;
+    const key = this.key;
     for (const b of this.buttons) b.disabled = true;
     this.errEl.textContent = '';
     try {
       await api('POST', `/chats/${this.chatId}/tool-approvals`, { approvals });
     } catch (e) {
-      if (this.sig !== sig) return;
+      if (this.key !== key) return;
       this.busy = false;
       for (const b of this.buttons) b.disabled = false;
       this.errEl.textContent = `Could not send the answer: ${e.message}`;
     }
   }
 }
+
+// FOCUSABLE are the classes of a call's controls, to find the focused one
+// again in a rebuilt card.
+const FOCUSABLE = ['approval-reason', 'approval-approve', 'approval-deny', 'approval-deny-confirm', 'approval-deny-cancel'];
 
 // ownName is the tool's name without its server's prefix (SERVER__TOOL).
 function ownName(c) {

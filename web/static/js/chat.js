@@ -34,6 +34,8 @@ export class ChatView {
     this.closed = false;
     this.editingId = null;
     this.chat = null;
+    this.loadSeq = 0; // loadChat's reads, the last one's answer counts
+    this.changes = 0; // changes made here, which an older read would undo
     this.send = new DurableSend({
       key: `chatd.pending.${chatId}`,
       submit: (body) => api('POST', `/chats/${this.id}/messages`, body),
@@ -126,6 +128,7 @@ export class ChatView {
     this.mcpNotice = new MCPNotice();
     this.tools = new ToolsPopover({
       selection: () => this.mcpSelection(),
+      ready: () => !!this.chat, // the switches act on the loaded chat
       onChange: (ids) => this.setMCPServers(ids),
     });
     this.stopMCP = onMCP(() => this.scheduleRender());
@@ -176,10 +179,20 @@ export class ChatView {
 
   // ---- data -------------------------------------------------------------
 
+  // loadChat reads the chat. An answer that a later read or a change made
+  // here (a rename, archive, the tools) has overtaken is dropped: it could
+  // undo what the person just did.
   async loadChat() {
+    const seq = ++this.loadSeq;
+    const changed = this.changes;
     try {
-      this.chat = await api('GET', `/chats/${this.id}`);
-      if (this.closed) return;
+      const chat = await api('GET', `/chats/${this.id}`);
+      if (this.closed || seq !== this.loadSeq) return;
+      if (changed !== this.changes) {
+        this.loadChat();
+        return;
+      }
+      this.chat = chat;
       this.menuBtn.hidden = false;
       this.scheduleRender();
       this.tools.update();
@@ -212,6 +225,7 @@ export class ChatView {
 
   setChatFields(fields) {
     if (!this.chat) return;
+    this.changes++;
     Object.assign(this.chat, fields);
     if (fields.archived !== undefined) this.scheduleRender();
     if (fields.title !== undefined) {
@@ -462,6 +476,7 @@ export class ChatView {
       toast('Could not change the chat’s tools', 'error', e.message);
       throw e;
     }
+    this.changes++;
     this.chat.mcp_server_ids = ids;
     this.scheduleRender();
   }

@@ -127,7 +127,8 @@ function plural(n, one, many) { return `${n} ${n === 1 ? one : many}`; }
 // configured.
 export class ToolsPopover {
   // opts: {selection(): ids or null, onChange(next ids or null): Promise
-  //        (rejects to keep the old state), subtitle: what the switches choose for}
+  //        (rejects to keep the old state), subtitle: what the switches choose for,
+  //        ready(): false hides the button while what it acts on is loading}
   constructor(opts) {
     this.opts = opts;
     this.busy = new Set(); // server ids with a change in flight
@@ -202,7 +203,7 @@ export class ToolsPopover {
   update() {
     const list = mcpServers();
     const sel = this.opts.selection();
-    this.btn.hidden = list.length === 0;
+    this.btn.hidden = list.length === 0 || (this.opts.ready && !this.opts.ready());
     const n = list.filter((s) => enabledIn(sel, s.id)).reduce((k, s) => k + (s.state === 'connected' ? (s.tools || []).length : 0), 0);
     this.count.textContent = String(n);
     const label = `Tools: ${plural(n, 'tool', 'tools')} available`;

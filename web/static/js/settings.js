@@ -752,8 +752,19 @@ export class SettingsView {
     document.title = 'Settings · chatd';
   }
 
+  // mounted loads the sections. Each is busy until its first load ends,
+  // its header's buttons off meanwhile: Add model offers the providers that
+  // load reads, and a click before then would act on nothing.
   mounted() {
-    for (const s of this.sections) s.load().catch((e) => s.fail(e));
+    for (const s of this.sections) {
+      const head = [...s.el.querySelectorAll('.set-head button')];
+      s.el.setAttribute('aria-busy', 'true');
+      for (const b of head) b.disabled = true;
+      s.load().catch((e) => s.fail(e)).finally(() => {
+        s.el.removeAttribute('aria-busy');
+        for (const b of head) b.disabled = false;
+      });
+    }
   }
 
   destroy() {
