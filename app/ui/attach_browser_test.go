@@ -115,11 +115,11 @@ func TestBrowserAttachments(t *testing.T) {
 
 	// Editing the message's text keeps its attachment.
 	eval[chromedp.Void](b, `[...document.querySelectorAll('.thread .msg-user')].pop().dataset.testLast = 'yes'`)
-	b.do(chromedp.Click(chromedp.CSS(`.thread .msg-user[data-test-last] button[aria-label="Edit message"]`)))
+	b.click(`.thread .msg-user[data-test-last] button[aria-label="Edit message"]`)
 	b.waitJS("the inline editor", `document.querySelector('.thread .edit-input')`)
 	eval[chromedp.Void](b, `(() => { const ta = document.querySelector('.thread .edit-input');
 		ta.value = 'And this dog?'; ta.dispatchEvent(new Event('input', {bubbles: true})); })()`)
-	b.do(chromedp.Click(chromedp.CSS(".thread .edit-box .btn.primary")))
+	b.click(".thread .edit-box .btn.primary")
 	b.waitJS("the edited message with its thumbnail", jsIdle+` && (() => {
 		const last = [...document.querySelectorAll('.thread .msg-user')].pop();
 		return last.textContent.includes('And this dog?') && last.querySelector('.chip.file.image img.thumb')?.naturalWidth === 1;
@@ -157,6 +157,6 @@ func TestBrowserRefusedSendKeepsAttachments(t *testing.T) {
 	b.waitJS("the refusal", `/queue is full/i.test(document.querySelector('.toasts')?.textContent || '')`)
 	b.waitJS("the draft and the attachment back", `document.querySelector('#composer-input').value === 'over the queue limit' &&
 		[...document.querySelectorAll('.attach-tray .attach-item.done')].map(e => e.querySelector('.attach-name').textContent).join() === 'notes.txt'`)
-	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.click(".stop-btn")
 	b.checkNoProblems()
 }

@@ -389,12 +389,43 @@ var pressEnter = chromedp.Func(func(ctx context.Context, t *chromedp.Target) err
 // a real mouse click.
 func (b *browser) clickText(css, text string) {
 	b.t.Helper()
-	c, _ := json.Marshal(css)
-	x, _ := json.Marshal(text)
-	b.waitJS("an element "+css+" with "+text, `[...document.querySelectorAll(`+string(c)+`)].some(e => e.textContent.includes(`+string(x)+`))`)
-	eval[chromedp.Void](b, `(() => { document.querySelectorAll('[data-test-click]').forEach(e => e.removeAttribute('data-test-click'));
-		[...document.querySelectorAll(`+string(c)+`)].find(e => e.textContent.includes(`+string(x)+`)).dataset.testClick = '1'; })()`)
-	b.do(chromedp.Click(chromedp.CSS(`[data-test-click]`)))
+	b.clickJS("an element "+css+" with "+text,
+		`[...document.querySelectorAll(`+jsString(css)+`)].find(e => e.textContent.includes(`+jsString(text)+`))`)
+}
+
+// click clicks the element css matches, with a real mouse click.
+func (b *browser) click(css string) {
+	b.t.Helper()
+	b.clickJS("the element "+css, `document.querySelector(`+jsString(css)+`)`)
+}
+
+// clickJS clicks, with a real mouse click, the element the expression
+// target finds, once the element can take a click: enabled, not in a
+// settings section still loading, and where it was at the previous look
+// (a load above it moves it, and a click aimed at the old place lands
+// elsewhere). A render may replace the element between finding it and the
+// click; the click then finds no mark and the element is looked for again.
+func (b *browser) clickJS(what, target string) {
+	b.t.Helper()
+	deadline := time.Now().Add(stepTimeout)
+	for {
+		eval[chromedp.Void](b, `window.testClickAt = null`)
+		b.waitJS(what, `(() => { const e = `+target+`;
+			if (!e || e.disabled || e.closest('.set-section[aria-busy="true"]')) return false;
+			const r = e.getBoundingClientRect(), at = [r.x, r.y, r.width, r.height].join();
+			const still = window.testClickAt === at; window.testClickAt = at; return still; })()`)
+		eval[chromedp.Void](b, `(() => { document.querySelectorAll('[data-test-click]').forEach(e => e.removeAttribute('data-test-click'));
+			const e = `+target+`; if (e) e.dataset.testClick = '1'; })()`)
+		ctx, cancel := context.WithTimeout(b.ctx, time.Second)
+		err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`[data-test-click]`)))
+		cancel()
+		if err == nil {
+			return
+		}
+		if b.ctx.Err() != nil || time.Now().After(deadline) {
+			require.NoError(b.t, err, "clicking %s", what)
+		}
+	}
 }
 
 // setValue sets a field's value as typing would (input and change events).
@@ -411,10 +442,7 @@ func (b *browser) chatMenu(title string) {
 	b.t.Helper()
 	t, _ := json.Marshal(title)
 	find := `[...document.querySelectorAll('.chat-list .chat-item')].find(e => e.textContent.includes(` + string(t) + `))`
-	b.waitJS("the chat "+title+" in the sidebar", find)
-	eval[chromedp.Void](b, `(() => { document.querySelectorAll('[data-test-click]').forEach(e => e.removeAttribute('data-test-click'));
-		`+find+`.querySelector('.chat-menu-btn').dataset.testClick = '1'; })()`)
-	b.do(chromedp.Click(chromedp.CSS(`[data-test-click]`)))
+	b.clickJS("the chat "+title+" in the sidebar", find+`?.querySelector('.chat-menu-btn')`)
 	b.waitJS("the chat menu", `document.querySelector('.menu')`)
 }
 
@@ -486,7 +514,7 @@ func TestBrowser(t *testing.T) {
 		b.typeAndSend(strings.Repeat("Please write a long answer about streaming. ", 6))
 		b.waitJS("a streaming preview", jsPreviewLen+` > 40`)
 		b.waitJS("the Stop button", `!document.querySelector('.stop-btn').hidden`)
-		b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+		b.click(".stop-btn")
 		b.waitJS("the interrupted chat to settle", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 2`)
 		reply := eval[[]string](b, jsAssistantTexts)
 		require.Len(t, reply, 2)
@@ -513,12 +541,12 @@ func TestBrowser(t *testing.T) {
 	t.Run("edit a user message and rerun", func(t *testing.T) {
 		b.t = t
 		eval[chromedp.Void](b, `[...document.querySelectorAll('.thread .msg-user')].pop().dataset.testLast = 'yes'`)
-		b.do(chromedp.Click(chromedp.CSS(`.thread .msg-user[data-test-last] button[aria-label="Edit message"]`)))
+		b.click(`.thread .msg-user[data-test-last] button[aria-label="Edit message"]`)
 		b.waitJS("the inline editor", `document.querySelector('.thread .edit-input')`)
 		eval[chromedp.Void](b, `(() => { const ta = document.querySelector('.thread .edit-input');
 			ta.value = 'An edited question about queues'; ta.dispatchEvent(new Event('input', {bubbles: true})); })()`)
 		b.shot("05-editing")
-		b.do(chromedp.Click(chromedp.CSS(".thread .edit-box .btn.primary")))
+		b.click(".thread .edit-box .btn.primary")
 		b.waitJS("the rerun reply", jsIdle+` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('An edited question about queues'))`)
 		users := eval[[]string](b, jsUserTexts)
 		require.Len(t, users, 4)
@@ -604,7 +632,7 @@ func TestBrowser(t *testing.T) {
 		eval[chromedp.Void](b, `(() => { const ta = document.querySelector('.action-card .json-editor');
 			ta.value = '{"temperature": 21, "sky": "clear"}'; ta.dispatchEvent(new Event('input', {bubbles: true})); })()`)
 		b.shot("09-action-required")
-		b.do(chromedp.Click(chromedp.CSS(".action-card .btn.primary")))
+		b.click(".action-card .btn.primary")
 		b.waitJS("the tool card and the answer", jsIdle+` && document.querySelector('.tool-card .state-ok') && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('temperature'))`)
 		b.shot("10-tool-done")
 	})
@@ -620,7 +648,7 @@ func TestBrowser(t *testing.T) {
 		require.Positive(t, b.conns.cut(), "no stream connection to cut")
 		b.waitJS("the Reconnecting pill", `!document.querySelector('.conn-pill').hidden`)
 		b.shot("16-reconnecting")
-		b.do(chromedp.Click(chromedp.CSS(".jump-btn")))
+		b.click(".jump-btn")
 		b.waitJS("the view at the bottom", `(() => { const s = document.querySelector('.scroller'); return s.scrollHeight - s.scrollTop - s.clientHeight < 60; })()`)
 		b.waitJS("the reconnected, finished reply", `document.querySelector('.conn-pill').hidden && `+jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 6`)
 		replies := eval[[]string](b, jsAssistantTexts)
@@ -665,7 +693,7 @@ func TestBrowser(t *testing.T) {
 		b.waitJS("the reply with its reasoning", jsIdle+` && document.querySelector('.thread .msg-assistant .thinking')`)
 		require.Regexp(t, `^(Thought for \d+ s|Thoughts)$`, eval[string](b, `document.querySelector('.thread .thinking summary').textContent`))
 		require.False(t, eval[bool](b, `document.querySelector('.thread .thinking').open`), "reasoning starts collapsed")
-		b.do(chromedp.Click(chromedp.CSS(".thread .thinking summary")))
+		b.click(".thread .thinking summary")
 		b.shot("19-thinking")
 		b.setValue(".picker.effort", "")
 	})
@@ -832,17 +860,17 @@ func TestBrowser(t *testing.T) {
 		b.clickText(".chat-list .chat-link", "/error overloaded")
 		b.waitJS("the error banner", `document.querySelector('.error-banner')`)
 		b.shot("11-dark-wide-error")
-		b.do(chromedp.Click(chromedp.CSS(`.sidebar button[aria-label="Hide sidebar"]`)))
+		b.click(`.sidebar button[aria-label="Hide sidebar"]`)
 		b.waitJS("the hidden sidebar", `getComputedStyle(document.querySelector('.sidebar')).display === 'none'`)
 		b.shot("11-dark-wide-no-sidebar")
-		b.do(chromedp.Click(chromedp.CSS(".chat-view .sidebar-toggle")))
+		b.click(".chat-view .sidebar-toggle")
 		b.waitJS("the sidebar back", `getComputedStyle(document.querySelector('.sidebar')).display !== 'none'`)
 		b.do(chromedp.Navigate(b.base + firstChat))
 		b.waitJS("the conversation", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length > 0`)
 		b.do(chromedp.EmulateViewport(390, 844, chromedp.EmulateScale(2)))
 		b.waitJS("the drawer button", `getComputedStyle(document.querySelector('.sidebar-toggle')).display !== 'none'`)
 		b.shot("12-dark-narrow")
-		b.do(chromedp.Click(chromedp.CSS(".chat-view .sidebar-toggle")))
+		b.click(".chat-view .sidebar-toggle")
 		b.waitJS("the open drawer", `document.body.classList.contains('drawer-open')`)
 		b.waitJS("the drawer slid in", `getComputedStyle(document.querySelector('.sidebar')).transform === 'none'`)
 		b.shot("13-dark-narrow-drawer")
@@ -860,7 +888,7 @@ func TestBrowser(t *testing.T) {
 	t.Run("log out", func(t *testing.T) {
 		b.t = t
 		b.scheme("dark")
-		b.do(chromedp.Click(chromedp.CSS(`.sidebar button[aria-label="Log out"]`)))
+		b.click(`.sidebar button[aria-label="Log out"]`)
 		b.waitJS("the login page", `location.pathname === '/login' && document.querySelector('#token')`)
 		b.shot("23-dark-login")
 		b.do(chromedp.Navigate(b.base + "/"))

@@ -46,14 +46,14 @@ func TestBrowserChatSettingsExportImport(t *testing.T) {
 	// Chat settings: the system prompt.
 	openChatOptions := func(item string) {
 		b.waitJS("the chat menu button", `!document.querySelector('.chat-header button[aria-label="Chat options"]').hidden`)
-		b.do(chromedp.Click(chromedp.CSS(`.chat-header button[aria-label="Chat options"]`)))
+		b.click(`.chat-header button[aria-label="Chat options"]`)
 		b.clickText(".menu .menu-item", item)
 	}
 	openChatOptions("Chat settings")
 	b.waitJS("the settings dialog, read", `document.querySelector('.chat-settings-dialog[open]') && !document.querySelector('#chat-system-prompt').disabled`)
 	require.Equal(t, "", eval[string](b, `document.querySelector('#chat-system-prompt').value`))
 	b.setValue("#chat-system-prompt", "Answer like a pirate.")
-	b.do(chromedp.Click(chromedp.CSS(`#chat-settings-save`)))
+	b.click(`#chat-settings-save`)
 	b.waitJS("the saved feedback", `document.querySelector('#chat-settings-status').textContent.startsWith('Saved.')`)
 	b.shot("80-chat-settings")
 	var chat sdk.Chat

@@ -54,7 +54,7 @@ func TestBrowserComposerFits(t *testing.T) {
 	b.waitJS("a reply streaming, Stop shown", jsPreviewLen+` > 5 && !document.querySelector('.stop-btn').hidden`)
 	check("streaming")
 	require.True(t, eval[bool](b, `!!document.querySelector('.thread .streaming')`), "the reply was still streaming while the widths were checked")
-	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.click(".stop-btn")
 	b.waitJS("the chat idle", jsIdle)
 	check("idle")
 	b.checkNoProblems()

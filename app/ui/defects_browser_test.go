@@ -99,7 +99,7 @@ func browserThemeSwitch(t *testing.T, b *browser) {
 	require.Equal(t, "Theme: System", eval[string](b, btn+`.getAttribute('aria-label')`))
 	require.Equal(t, dark, bg(), "System follows the (emulated) dark preference")
 
-	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	b.click(".theme-btn")
 	require.Equal(t, "Theme: Light", eval[string](b, btn+`.getAttribute('aria-label')`))
 	require.Equal(t, light, bg(), "Light over a dark system")
 	b.shot("61-theme-light-on-dark-system")
@@ -109,12 +109,12 @@ func browserThemeSwitch(t *testing.T, b *browser) {
 	require.Equal(t, "light", eval[string](b, `document.documentElement.dataset.theme`), "remembered")
 	require.Equal(t, light, bg())
 
-	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	b.click(".theme-btn")
 	require.Equal(t, "Theme: Dark", eval[string](b, btn+`.getAttribute('aria-label')`))
 	b.scheme("light")
 	require.Equal(t, dark, bg(), "Dark over a light system")
 
-	b.do(chromedp.Click(chromedp.CSS(".theme-btn")))
+	b.click(".theme-btn")
 	require.Equal(t, "Theme: System", eval[string](b, btn+`.getAttribute('aria-label')`))
 	require.False(t, eval[bool](b, `'theme' in document.documentElement.dataset`))
 	require.Equal(t, light, bg(), "System follows the light preference")
@@ -124,7 +124,7 @@ func browserThemeSwitch(t *testing.T, b *browser) {
 	for _, v := range everyView {
 		b.at(v)
 		if v.phone() {
-			b.do(chromedp.Click(chromedp.CSS(".sidebar-toggle")))
+			b.click(".sidebar-toggle")
 			b.waitJS("the open drawer", `document.body.classList.contains('drawer-open')`)
 		}
 		b.checkLayout(v, ".theme-btn", ".sidebar .search-input")
@@ -252,7 +252,7 @@ func browserTurnNotes(t *testing.T, b *browser) {
 	// Stop mid-reply.
 	b.typeAndSend(strings.Repeat("Please write a long answer about streaming. ", 6))
 	b.waitJS("a streaming preview", jsPreviewLen+` > 40`)
-	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.click(".stop-btn")
 	b.waitJS("the stopped note with Continue", jsIdle+` && `+lastReply+`?.querySelector('.msg-note.stopped button')?.textContent === 'Continue'`)
 	require.Equal(t, 1, eval[int](b, replies+`.length`))
 	b.checkViews(everyView, "65-stopped", ".msg-note.stopped span", ".msg-note.stopped button",
@@ -269,7 +269,7 @@ func browserTurnNotes(t *testing.T, b *browser) {
 	// Continue sends "Continue" as a new turn; the old reply stays Stopped
 	// without the button.
 	b.setValue("#composer-input", "my draft")
-	b.do(chromedp.Click(chromedp.CSS(".msg-note.stopped button")))
+	b.click(".msg-note.stopped button")
 	b.waitJS("the continued reply", jsIdle+` && `+replies+`.length === 2`)
 	require.Equal(t, "Continue", eval[[]string](b, jsUserTexts)[1])
 	require.Equal(t, "my draft", eval[string](b, `document.querySelector('#composer-input').value`), "Continue leaves the draft alone")
@@ -287,7 +287,7 @@ func browserTurnNotes(t *testing.T, b *browser) {
 		b.checkLayout(v, `.msg-assistant [aria-label="Regenerate"]`, `.msg-assistant [aria-label="Copy message"]`)
 	}
 	b.desktop()
-	b.do(chromedp.Click(chromedp.CSS(`.msg-assistant [aria-label="Regenerate"]`)))
+	b.click(`.msg-assistant [aria-label="Regenerate"]`)
 	b.waitJS("the regenerated reply", jsIdle+` && `+replies+`.length === 2 && `+lastReply+`.dataset.id !== '`+before+`'`)
 	require.Len(t, eval[[]string](b, jsUserTexts), 2)
 
@@ -325,7 +325,7 @@ func TestBrowserOffline(t *testing.T) {
 	b.checkViews(everyView, "67-offline", ".status-line span", ".conn-pill", ".stop-btn")
 
 	// Stop while offline waits for the connection.
-	b.do(chromedp.Click(chromedp.CSS(".stop-btn")))
+	b.click(".stop-btn")
 	b.waitJS("the queued stop", status+`.includes('Stop will be sent')`)
 	b.checkViews(bothSizes, "", ".status-line span")
 	chat, err := b.api.Chat(b.ctx, id)
@@ -375,7 +375,7 @@ func browserLiveSidebar(t *testing.T, b *browser) {
 	for _, v := range everyView {
 		b.at(v)
 		if v.phone() {
-			b.do(chromedp.Click(chromedp.CSS(".sidebar-toggle")))
+			b.click(".sidebar-toggle")
 			b.waitJS("the open drawer", `document.body.classList.contains('drawer-open')`)
 		}
 		b.checkLayout(v, ".chat-list .chat-item .chat-title", ".chat-list .chat-item .chat-link")

@@ -88,10 +88,10 @@ func TestBrowserElicitation(t *testing.T) {
 		b.waitJS("the card after a reload", card+` && `+card+`.querySelectorAll('.elicitation-field').length === 2`)
 		require.False(t, eval[bool](b, polled), "the card comes from the stream, not a poll")
 
-		b.do(chromedp.Click(chromedp.CSS(`.elicitation-card .elicitation-accept`)))
+		b.click(`.elicitation-card .elicitation-accept`)
 		b.waitJS("the refusal in the card", card+`.querySelector('.elicitation-error').textContent === 'Age is required.'`)
 		eval[chromedp.Void](b, `(() => { const el = `+field("Age")+`; el.value = '41'; el.dispatchEvent(new Event('input', {bubbles: true})); })()`)
-		b.do(chromedp.Click(chromedp.CSS(`.elicitation-card .elicitation-accept`)))
+		b.click(`.elicitation-card .elicitation-accept`)
 		b.waitJS("the answer reached the server, the card gone", jsIdle+` && !`+card+
 			` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('"age":41') && e.textContent.includes('"name":"Ann"'))`)
 		require.False(t, eval[bool](b, polled), "no poll")
@@ -101,7 +101,7 @@ func TestBrowserElicitation(t *testing.T) {
 		b.t = t
 		newChat()
 		b.waitJS("the question card", card)
-		b.do(chromedp.Click(chromedp.CSS(`.elicitation-card .elicitation-decline`)))
+		b.click(`.elicitation-card .elicitation-decline`)
 		b.waitJS("declined, the card gone", jsIdle+` && !`+card+
 			` && [...document.querySelectorAll('.thread .msg-assistant')].some(e => e.textContent.includes('"action":"decline"'))`)
 	})

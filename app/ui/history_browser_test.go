@@ -137,7 +137,7 @@ func TestBrowserHistoryPages(t *testing.T) {
 	b.setValue(".search-input", "topic007")
 	hit := `document.querySelector('.chat-list a[href="` + chatPath + `?message=` + fmt.Sprint(ids[14]) + `&q=topic007"]')`
 	b.waitJS("the search result", hit)
-	b.do(chromedp.Click(chromedp.CSS(`.chat-list a[href*="?message="]`)))
+	b.click(`.chat-list a[href*="?message="]`)
 	b.waitJS("the highlighted old message", `document.querySelector('.msg-user.search-hit')?.dataset.id === '`+fmt.Sprint(ids[14])+`'`)
 	b.waitJS("the match in view", `(() => {
 		const s = document.querySelector('.scroller').getBoundingClientRect(), r = document.querySelector('.search-hit .search-mark').getBoundingClientRect();

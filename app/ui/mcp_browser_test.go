@@ -103,7 +103,7 @@ func TestBrowserMCP(t *testing.T) {
 	}
 	click := func(css string) {
 		b.t.Helper()
-		b.do(chromedp.Click(chromedp.CSS(css)))
+		b.click(css)
 	}
 	openTools := func() {
 		b.t.Helper()
@@ -171,7 +171,7 @@ func TestBrowserMCP(t *testing.T) {
 		require.Contains(t, eval[string](b, `document.querySelector('.tool-card .effect').title`), "runs again")
 		require.ElementsMatch(t, []uuid.UUID{ids["everything"], ids["archive"]}, chatServers(id), "the create carried the servers left on")
 		require.False(t, eval[bool](b, `!!document.querySelector('.mcp-notice')`), "offline is not this chat's server")
-		b.do(chromedp.Click(chromedp.CSS(".tool-card .tool-section summary")))
+		b.click(".tool-card .tool-section summary")
 		b.shot("31-mcp-tool-card")
 	})
 

@@ -53,7 +53,7 @@ func TestBrowserMCPSharedOAuth(t *testing.T) {
 
 	b.do(chromedp.Navigate(b.base + "/settings"))
 	b.waitJS("the Reconnect button", row+`?.querySelector('.mcp-reconnect')`)
-	b.do(chromedp.Click(chromedp.CSS(`#settings-mcp .mcp-row[data-name="vault"] .mcp-reconnect`)))
+	b.click(`#settings-mcp .mcp-row[data-name="vault"] .mcp-reconnect`)
 	b.waitJS("asking again", row+`?.querySelector('.mcp-auth')?.textContent === 'Needs authorization' && `+row+`.querySelector('a.mcp-connect')`)
 	b.checkNoProblems()
 }

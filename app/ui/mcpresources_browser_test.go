@@ -37,7 +37,7 @@ func TestBrowserMCPResourcesAndPrompts(t *testing.T) {
 	open := func() {
 		b.t.Helper()
 		b.waitJS("the MCP button", `document.querySelector('.mcp-pick-btn') && !document.querySelector('.mcp-pick-btn').hidden`)
-		b.do(chromedp.Click(chromedp.CSS(".mcp-pick-btn")))
+		b.click(".mcp-pick-btn")
 		b.waitJS("the resources and prompts", `document.querySelectorAll('.mcp-picker:not([hidden]) .mcp-pick-item.resource').length > 0 &&
 			document.querySelectorAll('.mcp-picker:not([hidden]) .mcp-pick-item.prompt').length > 0`)
 	}
@@ -59,7 +59,7 @@ func TestBrowserMCPResourcesAndPrompts(t *testing.T) {
 	b.clickText(".mcp-picker .mcp-pick-item.template", "demo://resource/dynamic/text/{resourceId}")
 	b.waitJS("the template's form", `document.querySelector('.mcp-picker .mcp-pick-form input[name="resourceId"]')`)
 	b.setValue(`.mcp-picker input[name="resourceId"]`, "5")
-	b.do(chromedp.Click(chromedp.CSS(".mcp-picker .mcp-pick-submit")))
+	b.click(".mcp-picker .mcp-pick-submit")
 	b.waitJS("resource 5 attached", `[...document.querySelectorAll('.attach-tray .attach-item.done .attach-name')].some(e => e.textContent === '5')`)
 
 	// A prompt: a missing required argument is refused in the form, then
@@ -73,10 +73,10 @@ func TestBrowserMCPResourcesAndPrompts(t *testing.T) {
 		b.shot("81-mcp-prompt-form-" + v.name)
 	}
 	b.desktop()
-	b.do(chromedp.Click(chromedp.CSS(".mcp-picker .mcp-pick-submit")))
+	b.click(".mcp-picker .mcp-pick-submit")
 	b.waitJS("the refusal", `document.querySelector('.mcp-picker .mcp-pick-error:not([hidden])')?.textContent.includes('city')`)
 	b.setValue(`.mcp-picker input[name="city"]`, "Lyon")
-	b.do(chromedp.Click(chromedp.CSS(".mcp-picker .mcp-pick-submit")))
+	b.click(".mcp-picker .mcp-pick-submit")
 	b.waitJS("the prompt's text in the composer", `document.querySelector('#composer-input').value === "What's weather in Lyon?"`)
 	require.True(t, eval[bool](b, `document.querySelector('.mcp-picker').hidden`), "the panel closes")
 

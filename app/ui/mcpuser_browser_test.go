@@ -51,7 +51,7 @@ func TestBrowserMCPPerUser(t *testing.T) {
 	b.waitJS("vault not connected", row+`?.querySelector('.mcp-auth')?.textContent === 'Not connected' && `+row+`.querySelector('.mcp-user-connect')`)
 	b.shot("mcp-peruser-not-connected")
 
-	b.do(chromedp.Click(chromedp.CSS(`#settings-mcp-connections .mcp-row[data-name="vault"] .mcp-user-connect`)))
+	b.click(`#settings-mcp-connections .mcp-row[data-name="vault"] .mcp-user-connect`)
 	b.waitJS("the consent link", row+`?.querySelector('a.mcp-connect')?.href`)
 	href := eval[string](b, row+`.querySelector('a.mcp-connect').href`)
 	require.True(t, strings.HasPrefix(href, strings.TrimSuffix(v.URL, "/mcp")+"/authorize?"), "the link is the vault's consent page: %s", href)
@@ -63,7 +63,7 @@ func TestBrowserMCPPerUser(t *testing.T) {
 	require.Equal(t, 1, v.Consents("carol"))
 	b.shot("mcp-peruser-connected")
 
-	b.do(chromedp.Click(chromedp.CSS(`#settings-mcp-connections .mcp-row[data-name="vault"] .mcp-disconnect`)))
+	b.click(`#settings-mcp-connections .mcp-row[data-name="vault"] .mcp-disconnect`)
 	b.waitJS("disconnected", row+`?.querySelector('.mcp-auth')?.textContent === 'Not connected'`)
 	b.checkNoProblems()
 }

@@ -212,7 +212,7 @@ func TestBrowserAttachmentPreviews(t *testing.T) {
 	const lightbox = `document.querySelector('.lightbox')`
 	const opened = lightbox + ` && ` + lightbox + `.querySelector('img').naturalWidth === 480 && document.activeElement === ` + lightbox
 	// The composer's thumbnail: a button, opened with the mouse, closed with Escape.
-	b.do(chromedp.Click(chromedp.CSS(".attach-tray .thumb-btn")))
+	b.click(".attach-tray .thumb-btn")
 	b.waitJS("the lightbox, focus on it", opened)
 	require.Equal(t, "true", eval[string](b, lightbox+`.getAttribute('aria-modal')`))
 	b.do(chromedp.KeyEvent("\t"))
@@ -223,10 +223,10 @@ func TestBrowserAttachmentPreviews(t *testing.T) {
 
 	// The composer's text file: its badge opens the preview, whose Show all
 	// works inside the dialog.
-	b.do(chromedp.Click(chromedp.CSS(".attach-tray button.attach-kind")))
+	b.click(".attach-tray button.attach-kind")
 	b.waitJS("the text preview dialog", lightbox+`?.querySelector('.file-preview-body')?.textContent.startsWith('all:\n\tgo build')`)
 	b.waitJS("its Show all", lightbox+`.querySelector('.file-preview-toggle:not([hidden])')`)
-	b.do(chromedp.Click(chromedp.CSS(".lightbox .file-preview-toggle")))
+	b.click(".lightbox .file-preview-toggle")
 	require.Equal(t, strings.TrimSuffix(text, "\n"), eval[string](b, lightbox+`.querySelector('.file-preview-body').textContent`), "the whole file, in the open dialog")
 	b.shot("83-composer-text-preview")
 	b.do(chromedp.KeyEvent("\x1b"))
@@ -251,10 +251,10 @@ func TestBrowserAttachmentPreviews(t *testing.T) {
 	require.Equal(t, "all:\n\tgo build ./...\nline 3\nline 4\nline 5\nline 6\nline 7\nline 8", eval[string](b, preview+`.querySelector('.file-preview-body').textContent`))
 	require.Equal(t, "Show all (20 lines)", eval[string](b, preview+`.querySelector('.file-preview-toggle').textContent`))
 	require.Equal(t, "Makefile.txt", eval[string](b, preview+`.querySelector('.file-preview-name').textContent`))
-	b.do(chromedp.Click(chromedp.CSS(".thread .msg-user .file-preview-toggle")))
+	b.click(".thread .msg-user .file-preview-toggle")
 	require.Equal(t, strings.TrimSuffix(text, "\n"), eval[string](b, preview+`.querySelector('.file-preview-body').textContent`), "the whole file, tabs kept")
 	require.Equal(t, "true", eval[string](b, preview+`.querySelector('.file-preview-toggle').getAttribute('aria-expanded')`))
-	b.do(chromedp.Click(chromedp.CSS(".thread .msg-user .file-preview-toggle")))
+	b.click(".thread .msg-user .file-preview-toggle")
 	require.Equal(t, "Show all (20 lines)", eval[string](b, preview+`.querySelector('.file-preview-toggle').textContent`))
 
 	toolImage(t, b)
@@ -297,7 +297,7 @@ func toolImage(t *testing.T, b *browser) {
 	require.NotContains(t, result, data[:40], "the base64 is not printed")
 	require.Contains(t, result, "characters of base64, shown above")
 	require.Contains(t, result, "the screen")
-	b.do(chromedp.Click(chromedp.CSS(".thread .tool-card .tool-images .chip.file.image")))
+	b.click(".thread .tool-card .tool-images .chip.file.image")
 	b.waitJS("the lightbox with the tool's image", `document.querySelector('.lightbox img')?.naturalWidth === 64`)
 	b.do(chromedp.KeyEvent("\x1b"))
 	b.waitJS("closed", `!document.querySelector('.lightbox')`)

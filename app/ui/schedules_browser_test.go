@@ -25,7 +25,7 @@ func TestBrowserScheduleAndWebhook(t *testing.T) {
 	chatID := uuid.MustParse(eval[string](b, `location.pathname.slice('/chats/'.length)`))
 
 	b.waitJS("the chat menu button", `!document.querySelector('.chat-header button[aria-label="Chat options"]').hidden`)
-	b.do(chromedp.Click(chromedp.CSS(`.chat-header button[aria-label="Chat options"]`)))
+	b.click(`.chat-header button[aria-label="Chat options"]`)
 	b.clickText(".menu .menu-item", "Schedule")
 	b.waitJS("the schedule dialog", `document.querySelector('.schedule-dialog[open]') && document.querySelector('.schedule-list').textContent.includes('No schedules yet.')`)
 	b.setValue("#schedule-prompt", "Summarise the night")

@@ -63,7 +63,7 @@ func TestBrowserSearchJumps(t *testing.T) {
 			b.checkLayout(tc, ".search-input", `.chat-list a[href*="?message="]`, `.chat-list a[href*="?message="] .chat-title`,
 				`.chat-list a[href*="?message="] .chat-snippet`, `.chat-list a[href*="?message="] .chat-snippet mark`)
 			b.shot("70-search-" + tc.name)
-			b.do(chromedp.Click(chromedp.CSS(`.chat-list a[href*="?message="]`)))
+			b.click(`.chat-list a[href*="?message="]`)
 			b.waitJS("the highlighted message", `document.querySelector('.msg-user.search-hit')?.dataset.id === '`+fmt.Sprint(target)+`'`)
 			// The term is marked once the message's text has rendered.
 			b.waitJS("the marked term", `document.querySelector('.search-hit .search-mark')`)

@@ -28,11 +28,8 @@ func settingsRow(kind, text string) string {
 func (b *browser) clickIn(rowJS, css string) {
 	b.t.Helper()
 	b.waitJS("the element "+css, rowJS+`?.querySelector(`+jsString(css)+`)`)
-	eval[chromedp.Void](b, `(() => { document.querySelectorAll('[data-test-click]').forEach(e => e.removeAttribute('data-test-click'));
-		const e = `+rowJS+`.querySelector(`+jsString(css)+`);
-		e.dataset.testClick = '1';
-		e.scrollIntoView({block: 'center'}); })()`) // not under the sticky table of contents
-	b.do(chromedp.Click(chromedp.CSS(`[data-test-click]`)))
+	eval[chromedp.Void](b, rowJS+`.querySelector(`+jsString(css)+`).scrollIntoView({block: 'center'})`) // not under the sticky table of contents
+	b.clickJS("the element "+css, rowJS+`?.querySelector(`+jsString(css)+`)`)
 }
 
 // TestBrowserSettingsModelTest: the Test button of a model row runs one
@@ -121,7 +118,7 @@ func TestBrowserSettingsMCPForm(t *testing.T) {
 		require.NotContains(t, page, envSecret)
 	}
 	form := `document.querySelector('.set-form')`
-	save := func() { t.Helper(); b.do(chromedp.Click(chromedp.CSS(`.set-form button[type="submit"]`))) }
+	save := func() { t.Helper(); b.click(`.set-form button[type="submit"]`) }
 	open := func() {
 		t.Helper()
 		b.do(chromedp.Navigate(b.base + "/settings"))
@@ -134,12 +131,12 @@ func TestBrowserSettingsMCPForm(t *testing.T) {
 
 	t.Run("add a server with a header", func(t *testing.T) {
 		b.t = t
-		b.do(chromedp.Click(chromedp.CSS(`.add-mcp`)))
+		b.click(`.add-mcp`)
 		b.waitJS("the MCP form", form+`?.querySelector('[name="name"]')`)
 		b.setValue(`.set-form [name="name"]`, "remote")
 		b.setValue(`.set-form [name="kind"]`, "http")
 		b.setValue(`.set-form [name="url"]`, remote.URL)
-		b.do(chromedp.Click(chromedp.CSS(`.set-form .add-headers`)))
+		b.click(`.set-form .add-headers`)
 		b.waitJS("a header row", form+`?.querySelector('[data-kind="headers"] .kv-row')`)
 		b.setValue(`.set-form [data-kind="headers"] .kv-row [name="headers_name"]`, "Authorization")
 		b.setValue(`.set-form [data-kind="headers"] .kv-row [name="headers_value"]`, headerSecret)
@@ -156,11 +153,11 @@ func TestBrowserSettingsMCPForm(t *testing.T) {
 
 	t.Run("add a server with an env value", func(t *testing.T) {
 		b.t = t
-		b.do(chromedp.Click(chromedp.CSS(`.add-mcp`)))
+		b.click(`.add-mcp`)
 		b.waitJS("the MCP form", form+`?.querySelector('[name="name"]')`)
 		b.setValue(`.set-form [name="name"]`, "local")
 		b.setValue(`.set-form [name="command"]`, "/nonexistent/mcp-server")
-		b.do(chromedp.Click(chromedp.CSS(`.set-form .add-env`)))
+		b.click(`.set-form .add-env`)
 		b.waitJS("an env row", form+`?.querySelector('[data-kind="env"] .kv-row')`)
 		b.setValue(`.set-form [data-kind="env"] .kv-row [name="env_name"]`, "API_TOKEN")
 		b.setValue(`.set-form [data-kind="env"] .kv-row [name="env_value"]`, envSecret)
@@ -177,12 +174,12 @@ func TestBrowserSettingsMCPForm(t *testing.T) {
 		require.Equal(t, []string{"add", "echo", "note"}, eval[[]string](b, `[...document.querySelectorAll('.set-form [data-kind="include"] datalist option')].map(o => o.value)`))
 		require.Equal(t, "Automatic (pure)", eval[string](b, `document.querySelector('.set-form .tool-setting[data-tool="echo"] [name="tool_effect"] option').textContent`))
 		b.setValue(`.set-form [name="include"]`, "echo")
-		b.do(chromedp.Click(chromedp.CSS(`.set-form .add-include`)))
+		b.click(`.set-form .add-include`)
 		b.setValue(`.set-form [name="include"]`, "note")
-		b.do(chromedp.Click(chromedp.CSS(`.set-form .add-include`)))
+		b.click(`.set-form .add-include`)
 		b.waitJS("two include chips", form+`?.querySelectorAll('[data-kind="include"] .name-chip').length === 2`)
 		b.setValue(`.set-form [name="exclude"]`, "add")
-		b.do(chromedp.Click(chromedp.CSS(`.set-form .add-exclude`)))
+		b.click(`.set-form .add-exclude`)
 		b.waitJS("an exclude chip", form+`?.querySelector('[data-kind="exclude"] .name-chip[data-name="add"]')`)
 		b.setValue(`.set-form .tool-setting[data-tool="note"] [name="tool_effect"]`, "idempotent")
 		b.setValue(`.set-form .tool-setting[data-tool="note"] [name="tool_approval"]`, "always")
@@ -229,7 +226,7 @@ func TestBrowserSettingsMCPForm(t *testing.T) {
 		require.Equal(t, "", eval[string](b, `document.querySelector(`+jsString(stored)+`).value`))
 		require.Equal(t, "•••• set", eval[string](b, `document.querySelector(`+jsString(stored)+`).placeholder`))
 		noSecrets()
-		b.do(chromedp.Click(chromedp.CSS(`.set-form .add-headers`)))
+		b.click(`.set-form .add-headers`)
 		b.waitJS("a new header row", form+`?.querySelector('[data-kind="headers"] .kv-row[data-stored="false"]')`)
 		b.setValue(`.set-form [data-kind="headers"] .kv-row[data-stored="false"] [name="headers_name"]`, "X-Team")
 		b.setValue(`.set-form [data-kind="headers"] .kv-row[data-stored="false"] [name="headers_value"]`, "t2")
@@ -265,12 +262,12 @@ func TestBrowserSettingsAddModelNeedsProvider(t *testing.T) {
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
 	b.do(chromedp.Navigate(b.base + "/settings"))
 	b.waitJS("the Add model button", `document.querySelector('.add-model')`)
-	b.do(chromedp.Click(chromedp.CSS(`.add-model`)))
+	b.click(`.add-model`)
 	b.waitJS("the notice", `/Add a provider first/.test(document.querySelector('.set-need-provider')?.textContent || '')`)
 	require.False(t, eval[bool](b, `!!document.querySelector('.set-form [name="provider"]')`), "no model form with an empty provider list")
 	require.True(t, eval[bool](b, `document.activeElement === document.querySelector('.add-provider-first')`), "the way on is focused")
 	require.NotContains(t, eval[string](b, `document.body.textContent`), "invalid UUID")
-	b.do(chromedp.Click(chromedp.CSS(`.add-provider-first`)))
+	b.click(`.add-provider-first`)
 	b.waitJS("the provider form, the notice gone", `document.querySelector('.set-form[aria-label="Add a provider"]') && !document.querySelector('.set-need-provider')`)
 	b.checkNoProblems()
 }

@@ -92,17 +92,17 @@ func TestBrowserSettings(t *testing.T) {
 	confirm := func() {
 		t.Helper()
 		b.waitJS("the confirmation", `document.querySelector('dialog[open] button[value="ok"]')`)
-		b.do(chromedp.Click(chromedp.CSS(`dialog[open] button[value="ok"]`)))
+		b.click(`dialog[open] button[value="ok"]`)
 	}
 	form := `document.querySelector('.set-form')`
-	save := func() { t.Helper(); b.do(chromedp.Click(chromedp.CSS(`.set-form button[type="submit"]`))) }
+	save := func() { t.Helper(); b.click(`.set-form button[type="submit"]`) }
 
 	b.do(chromedp.Navigate(b.base + "/login#token=" + browserToken))
 	b.waitJS("the signed-in app", `location.pathname === '/' && document.querySelector('.hero')`)
 
 	t.Run("the page from the sidebar", func(t *testing.T) {
 		b.t = t
-		b.do(chromedp.Click(chromedp.CSS(`.sidebar .settings-link`)))
+		b.click(`.sidebar .settings-link`)
 		b.waitJS("the settings page", `location.pathname === '/settings' && document.querySelectorAll('.set-section').length === 6`)
 		require.Equal(t, []string{"Models", "Providers", "MCP servers", "Users", "My tokens", "Webhooks"},
 			eval[[]string](b, `[...document.querySelectorAll('.set-section h2')].map(e => e.textContent)`))
@@ -112,7 +112,7 @@ func TestBrowserSettings(t *testing.T) {
 
 	t.Run("providers: add, key never shown, test, discover", func(t *testing.T) {
 		b.t = t
-		b.do(chromedp.Click(chromedp.CSS(`.add-provider`)))
+		b.click(`.add-provider`)
 		b.waitJS("the provider form", form+`?.querySelector('[name="provider"]')`)
 		b.setValue(`.set-form [name="provider"]`, "openai-compat")
 		b.setValue(`.set-form [name="display_name"]`, "Local")
@@ -162,16 +162,16 @@ func TestBrowserSettings(t *testing.T) {
 
 		// The new model is in the composer's picker without a reload.
 		eval[chromedp.Void](b, `window.__sameDocument = true`)
-		b.do(chromedp.Click(chromedp.CSS(`.sidebar .new-chat`)))
+		b.click(`.sidebar .new-chat`)
 		b.waitJS("the new model in the picker", `document.querySelector('.hero') && [...document.querySelectorAll('.composer .picker:not(.effort) option')].some(o => o.textContent.includes('qwen3'))`)
 		require.True(t, eval[bool](b, `window.__sameDocument === true`), "no reload")
-		b.do(chromedp.Click(chromedp.CSS(`.sidebar .settings-link`)))
+		b.click(`.sidebar .settings-link`)
 		b.waitJS("the settings again", row("provider", "Local vLLM")+` && `+model("qwen3"))
 
 		// Remove the stored key.
 		click(row("provider", "Local vLLM"), ".edit")
 		b.waitJS("the edit form", form+`?.querySelector('[name="remove_key"]')`)
-		b.do(chromedp.Click(chromedp.CSS(`.set-form [name="remove_key"]`)))
+		b.click(`.set-form [name="remove_key"]`)
 		save()
 		b.waitJS("the provider without a key", `!`+form+` && `+row("provider", "Local vLLM")+`?.textContent.includes('no key')`)
 		for _, p := range providers() {
@@ -214,7 +214,7 @@ func TestBrowserSettings(t *testing.T) {
 		require.Equal(t, "low", m.ModelConfig.ReasoningEffort.Default)
 
 		// A model added by hand, then deleted.
-		b.do(chromedp.Click(chromedp.CSS(`.add-model`)))
+		b.click(`.add-model`)
 		b.waitJS("the new model form", form+`?.querySelector('[name="model"]')`)
 		b.setValue(`.set-form [name="provider"]`, models()["qwen3"].AIProviderID.String())
 		b.setValue(`.set-form [name="model"]`, "llama3")
@@ -248,7 +248,7 @@ func TestBrowserSettings(t *testing.T) {
 			}
 		}
 
-		b.do(chromedp.Click(chromedp.CSS(`.add-mcp`)))
+		b.click(`.add-mcp`)
 		b.waitJS("the MCP form", form+`?.querySelector('[name="name"]')`)
 		b.setValue(`.set-form [name="name"]`, "extra")
 		b.setValue(`.set-form [name="kind"]`, "http")
@@ -278,7 +278,7 @@ func TestBrowserSettings(t *testing.T) {
 
 	t.Run("users: create, admin, disable, the last admin", func(t *testing.T) {
 		b.t = t
-		b.do(chromedp.Click(chromedp.CSS(`.add-user`)))
+		b.click(`.add-user`)
 		b.waitJS("the user form", form+`?.querySelector('[name="username"]')`)
 		b.setValue(`.set-form [name="username"]`, "bad name")
 		save()
@@ -323,7 +323,7 @@ func TestBrowserSettings(t *testing.T) {
 
 	t.Run("my tokens: create with the secret once, revoke", func(t *testing.T) {
 		b.t = t
-		b.do(chromedp.Click(chromedp.CSS(`.add-token`)))
+		b.click(`.add-token`)
 		b.waitJS("the token form", form+`?.querySelector('[name="token_name"]')`)
 		b.setValue(`.set-form [name="token_name"]`, "ci")
 		save()
@@ -333,7 +333,7 @@ func TestBrowserSettings(t *testing.T) {
 		me, err := sdk.New(b.base, key).Me(b.ctx)
 		require.NoError(t, err)
 		require.Equal(t, "admin", me.Name)
-		b.do(chromedp.Click(chromedp.CSS(`.copy-token`)))
+		b.click(`.copy-token`)
 		b.waitJS("copied", `document.querySelector('.copy-token .label').textContent !== 'Copy'`)
 		b.shot("72-settings-token")
 		b.clickText(".token-new .btn", "Done")

@@ -26,7 +26,7 @@ func TestBrowserSidebarPages(t *testing.T) {
 	b.waitJS("the first page", items+`.length === 200 && document.querySelector('.chat-list .side-more')`)
 	require.False(t, eval[bool](b, `[...`+items+`].some(e => e.textContent.includes('Paged chat 000'))`), "the oldest chat is on the next page")
 	b.at(phoneDark)
-	b.do(chromedp.Click(chromedp.CSS(".sidebar-toggle")))
+	b.click(".sidebar-toggle")
 	b.waitJS("the open drawer", `document.body.classList.contains('drawer-open')`)
 
 	// Scrolling to the end loads the rest.

@@ -35,7 +35,7 @@ func TestBrowserVersions(t *testing.T) {
 	require.Empty(t, eval[[]string](b, jsVersionCounts), "one version: no switcher")
 
 	// Edit: a second version of the question.
-	b.do(chromedp.Click(chromedp.CSS(`.thread .msg-user button[aria-label="Edit message"]`)))
+	b.click(`.thread .msg-user button[aria-label="Edit message"]`)
 	b.waitJS("the editor", `document.querySelector('.edit-input')`)
 	b.setValue(".edit-input", "Second question")
 	b.do(pressEnter)
@@ -48,7 +48,7 @@ func TestBrowserVersions(t *testing.T) {
 	b.shot("80-versions-switched")
 
 	// Regenerate the reply: a second version of it.
-	b.do(chromedp.Click(chromedp.CSS(`.thread .msg-assistant button[aria-label="Regenerate"]`)))
+	b.click(`.thread .msg-assistant button[aria-label="Regenerate"]`)
 	b.waitJS("the new reply, idle", jsIdle+` && JSON.stringify(`+jsVersionCounts+`) === '["1/2","2/2"]'`)
 
 	// Another viewer switches to the edited branch: this tab follows live.
@@ -59,7 +59,7 @@ func TestBrowserVersions(t *testing.T) {
 	b.waitJS("the other branch, live", `JSON.stringify(`+jsUserTexts+`) === '["Second question"]' && JSON.stringify(`+jsVersionCounts+`) === '["2/2"]'`)
 
 	// Fork from the reply: a new chat with the branch.
-	b.do(chromedp.Click(chromedp.CSS(`.thread .msg-assistant button[aria-label="Fork from here"]`)))
+	b.click(`.thread .msg-assistant button[aria-label="Fork from here"]`)
 	b.waitJS("the fork", `location.pathname !== '/chats/`+chat.ID.String()+`' && /^\/chats\/[0-9a-f-]{36}$/.test(location.pathname)`)
 	b.waitJS("its branch", jsIdle+` && JSON.stringify(`+jsUserTexts+`) === '["Second question"]' && document.querySelectorAll('.thread .msg-assistant').length === 1`)
 	b.checkNoProblems()
