@@ -428,11 +428,13 @@ func (b *browser) clickJS(what, target string) {
 	}
 }
 
-// setValue sets a field's value as typing would (input and change events).
+// setValue sets a field's value as typing would (input and change events),
+// once the field takes typing (not disabled).
 func (b *browser) setValue(css, value string) {
 	b.t.Helper()
 	c, _ := json.Marshal(css)
 	v, _ := json.Marshal(value)
+	b.waitJS("the field "+css, `document.querySelector(`+string(c)+`) && !document.querySelector(`+string(c)+`).disabled`)
 	eval[chromedp.Void](b, `(() => { const el = document.querySelector(`+string(c)+`); el.focus(); el.value = `+string(v)+`;
 		el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); })()`)
 }
@@ -718,6 +720,14 @@ func TestBrowser(t *testing.T) {
 		b.clickText(".menu .menu-item", "Rename")
 		b.waitJS("the rename field", `document.activeElement === document.querySelector('.rename-input')`)
 		b.setValue(".rename-input", "Durable chats, renamed")
+		// Another chat's title changing redraws the list; what is typed stays.
+		other := eval[[]string](b, `(() => { const e = document.querySelector('.chat-list .chat-item:not(.renaming)'); return [e.dataset.id, e.querySelector('.chat-title').textContent]; })()`)
+		for _, title := range []string{other[1] + " (moved)", other[1]} {
+			require.NoError(t, b.api.Do(b.ctx, http.MethodPatch, "/chats/"+other[0], map[string]string{"title": title}, nil))
+			b.waitJS("the other chat's title", `document.querySelector('.chat-list .chat-item[data-id="`+other[0]+`"] .chat-title')?.textContent === `+jsString(title))
+		}
+		require.True(t, eval[bool](b, `document.querySelector('.rename-input').value === 'Durable chats, renamed' && document.activeElement === document.querySelector('.rename-input')`),
+			"the rename field keeps its text and focus through a redraw")
 		b.do(pressEnter)
 		b.waitJS("the renamed chat", `[...document.querySelectorAll('.chat-list .chat-title')].some(e => e.textContent === 'Durable chats, renamed')`)
 

@@ -63,8 +63,9 @@ export class ProjectView {
     this.id = id;
     this.project = null;
     this.title = h('h1', { class: 'chat-title-h', text: 'Project' });
-    this.instructions = h('textarea', { class: 'text-input', rows: 5, id: 'project-instructions', 'aria-label': 'Instructions', maxlength: 32768, placeholder: 'Instructions every chat in this project follows.' });
-    this.saveBtn = h('button', { type: 'button', class: 'btn primary', onclick: () => this.saveInstructions() }, 'Save instructions');
+    // Off until the project has loaded: its stored text replaces the field's.
+    this.instructions = h('textarea', { class: 'text-input', rows: 5, id: 'project-instructions', 'aria-label': 'Instructions', maxlength: 32768, placeholder: 'Instructions every chat in this project follows.', disabled: true });
+    this.saveBtn = h('button', { type: 'button', class: 'btn primary', onclick: () => this.saveInstructions(), disabled: true }, 'Save instructions');
     this.chats = h('ul', { class: 'project-chats', 'aria-label': 'Chats in this project' });
     this.memories = h('div', { class: 'memory-list', 'aria-label': 'Memories' });
     this.memName = h('input', { class: 'text-input mono', type: 'text', id: 'memory-name', maxlength: 64, 'aria-label': 'Memory name', placeholder: 'name (a-z, 0-9, . _ -)' });
@@ -98,6 +99,8 @@ export class ProjectView {
       this.title.textContent = p.name;
       document.title = `${p.name} · chatd`;
       this.instructions.value = p.instructions;
+      this.instructions.disabled = false;
+      this.saveBtn.disabled = false;
       this.renderChats(chats);
       this.renderMemories(memories);
     } catch (e) {

@@ -322,9 +322,14 @@ export class Sidebar {
     ];
     const focused = document.activeElement;
     const focusKey = focused && this.list.contains(focused) ? focused.dataset.focusKey : null;
-    this.list.replaceChildren(...groups.filter(([, cs]) => cs.length).map(([name, cs]) => h('section', { class: 'chat-group' },
-      h('h2', { class: 'group-title', text: name }),
-      h('ul', { role: 'list' }, withKids(cs)))), ...(this.more ? [this.moreBtn] : []));
+    this.rendering = true; // (the rename field moves into the new list)
+    try {
+      this.list.replaceChildren(...groups.filter(([, cs]) => cs.length).map(([name, cs]) => h('section', { class: 'chat-group' },
+        h('h2', { class: 'group-title', text: name }),
+        h('ul', { role: 'list' }, withKids(cs)))), ...(this.more ? [this.moreBtn] : []));
+    } finally {
+      this.rendering = false;
+    }
     this.watchMore();
     if (focusKey) {
       const el = this.list.querySelector(`[data-focus-key="${CSS.escape(focusKey)}"]`);
@@ -337,21 +342,11 @@ export class Sidebar {
     const active = c.id === this.activeId;
     const title = c.title || 'New chat';
     if (this.renamingId === c.id) {
-      const input = h('input', { class: 'rename-input', type: 'text', value: title, 'aria-label': 'Chat title', maxlength: 200 });
-      const done = async (save) => {
-        if (this.renamingId !== c.id) return;
-        this.renamingId = null;
-        const v = input.value.trim();
-        if (save && v && v !== c.title) await this.patch(c, { title: v });
-        else this.render();
-      };
-      input.addEventListener('keydown', (e) => {
-        if (e.key === 'Enter') { e.preventDefault(); done(true); }
-        if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); done(false); }
-      });
-      input.addEventListener('blur', () => done(true));
-      requestAnimationFrame(() => { input.focus(); input.select(); });
-      return h('li', { class: 'chat-item renaming' + (active ? ' active' : ''), dataset: { id: c.id } }, input);
+      // The field being typed in is the same node through every render (a
+      // chat's status changing redraws the list), so the text stays.
+      if (!this.renameItem || this.renameItem.dataset.id !== c.id) this.renameItem = this.renameField(c);
+      this.renameItem.classList.toggle('active', active);
+      return this.renameItem;
     }
     const status = STATUS_LABEL[c.status];
     const menuBtn = h('button', {
@@ -372,6 +367,29 @@ export class Sidebar {
         hit ? h('span', { class: 'chat-hit' }, titleEl, snippetEl(hit.text, this.query)) : titleEl,
         status ? h('span', { class: `dot dot-${c.status}`, role: 'img', 'aria-label': status, title: status }) : null),
       menuBtn);
+  }
+
+  // renameField is the list item with c's title in a field: Enter or
+  // leaving it saves, Escape cancels.
+  renameField(c) {
+    const title = c.title || 'New chat';
+    const input = h('input', { class: 'rename-input', type: 'text', value: title, 'aria-label': 'Chat title', maxlength: 200, dataset: { focusKey: 'rename:' + c.id } });
+    const done = async (save) => {
+      if (this.renamingId !== c.id) return;
+      this.renamingId = null;
+      this.renameItem = null;
+      const v = input.value.trim();
+      if (save && v && v !== c.title) await this.patch(c, { title: v });
+      else this.render();
+    };
+    input.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') { e.preventDefault(); done(true); }
+      if (e.key === 'Escape') { e.preventDefault(); e.stopPropagation(); done(false); }
+    });
+    // A render moving the field takes its focus for a moment: no save.
+    input.addEventListener('blur', () => { if (!this.rendering) done(true); });
+    requestAnimationFrame(() => { input.focus(); input.select(); });
+    return h('li', { class: 'chat-item renaming', dataset: { id: c.id } }, input);
   }
 
   menuItems(c) {
