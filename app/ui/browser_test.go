@@ -513,11 +513,15 @@ func TestBrowser(t *testing.T) {
 
 	t.Run("stop keeps the partial reply", func(t *testing.T) {
 		b.t = t
+		// The earlier question's node lives through the turn (a turn
+		// starting and ending rebuilds only what shows it).
+		eval[chromedp.Void](b, `document.querySelector('.thread .msg-user').dataset.testKept = '1'`)
 		b.typeAndSend(strings.Repeat("Please write a long answer about streaming. ", 6))
 		b.waitJS("a streaming preview", jsPreviewLen+` > 40`)
 		b.waitJS("the Stop button", `!document.querySelector('.stop-btn').hidden`)
 		b.click(".stop-btn")
 		b.waitJS("the interrupted chat to settle", jsIdle+` && document.querySelectorAll('.thread .msg-assistant').length === 2`)
+		require.True(t, eval[bool](b, `document.querySelector('.thread .msg-user').dataset.testKept === '1'`), "the first question was not rebuilt")
 		reply := eval[[]string](b, jsAssistantTexts)
 		require.Len(t, reply, 2)
 		require.Contains(t, reply[1], "demo model", "the partial text is kept")

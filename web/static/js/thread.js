@@ -10,7 +10,7 @@ import { messageText } from './api.js';
 import * as render from './messages.js';
 import { mcpVersion } from './mcp.js';
 import { OlderPages } from './older.js';
-import { switcher, firstReplies, refocus } from './versions.js';
+import { switcher, firstReplies, refocus, versionInfo } from './versions.js';
 import { isScheduled, learnAuthors } from './schedule.js';
 
 // toolsSig is part of a message's signature: tool cards show MCP details
@@ -238,6 +238,9 @@ export class Thread {
       fork: hd.onFork ? (m) => hd.onFork(m) : null,
     };
     const firstReply = firstReplies(msgs);
+    // Only a message with versions shows idleness (its switcher is off
+    // while a turn runs): a turn ending rebuilds those, not every message.
+    const versioned = (m) => (versionInfo(m) ? idle : 0);
     const waitSig = [...waitingIds].join(',') + '|' + [...approvalIds].join(',');
 
     // Remember how long live reasoning took, for the committed message.
@@ -278,7 +281,7 @@ export class Thread {
           : stoppedStatus(m) && !lastReply.has(m.id) ? { kind: 'stopped', canContinue: isLast && idle } : null;
         const scheduled = isScheduled(m.created_by);
         items.push({
-          key: 'u' + m.id, sig: JSON.stringify([m.content, editing, note, m.sibling_ids, idle, scheduled]),
+          key: 'u' + m.id, sig: JSON.stringify([m.content, editing, note, m.sibling_ids, versioned(m), scheduled]),
           make: () => {
             if (editing) return render.userEditor(m, (text) => hd.onSaveEdit(m, text), () => hd.onCancelEdit());
             const node = render.userMessage(m, actions, note);
@@ -298,7 +301,7 @@ export class Thread {
           canRegenerate: last && idle && !!u,
         };
         items.push({
-          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved, toolsSig(m), extra, m.sibling_ids, idle]),
+          key: 'a' + m.id, sig: JSON.stringify([m.content, own, own.some((r) => !r) ? [running, waitSig] : 0, rsec, isSaved, toolsSig(m), extra, m.sibling_ids, versioned(m)]),
           make: () => {
             const node = render.assistantMessage(m, ctx, actions, extra);
             if (isSaved) {
