@@ -365,9 +365,8 @@ func (b *browser) scheme(value string) {
 func (b *browser) typeAndSend(text string) {
 	b.t.Helper()
 	b.waitJS("the composer", `document.querySelector('#composer-input')`)
-	js, _ := json.Marshal(text)
 	eval[chromedp.Void](b, `(() => { const ta = document.querySelector('#composer-input'); ta.focus();
-		ta.value = `+string(js)+`; ta.dispatchEvent(new Event('input', {bubbles: true})); })()`)
+		ta.value = `+jsString(text)+`; ta.dispatchEvent(new Event('input', {bubbles: true})); })()`)
 	b.do(pressEnter)
 }
 
@@ -428,22 +427,26 @@ func (b *browser) clickJS(what, target string) {
 	}
 }
 
+// jsString is s as a JavaScript string literal.
+func jsString(s string) string {
+	x, _ := json.Marshal(s)
+	return string(x)
+}
+
 // setValue sets a field's value as typing would (input and change events),
 // once the field takes typing (not disabled).
 func (b *browser) setValue(css, value string) {
 	b.t.Helper()
-	c, _ := json.Marshal(css)
-	v, _ := json.Marshal(value)
-	b.waitJS("the field "+css, `document.querySelector(`+string(c)+`) && !document.querySelector(`+string(c)+`).disabled`)
-	eval[chromedp.Void](b, `(() => { const el = document.querySelector(`+string(c)+`); el.focus(); el.value = `+string(v)+`;
+	c, v := jsString(css), jsString(value)
+	b.waitJS("the field "+css, `document.querySelector(`+c+`) && !document.querySelector(`+c+`).disabled`)
+	eval[chromedp.Void](b, `(() => { const el = document.querySelector(`+c+`); el.focus(); el.value = `+v+`;
 		el.dispatchEvent(new Event('input', {bubbles: true})); el.dispatchEvent(new Event('change', {bubbles: true})); })()`)
 }
 
 // chatMenu opens the sidebar menu of the chat whose title contains title.
 func (b *browser) chatMenu(title string) {
 	b.t.Helper()
-	t, _ := json.Marshal(title)
-	find := `[...document.querySelectorAll('.chat-list .chat-item')].find(e => e.textContent.includes(` + string(t) + `))`
+	find := `[...document.querySelectorAll('.chat-list .chat-item')].find(e => e.textContent.includes(` + jsString(title) + `))`
 	b.clickJS("the chat "+title+" in the sidebar", find+`?.querySelector('.chat-menu-btn')`)
 	b.waitJS("the chat menu", `document.querySelector('.menu')`)
 }

@@ -390,8 +390,3 @@ func TestBrowserSettings(t *testing.T) {
 	b.t = t
 	b.checkNoProblems()
 }
-
-func jsString(s string) string {
-	x, _ := json.Marshal(s)
-	return string(x)
-}
